@@ -1,0 +1,166 @@
+"""Sessions over paddle inference models (predictor or ``paddle.jit.load``) and ``nn.Layer`` factories."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from speechperf.backend import ModelSpec, Session, TensorInfo
+from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.weights import load_weights
+from speechperf.errors import ModelFileError
+
+paddle = import_paddle()
+from paddle import inference  # noqa: E402
+
+_PADDLE_TO_NUMPY = {
+    "FLOAT32": "float32",
+    "FLOAT64": "float64",
+    "FLOAT16": "float16",
+    "INT64": "int64",
+    "INT32": "int32",
+    "INT8": "int8",
+    "UINT8": "uint8",
+    "BOOL": "bool",
+}
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _params_path(spec: ModelSpec, model: Path) -> Path:
+    return spec.existing(spec.weights or model.with_suffix(".pdiparams"), "parameters file (.pdiparams)")
+
+
+class PredictorSession(Session):
+    """A ``paddle.inference`` predictor: the deployment path, with its graph passes."""
+
+    backend = "paddle"
+
+    def __init__(self, predictor, spec: ModelSpec, device: str):
+        self.predictor = predictor
+        self.device = device
+        names = predictor.get_input_names()
+        declared = {t.name: t for t in spec.inputs or ()}
+        self.inputs = tuple(declared.get(n) or TensorInfo(n, _dtype(predictor.get_input_handle(n))) for n in names)
+        self._fetch = predictor.get_output_names()
+        self.outputs = tuple(TensorInfo(n) for n in spec.output_names(self._fetch))
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        for info in self.inputs:
+            handle = self.predictor.get_input_handle(info.name)
+            value = np.ascontiguousarray(feeds[info.name])
+            handle.reshape(value.shape)
+            handle.copy_from_cpu(value)
+        self.predictor.run()
+        return {
+            out.name: self.predictor.get_output_handle(fetch).copy_to_cpu()
+            for out, fetch in zip(self.outputs, self._fetch)
+        }
+
+
+def _dtype(handle) -> str | None:
+    return _PADDLE_TO_NUMPY.get(str(handle.type()).rsplit(".", 1)[-1])
+
+
+class LayerSession(Session):
+    """An eager ``nn.Layer``, or a layer loaded by ``paddle.jit.load``."""
+
+    backend = "paddle"
+
+    def __init__(self, layer, inputs: tuple[TensorInfo, ...], outputs: tuple[TensorInfo, ...], device: str):
+        self.layer = layer
+        self.inputs = inputs
+        self.outputs = outputs
+        self.device = device
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        args = [paddle.to_tensor(np.ascontiguousarray(feeds[t.name])) for t in self.inputs]
+        with paddle.no_grad():
+            result = self.layer(*args)
+        if isinstance(result, paddle.Tensor):
+            result = (result,)
+        elif isinstance(result, Mapping):
+            result = tuple(result.values())
+        return {t.name: value.numpy() for t, value in zip(self.outputs, result)}
+
+
+def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session:
+    model = spec.existing(spec.path)
+    params = _params_path(spec, model)
+    if spec.options.get("api", "predictor") == "jit":
+        return _load_jit(spec, model, device)
+    config = inference.Config(str(model), str(params))
+    config.disable_glog_info()
+    if device == "cuda":
+        config.enable_use_gpu(256, 0)
+    else:
+        config.disable_gpu()
+    if threads is not None:
+        config.set_cpu_math_library_num_threads(threads)
+    # Config.enable_memory_optim() breaks predictor creation on PIR models; it is left off on purpose.
+    try:
+        predictor = inference.create_predictor(config)
+    except Exception as exc:
+        raise ModelFileError(f"cannot load {model} as a paddle inference model: {_first_line(exc)}") from None
+    return PredictorSession(predictor, spec, device)
+
+
+def _load_jit(spec: ModelSpec, model: Path, device: str) -> Session:
+    paddle.set_device("gpu:0" if device == "cuda" else "cpu")
+    try:
+        layer = paddle.jit.load(str(model.with_suffix("")))
+    except Exception as exc:
+        raise ModelFileError(f"cannot load {model} with paddle.jit.load: {_first_line(exc)}") from None
+    layer.eval()
+    if spec.inputs:
+        inputs = tuple(spec.inputs)
+    else:
+        # The predictor reads the feed names the model was saved with; so does this path.
+        probe = inference.create_predictor(_cpu_config(model, _params_path(spec, model)))
+        inputs = tuple(TensorInfo(n, _dtype(probe.get_input_handle(n))) for n in probe.get_input_names())
+        fetch = probe.get_output_names()
+        return LayerSession(layer, inputs, tuple(TensorInfo(n) for n in spec.output_names(fetch)), device)
+    outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)
+    return LayerSession(layer, inputs, outputs, device)
+
+
+def _cpu_config(model: Path, params: Path):
+    config = inference.Config(str(model), str(params))
+    config.disable_glog_info()
+    config.disable_gpu()
+    config.switch_ir_optim(False)
+    return config
+
+
+def load_layer(spec: ModelSpec, device: str, threads: int | None) -> Session:
+    """An ``nn.Layer`` from a ``module:callable`` factory, weights from ``.safetensors`` or ``.npz``."""
+    paddle.set_device("gpu:0" if device == "cuda" else "cpu")
+    target = spec.factory or ""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ModelFileError(f"factory must look like 'package.module:callable', got {target!r}")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ModelFileError(f"cannot import factory {target!r}: {exc}") from None
+    layer = factory(**dict(spec.factory_kwargs))
+    if spec.weights is not None:
+        load_weights(layer, spec.existing(spec.weights, "weights file"))
+    layer.eval()
+    if spec.inputs:
+        inputs = tuple(spec.inputs)
+    else:
+        import inspect
+
+        inputs = tuple(TensorInfo(n) for n in inspect.signature(layer.forward).parameters)
+    outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)
+    return LayerSession(layer, inputs, outputs, device)
+
+
+LOADERS = {"inference": load_inference, "layer": load_layer}

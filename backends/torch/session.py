@@ -1,0 +1,144 @@
+"""Sessions over TorchScript files, ``torch.export`` programs and ``nn.Module`` factories."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from speechperf.backend import ModelSpec, Session, TensorInfo
+from speechperf.errors import ModelFileError
+
+_TORCH_TO_NUMPY = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+}
+
+
+class TorchSession(Session):
+    backend = "torch"
+
+    def __init__(self, module: Callable, inputs: tuple[TensorInfo, ...], outputs: tuple[TensorInfo, ...], device: str):
+        self.module = module
+        self.inputs = inputs
+        self.outputs = outputs
+        self.device = device
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        args = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to(self.device) for t in self.inputs]
+        with torch.inference_mode():
+            result = self.module(*args)
+        if isinstance(result, torch.Tensor):
+            result = (result,)
+        elif isinstance(result, Mapping):
+            result = tuple(result.values())
+        return {t.name: value.detach().cpu().numpy() for t, value in zip(self.outputs, result)}
+
+
+def _resolve_entry(module: torch.nn.Module, entry: str | None, where: Path) -> torch.nn.Module:
+    for attr in (entry.split(".") if entry else []):
+        if not hasattr(module, attr):
+            raise ModelFileError(f"{where} has no submodule {entry!r} (no attribute {attr!r})")
+        module = getattr(module, attr)
+    return module
+
+
+def _output_infos(spec: ModelSpec, count: int) -> tuple[TensorInfo, ...]:
+    if spec.outputs:
+        return tuple(spec.outputs)
+    names = ["output"] if count == 1 else [f"output_{i}" for i in range(count)]
+    return tuple(TensorInfo(n) for n in names)
+
+
+def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
+    path = spec.existing(spec.path)
+    try:
+        root = torch.jit.load(str(path), map_location=device)
+    except Exception as exc:
+        raise ModelFileError(f"cannot load {path} as TorchScript: {_first_line(exc)}") from None
+    module = _resolve_entry(root, spec.entry, path).eval()
+    schema = module.forward.schema
+    if spec.inputs:
+        inputs = tuple(spec.inputs)
+    else:
+        inputs = tuple(TensorInfo(a.name) for a in schema.arguments[1:])  # arguments[0] is self
+    returned = schema.returns[0].type
+    count = len(returned.elements()) if isinstance(returned, torch.TupleType) else 1
+    return TorchSession(module, inputs, _output_infos(spec, count), device)
+
+
+def load_export(spec: ModelSpec, device: str) -> TorchSession:
+    path = spec.existing(spec.path)
+    try:
+        program = torch.export.load(str(path))
+    except Exception as exc:
+        raise ModelFileError(f"cannot load {path} as a torch.export program (.pt2): {_first_line(exc)}") from None
+    placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    inputs = []
+    for name in program.graph_signature.user_inputs:
+        val = placeholders[name].meta.get("val")
+        dtype = _TORCH_TO_NUMPY.get(val.dtype) if val is not None else None
+        shape = None if val is None else tuple(d if isinstance(d, int) else str(d) for d in val.shape)
+        inputs.append(TensorInfo(name, dtype, shape))
+    if spec.inputs:
+        inputs = list(spec.inputs)
+    module = program.module().to(device)
+    return TorchSession(module, tuple(inputs), _output_infos(spec, len(program.graph_signature.user_outputs)), device)
+
+
+def load_module(spec: ModelSpec, device: str) -> TorchSession:
+    """An ``nn.Module`` from a ``module:callable`` factory, weights from ``.safetensors`` or a ``torch.save`` file.
+
+    ``torch.save`` files are read with ``weights_only=True``, which refuses to run pickled code.
+    """
+    module = build_from_factory(spec)
+    if spec.weights is not None:
+        path = spec.existing(spec.weights, "weights file")
+        try:
+            if path.suffix == ".safetensors":
+                from safetensors.torch import load_file
+
+                state = load_file(str(path))
+            else:
+                state = torch.load(str(path), map_location="cpu", weights_only=True)
+            module.load_state_dict(state)
+        except Exception as exc:
+            raise ModelFileError(f"cannot load weights {path} into {spec.factory}: {_first_line(exc)}") from None
+    module = module.to(device).eval()
+    if spec.inputs:
+        inputs = tuple(spec.inputs)
+    else:
+        params = inspect.signature(module.forward).parameters
+        inputs = tuple(TensorInfo(n) for n in params)
+    outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)
+    return TorchSession(module, inputs, outputs, device)
+
+
+def build_from_factory(spec: ModelSpec):
+    target = spec.factory or ""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ModelFileError(f"factory must look like 'package.module:callable', got {target!r}")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ModelFileError(f"cannot import factory {target!r}: {exc}") from None
+    return factory(**dict(spec.factory_kwargs))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+LOADERS = {"torchscript": load_torchscript, "export": load_export, "module": load_module}

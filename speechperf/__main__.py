@@ -1,0 +1,3 @@
+from speechperf.cli import main
+
+main()

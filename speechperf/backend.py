@@ -1,0 +1,229 @@
+"""The contracts between the core and the framework bindings: Backend, Session, ModelSpec, TensorInfo.
+
+A Session is the inference callable every meter and benchmark class uses: a dict of host numpy arrays in, a dict
+of host numpy arrays out, on every backend. Copying to and from the framework's tensors is part of what a user pays,
+and keeping it inside the call is what makes numbers from different backends comparable.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from speechperf.errors import BackendUnavailableError, DeviceError, FeedError, ModelFileError, SpeechperfError
+
+#: Devices a backend may declare. A backend rejects any other name.
+KNOWN_DEVICES = ("cpu", "cuda")
+
+
+def _optional_path(value: Any) -> Path | None:
+    return None if value is None else Path(value)
+
+
+@attrs.frozen
+class TensorInfo:
+    """One input or output of a session.
+
+    ``dtype`` is a numpy dtype name (``"float32"``), or None where the model file does not say.
+    ``shape`` has one entry per axis: an int for a fixed size, a str (the axis name) or None for a dynamic one.
+    ``shape`` is None when even the rank is unknown.
+    """
+
+    name: str
+    dtype: str | None = None
+    shape: tuple[int | str | None, ...] | None = attrs.field(
+        default=None, converter=lambda s: None if s is None else tuple(s)
+    )
+
+
+@attrs.frozen
+class ModelSpec:
+    """What a backend should load.
+
+    The format is inferred from the file suffix unless ``format`` is given. ``factory`` (``"module:callable"``)
+    builds an ``nn.Module`` / ``nn.Layer`` whose weights are read from ``weights``. ``inputs`` / ``outputs``
+    declare names (and dtypes) where the model file does not carry them. ``entry`` is the attribute path of the
+    submodule to call inside a TorchScript file. ``options`` holds backend-specific settings.
+    """
+
+    path: Path | None = attrs.field(default=None, converter=_optional_path)
+    format: str | None = None
+    factory: str | None = None
+    factory_kwargs: Mapping[str, Any] = attrs.field(factory=dict)
+    weights: Path | None = attrs.field(default=None, converter=_optional_path)
+    inputs: tuple[TensorInfo, ...] | None = None
+    outputs: tuple[TensorInfo, ...] | None = None
+    entry: str | None = None
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def existing(self, path: Path | None, what: str = "model file") -> Path:
+        """Return ``path`` if it exists, else raise a one-line error naming it."""
+        if path is None:
+            raise ModelFileError(f"no {what} given in the model spec")
+        if not path.exists():
+            raise ModelFileError(f"{what} not found: {path}")
+        return path
+
+    def output_names(self, default: list[str]) -> list[str]:
+        return [t.name for t in self.outputs] if self.outputs else default
+
+
+@attrs.frozen
+class Availability:
+    ok: bool
+    reason: str = ""
+    version: str | None = None
+
+
+@attrs.frozen
+class Capabilities:
+    devices: tuple[str, ...] = ("cpu",)
+    formats: tuple[str, ...] = ()
+    profilers: tuple[str, ...] = ()
+    quantization: tuple[str, ...] = ()
+
+
+class Session(abc.ABC):
+    """A loaded model. Call it with a dict of numpy arrays; it returns a dict of numpy arrays."""
+
+    backend: str
+    device: str = "cpu"
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+
+    def __call__(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        check_feeds(self.inputs, feeds)
+        return self.run(feeds)
+
+    @abc.abstractmethod
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run on feeds already checked by ``__call__``."""
+
+    @property
+    def input_names(self) -> list[str]:
+        return [t.name for t in self.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [t.name for t in self.outputs]
+
+    def __repr__(self) -> str:
+        def fmt(ts: tuple[TensorInfo, ...]) -> str:
+            return ", ".join(f"{t.name}:{t.dtype or '?'}{list(t.shape) if t.shape is not None else ''}" for t in ts)
+
+        return f"<{type(self).__name__} {self.backend}/{self.device} in({fmt(self.inputs)}) out({fmt(self.outputs)})>"
+
+
+def check_feeds(inputs: tuple[TensorInfo, ...], feeds: Mapping[str, np.ndarray]) -> None:
+    """Raise FeedError, naming the input, for a feed that the session cannot take."""
+    expected = [t.name for t in inputs]
+    for name in feeds:
+        if name not in expected:
+            raise FeedError(f"unknown input {name!r}; this session takes: {', '.join(expected)}")
+    for info in inputs:
+        if info.name not in feeds:
+            raise FeedError(f"missing input {info.name!r}; this session takes: {', '.join(expected)}")
+        value = feeds[info.name]
+        if not isinstance(value, np.ndarray):
+            raise FeedError(f"input {info.name!r} is a {type(value).__name__}; a numpy array is required")
+        if info.dtype is not None and value.dtype != np.dtype(info.dtype):
+            raise FeedError(f"input {info.name!r} has dtype {value.dtype}; expected {info.dtype}")
+        if info.shape is None:
+            continue
+        if value.ndim != len(info.shape):
+            raise FeedError(
+                f"input {info.name!r} has rank {value.ndim} (shape {value.shape}); "
+                f"expected rank {len(info.shape)} {_shape_text(info.shape)}"
+            )
+        for axis, (size, want) in enumerate(zip(value.shape, info.shape)):
+            if isinstance(want, int) and want >= 0 and size != want:
+                raise FeedError(
+                    f"input {info.name!r} has size {size} on axis {axis}; expected {want} {_shape_text(info.shape)}"
+                )
+        if value.size == 0:
+            raise FeedError(f"input {info.name!r} is empty (shape {value.shape}); a zero-length input cannot be run")
+
+
+def _shape_text(shape: tuple[int | str | None, ...]) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A framework binding. Found by name through the ``speechperf.backends`` entry-point group.
+
+    Importing the module that defines a backend must not import its framework; ``availability()`` and ``load()``
+    do. Optional methods declared by later layers (``step_profiler``, ``count_flops``, ``device_memory``) are
+    listed in ``capabilities``.
+    """
+
+    name: str
+    extra: str
+    capabilities: Capabilities
+
+    def availability(self) -> Availability: ...
+
+    def load(self, spec: ModelSpec, device: str = "cpu", threads: int | None = None) -> Session: ...
+
+    def set_threads(self, n: int) -> None: ...
+
+    def get_threads(self) -> int: ...
+
+    def seed(self, n: int) -> None: ...
+
+    def synchronize(self, device: str = "cpu") -> None: ...
+
+
+class BackendBase:
+    """Shared checks for backends. A plugin may subclass it or implement the Backend protocol on its own."""
+
+    name: str = ""
+    #: The pip extra that installs the framework: ``pip install "speechperf[<extra>]"``.
+    extra: str = ""
+    capabilities: Capabilities = Capabilities()
+
+    def install_hint(self) -> str:
+        return f'pip install "speechperf[{self.extra}]"' if self.extra else "see the backend's documentation"
+
+    def require_available(self) -> Availability:
+        status = self.availability()
+        if not status.ok:
+            raise BackendUnavailableError(f"backend {self.name!r} is not available: {status.reason}")
+        return status
+
+    def check_device(self, device: str) -> str:
+        if device not in KNOWN_DEVICES:
+            raise DeviceError(f"unknown device {device!r}; allowed: {', '.join(KNOWN_DEVICES)}")
+        if device not in self.capabilities.devices:
+            raise DeviceError(
+                f"device {device!r} is not supported by backend {self.name!r}; "
+                f"it supports: {', '.join(self.capabilities.devices)}"
+            )
+        return device
+
+    def check_format(self, spec: ModelSpec, fmt: str | None) -> str:
+        if fmt is None:
+            where = spec.path or spec.factory
+            raise ModelFileError(
+                f"cannot tell the format of {where}; backend {self.name!r} loads: "
+                f"{', '.join(self.capabilities.formats)} (set the spec's format)"
+            )
+        if fmt not in self.capabilities.formats:
+            raise ModelFileError(
+                f"format {fmt!r} is not loaded by backend {self.name!r}; it loads: "
+                f"{', '.join(self.capabilities.formats)}"
+            )
+        return fmt
+
+
+def check_threads(n: int | None) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise SpeechperfError(f"threads must be an integer >= 1, got {n!r}")
+    return n

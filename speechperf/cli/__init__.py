@@ -1,0 +1,47 @@
+"""The ``speechperf`` command line.
+
+Data goes to stdout, status and errors to stderr. Exit codes: 0 success; 1 a measurement or check failed;
+2 bad input (a one-line error, never a traceback); 130 interrupted.
+Each command lives in its own module and imports no framework at import time.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from speechperf import __version__
+from speechperf.errors import SpeechperfError
+
+
+class InputError(click.ClickException):
+    """A SpeechperfError shown as one line on stderr, exit code 2."""
+
+    exit_code = 2
+
+
+class SpeechperfGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except SpeechperfError as exc:
+            raise InputError(str(exc)) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=SpeechperfGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="speechperf")
+def main() -> None:
+    """Benchmark and profile speech models the same way on PyTorch, PaddlePaddle and ONNX Runtime."""
+
+
+def _register() -> None:
+    from speechperf.cli.backends_cmd import backends
+
+    main.add_command(backends)
+
+
+_register()

@@ -1,0 +1,38 @@
+"""``speechperf backends``: every registered backend, whether it runs here and why not."""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+import click
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def backends(as_json: bool) -> None:
+    """List the registered backends with their version, availability, formats, devices and profilers."""
+    from speechperf.registry import backend_table
+
+    rows = backend_table()
+    if as_json:
+        click.echo(json.dumps([attrs.asdict(r) for r in rows], indent=2))
+        return
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="speechperf backends")
+    for column in ("backend", "version", "available", "formats", "devices", "profilers"):
+        table.add_column(column)
+    for r in rows:
+        caps = r.capabilities
+        table.add_row(
+            r.name,
+            r.version or "-",
+            "yes" if r.available else f"no: {r.reason}",
+            ", ".join(caps.formats),
+            ", ".join(caps.devices),
+            ", ".join(caps.profilers) or "-",
+        )
+    Console(soft_wrap=False).print(table)

@@ -1,0 +1,100 @@
+"""Find backends by name through the ``speechperf.backends`` entry-point group.
+
+The built-in torch, paddle and onnxruntime backends register through the same group as third-party plugins
+(see pyproject.toml). Loading a plugin imports only the module that defines it, never its framework. A plugin that
+fails to load is reported as broken with its error; it never stops the others from being used.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from importlib.metadata import EntryPoint, entry_points
+
+import attrs
+
+from speechperf.backend import Availability, Backend, Capabilities
+from speechperf.errors import BackendUnavailableError, UnknownBackendError
+
+GROUP = "speechperf.backends"
+
+_overrides: dict[str, Callable[[], Backend]] = {}
+_instances: dict[str, Backend] = {}
+
+
+def _entry_points() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=GROUP):
+        found.setdefault(ep.name, ep)  # the first distribution to claim a name wins
+    return found
+
+
+def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+    """Register a backend in-process (tests, notebooks). It takes precedence over an entry point of that name."""
+    _overrides[name] = factory
+    _instances.pop(name, None)
+
+
+def unregister_backend(name: str) -> None:
+    _overrides.pop(name, None)
+    _instances.pop(name, None)
+
+
+def known_backends() -> list[str]:
+    return sorted(set(_entry_points()) | set(_overrides))
+
+
+def get_backend(name: str) -> Backend:
+    """The backend registered under ``name``; its framework is not imported yet."""
+    if name in _instances:
+        return _instances[name]
+    if name in _overrides:
+        backend = _overrides[name]()
+    else:
+        eps = _entry_points()
+        if name not in eps:
+            known = known_backends()
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownBackendError(f"unknown backend {name!r}{hint}; known backends: {', '.join(known) or 'none'}")
+        try:
+            backend = eps[name].load()()
+        except Exception as exc:  # a broken plugin is reported, never fatal to the others
+            raise BackendUnavailableError(
+                f"backend {name!r} is broken: its plugin {eps[name].value} failed to load: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+    _instances[name] = backend
+    return backend
+
+
+def require_backend(name: str) -> Backend:
+    """The backend registered under ``name``, checked to be usable on this machine."""
+    backend = get_backend(name)
+    status = backend.availability()
+    if not status.ok:
+        raise BackendUnavailableError(f"backend {name!r} is not available: {status.reason}")
+    return backend
+
+
+@attrs.frozen
+class BackendStatus:
+    name: str
+    available: bool
+    reason: str
+    version: str | None
+    capabilities: Capabilities
+
+
+def backend_table() -> list[BackendStatus]:
+    """Every registered backend with whether it can run here and why not; loads each framework to find out."""
+    rows = []
+    for name in known_backends():
+        try:
+            backend = get_backend(name)
+            status = backend.availability()
+            caps = backend.capabilities
+        except Exception as exc:
+            status, caps = Availability(False, str(exc)), Capabilities(devices=())
+        rows.append(BackendStatus(name, status.ok, status.reason, status.version, caps))
+    return rows

@@ -1,0 +1,1 @@
+"""Tools for backend authors: the conformance suite every backend, built-in or plugin, must pass."""

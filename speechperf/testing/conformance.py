@@ -1,0 +1,192 @@
+"""The conformance suite for a backend. Subclass it in a pytest module and implement ``build_affine_model``.
+
+    from speechperf.testing.conformance import BackendConformance
+
+    class TestMyBackend(BackendConformance):
+        backend_name = "mybackend"
+
+        def build_affine_model(self, directory, weight, bias):
+            ...  # write a model computing y = tanh(x @ weight + bias) in your format
+            return ModelSpec(directory / "affine.myformat")
+
+The suite checks the Backend protocol, the Session contract (host numpy arrays in and out, declared input and
+output names, dynamic batch and time), the one-line errors for bad input, and that the thread count a user asks for
+is the number of cores the backend really uses.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+from speechperf.backend import Availability, Backend, Capabilities, ModelSpec, Session
+from speechperf.errors import DeviceError, FeedError, ModelFileError, SpeechperfError
+from speechperf.registry import get_backend
+from speechperf.threads import cpu_wall_ratio
+
+#: Input features of the affine model; the heavy variant is large enough for the thread check.
+SMALL, HEAVY = (8, 4), (512, 512)
+
+
+def affine_reference(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    return np.tanh(x @ weight + bias)
+
+
+def affine_weights(size: tuple[int, int], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    weight = (rng.standard_normal(size) / np.sqrt(size[0])).astype(np.float32)
+    bias = rng.standard_normal(size[1]).astype(np.float32) * 0.1
+    return weight, bias
+
+
+class BackendConformance:
+    """Tests every backend must pass. Subclasses set ``backend_name`` and implement ``build_affine_model``."""
+
+    backend_name: str = ""
+    #: Largest allowed CPU time / wall time while a 1-thread session runs.
+    single_thread_max_ratio: float = 1.3
+
+    def build_affine_model(self, directory: Path, weight: np.ndarray, bias: np.ndarray) -> ModelSpec:
+        """Write a model with input ``x`` [batch, time, in] float32 and output ``y = tanh(x @ weight + bias)``."""
+        raise NotImplementedError
+
+    # -- fixtures ---------------------------------------------------------------------------------------------
+
+    @pytest.fixture
+    def backend(self) -> Backend:
+        backend = get_backend(self.backend_name)
+        if not backend.availability().ok:
+            pytest.skip(f"{self.backend_name}: {backend.availability().reason}")
+        return backend
+
+    @pytest.fixture
+    def affine(self, tmp_path: Path):
+        weight, bias = affine_weights(SMALL)
+        return self.build_affine_model(tmp_path, weight, bias), weight, bias
+
+    @pytest.fixture
+    def session(self, backend: Backend, affine) -> Session:
+        return backend.load(affine[0], device="cpu", threads=1)
+
+    # -- the protocol -----------------------------------------------------------------------------------------
+
+    def test_satisfies_protocol(self, backend: Backend):
+        assert isinstance(backend, Backend)
+        assert backend.name == self.backend_name
+        assert isinstance(backend.capabilities, Capabilities)
+        assert "cpu" in backend.capabilities.devices
+        assert backend.capabilities.formats, "a backend must declare the formats it loads"
+
+    def test_availability_reports_version(self, backend: Backend):
+        status = backend.availability()
+        assert isinstance(status, Availability) and status.ok
+        assert status.version, "an available backend reports its framework version"
+
+    # -- the session contract ---------------------------------------------------------------------------------
+
+    def test_session_declares_inputs_and_outputs(self, session: Session):
+        assert session.input_names == ["x"]
+        assert len(session.outputs) == 1
+        assert session.inputs[0].dtype in (None, "float32")
+
+    @pytest.mark.parametrize("batch,time", [(1, 5), (3, 17), (2, 64)])
+    def test_session_matches_reference_at_any_batch_and_length(self, session: Session, affine, batch, time):
+        _, weight, bias = affine
+        x = np.random.default_rng(batch * 100 + time).standard_normal((batch, time, SMALL[0])).astype(np.float32)
+        out = session({"x": x})
+        assert list(out) == session.output_names
+        y = out[session.output_names[0]]
+        assert isinstance(y, np.ndarray), "sessions return host numpy arrays"
+        np.testing.assert_allclose(y, affine_reference(x, weight, bias), rtol=1e-5, atol=1e-5)
+
+    def test_session_is_repeatable(self, session: Session):
+        x = np.ones((1, 4, SMALL[0]), np.float32)
+        first = session({"x": x})[session.output_names[0]]
+        second = session({"x": x})[session.output_names[0]]
+        np.testing.assert_array_equal(first, second)
+
+    # -- bad input --------------------------------------------------------------------------------------------
+
+    def test_wrong_feed_name_is_named(self, session: Session):
+        with pytest.raises(FeedError, match="'features'"):
+            session({"features": np.ones((1, 4, SMALL[0]), np.float32)})
+
+    def test_missing_feed_is_named(self, session: Session):
+        with pytest.raises(FeedError, match="missing input 'x'"):
+            session({})
+
+    def test_wrong_dtype_is_named(self, session: Session):
+        with pytest.raises(FeedError, match="'x'.*float64"):
+            session({"x": np.ones((1, 4, SMALL[0]), np.float64)})
+
+    def test_wrong_rank_is_named(self, session: Session):
+        with pytest.raises(FeedError, match="'x'.*rank 2"):
+            session({"x": np.ones((4, SMALL[0]), np.float32)})
+
+    def test_missing_model_file(self, backend: Backend, affine, tmp_path: Path):
+        spec = affine[0]
+        if spec.path is None:
+            pytest.skip("the model is built from a factory")
+        missing = attrs.evolve(spec, path=tmp_path / "nowhere" / spec.path.name)
+        with pytest.raises(ModelFileError, match="not found"):
+            backend.load(missing)
+
+    def test_file_of_wrong_format(self, backend: Backend, affine, tmp_path: Path):
+        spec = affine[0]
+        if spec.path is None:
+            pytest.skip("the model is built from a factory")
+        junk = tmp_path / "junk" / spec.path.name
+        junk.parent.mkdir()
+        junk.write_bytes(b"this is not a model file\n" * 8)
+        with pytest.raises(ModelFileError, match="junk"):
+            backend.load(attrs.evolve(spec, path=junk))
+
+    @pytest.mark.parametrize("threads", [0, -1])
+    def test_bad_thread_count(self, backend: Backend, affine, threads):
+        with pytest.raises(SpeechperfError, match="threads"):
+            backend.set_threads(threads)
+        with pytest.raises(SpeechperfError, match="threads"):
+            backend.load(affine[0], threads=threads)
+
+    def test_unknown_device(self, backend: Backend, affine):
+        with pytest.raises(DeviceError, match="'tpu'"):
+            backend.load(affine[0], device="tpu")
+
+    def test_cuda_loads_or_says_why_not(self, backend: Backend, affine):
+        if "cuda" not in backend.capabilities.devices:
+            with pytest.raises(DeviceError, match="cuda"):
+                backend.load(affine[0], device="cuda")
+            return
+        try:
+            session = backend.load(affine[0], device="cuda")
+        except DeviceError as exc:
+            assert "cuda" in str(exc) and "cpu" in str(exc), "the error says what to use instead"
+            return
+        x = np.ones((1, 4, SMALL[0]), np.float32)
+        y = session({"x": x})[session.output_names[0]]
+        np.testing.assert_allclose(y, affine_reference(x, *affine[1:]), rtol=1e-4, atol=1e-4)
+
+    # -- threads ----------------------------------------------------------------------------------------------
+
+    @pytest.fixture
+    def heavy(self, backend: Backend, tmp_path: Path):
+        weight, bias = affine_weights(HEAVY)
+        x = np.random.default_rng(1).standard_normal((1, 1024, HEAVY[0])).astype(np.float32)
+        return self.build_affine_model(tmp_path, weight, bias), x
+
+    def test_one_thread_uses_one_core(self, backend: Backend, heavy):
+        spec, x = heavy
+        session = backend.load(spec, threads=1)
+        ratio = cpu_wall_ratio(lambda: session({"x": x}))
+        assert ratio <= self.single_thread_max_ratio, f"asked for 1 thread, used {ratio:.2f} cores"
+
+    @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
+    def test_two_threads_use_more_than_one_core(self, backend: Backend, heavy):
+        spec, x = heavy
+        session = backend.load(spec, threads=2)
+        ratio = cpu_wall_ratio(lambda: session({"x": x}))
+        assert ratio >= 1.2, f"asked for 2 threads, used {ratio:.2f} cores"
