@@ -210,8 +210,8 @@ class BackendBase:
         if fmt is None:
             where = spec.path or spec.factory
             raise ModelFileError(
-                f"cannot tell the format of {where}; backend {self.name!r} loads: "
-                f"{', '.join(self.capabilities.formats)} (set the spec's format)"
+                f"cannot tell the format of {where} from its suffix; backend {self.name!r} loads: "
+                f"{', '.join(self.capabilities.formats)} (give the format explicitly)"
             )
         if fmt not in self.capabilities.formats:
             raise ModelFileError(

@@ -1,7 +1,9 @@
 """Verify how many cores a backend really uses.
 
 Asking a framework for N threads is not proof that it uses N. The process CPU time over the wall time while a
-session runs is: it stays near 1 for one thread and rises towards N for N busy threads.
+session runs is: it stays near 1 for one thread and rises towards N for N busy threads. The reading is only
+meaningful for N > 1 when no other process competes for the cores, so the load of other processes during the
+measurement is reported beside it.
 """
 
 from __future__ import annotations
@@ -9,15 +11,38 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import attrs
+import psutil
 
-def cpu_wall_ratio(work: Callable[[], object], min_seconds: float = 0.5, max_calls: int = 10_000) -> float:
-    """Process CPU time divided by wall time over repeated calls of ``work`` lasting at least ``min_seconds``."""
+
+@attrs.frozen
+class ThreadUse:
+    #: Process CPU time / wall time while the work ran: the number of cores it kept busy.
+    cpu_wall_ratio: float
+    #: Cores that other processes kept busy meanwhile; a high value makes a multi-thread reading unreliable.
+    other_processes_cores: float
+
+
+def _busy_cpu_seconds() -> float:
+    t = psutil.cpu_times()
+    return t.user + t.system + getattr(t, "nice", 0.0) + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
+
+
+def measure_thread_use(work: Callable[[], object], min_seconds: float = 0.5, max_calls: int = 10_000) -> ThreadUse:
+    """Run ``work`` repeatedly for at least ``min_seconds`` and report how many cores it kept busy."""
     work()  # the first call may spawn thread pools or compile; leave it out
+    system0 = _busy_cpu_seconds()
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    calls = 0
-    while calls < max_calls:
+    for _ in range(max_calls):
         work()
-        calls += 1
         if time.perf_counter() - wall0 >= min_seconds:
             break
-    return (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+    wall = time.perf_counter() - wall0
+    own = time.process_time() - cpu0
+    others = max(0.0, _busy_cpu_seconds() - system0 - own)
+    return ThreadUse(own / wall, others / wall)
+
+
+def cpu_wall_ratio(work: Callable[[], object], min_seconds: float = 0.5) -> float:
+    """Process CPU time divided by wall time over repeated calls of ``work``."""
+    return measure_thread_use(work, min_seconds).cpu_wall_ratio

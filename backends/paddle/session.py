@@ -46,7 +46,7 @@ class PredictorSession(Session):
         self.predictor = predictor
         self.device = device
         names = predictor.get_input_names()
-        declared = {t.name: t for t in spec.inputs or ()}
+        declared = {t.name: t for t in spec.inputs or ()} or pir_input_infos(spec.path)
         self.inputs = tuple(declared.get(n) or TensorInfo(n, _dtype(predictor.get_input_handle(n))) for n in names)
         self._fetch = predictor.get_output_names()
         self.outputs = tuple(TensorInfo(n) for n in spec.output_names(self._fetch))
@@ -62,6 +62,31 @@ class PredictorSession(Session):
             out.name: self.predictor.get_output_handle(fetch).copy_to_cpu()
             for out, fetch in zip(self.outputs, self._fetch)
         }
+
+
+def pir_input_infos(model: Path) -> dict[str, TensorInfo]:
+    """Names, dtypes and shapes of the feeds of a PIR ``.json`` program, read from its ``data`` ops.
+
+    The predictor API gives names and dtypes but not ranks; without ranks a wrong feed fails deep inside a
+    kernel instead of with a message naming the input. Best effort: an unreadable layout gives no infos.
+    """
+    import json
+
+    if model.suffix != ".json":
+        return {}
+    try:
+        program = json.loads(model.read_text())
+        ops = program["program"]["regions"][0]["blocks"][0]["ops"]
+        infos = {}
+        for op in ops:
+            if op.get("#") != "1.data":
+                continue
+            attrs = {a["N"]: a["AT"]["D"] for a in op["A"]}
+            shape = tuple(None if d < 0 else d for d in attrs["shape"])
+            infos[attrs["name"]] = TensorInfo(attrs["name"], attrs["dtype"], shape)
+        return infos
+    except (ValueError, KeyError, IndexError, TypeError):
+        return {}
 
 
 def _dtype(handle) -> str | None:
@@ -123,7 +148,9 @@ def _load_jit(spec: ModelSpec, model: Path, device: str) -> Session:
     else:
         # The predictor reads the feed names the model was saved with; so does this path.
         probe = inference.create_predictor(_cpu_config(model, _params_path(spec, model)))
-        inputs = tuple(TensorInfo(n, _dtype(probe.get_input_handle(n))) for n in probe.get_input_names())
+        declared = pir_input_infos(model)
+        names = probe.get_input_names()
+        inputs = tuple(declared.get(n) or TensorInfo(n, _dtype(probe.get_input_handle(n))) for n in names)
         fetch = probe.get_output_names()
         return LayerSession(layer, inputs, tuple(TensorInfo(n) for n in spec.output_names(fetch)), device)
     outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)

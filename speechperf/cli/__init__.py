@@ -40,8 +40,14 @@ def main() -> None:
 
 def _register() -> None:
     from speechperf.cli.backends_cmd import backends
+    from speechperf.cli.run_cmd import run
+    from speechperf.cli.config_cmd import config
+    from speechperf.cli.data_cmd import data
 
     main.add_command(backends)
+    main.add_command(run)
+    main.add_command(config)
+    main.add_command(data)
 
 
 _register()

@@ -26,7 +26,7 @@ import pytest
 from speechperf.backend import Availability, Backend, Capabilities, ModelSpec, Session
 from speechperf.errors import DeviceError, FeedError, ModelFileError, SpeechperfError
 from speechperf.registry import get_backend
-from speechperf.threads import cpu_wall_ratio
+from speechperf.threads import measure_thread_use
 
 #: Input features of the affine model; the heavy variant is large enough for the thread check.
 SMALL, HEAVY = (8, 4), (512, 512)
@@ -181,12 +181,14 @@ class BackendConformance:
     def test_one_thread_uses_one_core(self, backend: Backend, heavy):
         spec, x = heavy
         session = backend.load(spec, threads=1)
-        ratio = cpu_wall_ratio(lambda: session({"x": x}))
-        assert ratio <= self.single_thread_max_ratio, f"asked for 1 thread, used {ratio:.2f} cores"
+        use = measure_thread_use(lambda: session({"x": x}))
+        assert use.cpu_wall_ratio <= self.single_thread_max_ratio, f"asked for 1 thread, used {use}"
 
     @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
-    def test_two_threads_use_more_than_one_core(self, backend: Backend, heavy):
+    def test_two_threads_use_two_cores(self, backend: Backend, heavy):
         spec, x = heavy
         session = backend.load(spec, threads=2)
-        ratio = cpu_wall_ratio(lambda: session({"x": x}))
-        assert ratio >= 1.2, f"asked for 2 threads, used {ratio:.2f} cores"
+        use = measure_thread_use(lambda: session({"x": x}))
+        if use.cpu_wall_ratio < 1.2 and use.other_processes_cores > 0.3:
+            pytest.skip(f"the machine is busy, so two threads cannot get two cores: {use}")
+        assert use.cpu_wall_ratio >= 1.2, f"asked for 2 threads, used {use}"

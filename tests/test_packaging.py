@@ -1,0 +1,32 @@
+"""The package-dir mapping keeps backends/ and adapters/ under speechperf.*; every package must be listed."""
+
+import tomllib
+from importlib.metadata import entry_points
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAPPING = {"speechperf": "speechperf", "backends": "speechperf.backends", "adapters": "speechperf.adapters"}
+
+
+def test_every_package_is_listed_in_pyproject():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    on_disk = set()
+    for folder, prefix in MAPPING.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            on_disk.add(".".join((prefix, *rel)))
+    assert on_disk == set(config["packages"])
+
+
+def test_builtin_backends_register_through_the_entry_point_group():
+    names = {ep.name: ep.value for ep in entry_points(group="speechperf.backends")}
+    assert names["torch"] == "speechperf.backends.torch:TorchBackend"
+    assert names["paddle"] == "speechperf.backends.paddle:PaddleBackend"
+    assert names["onnxruntime"] == "speechperf.backends.onnxruntime:OnnxRuntimeBackend"
+
+
+def test_readme_test_command_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = next(line.strip() for line in readme.splitlines() if "pytest" in line and line.strip().startswith("python"))
+    assert command in ci
