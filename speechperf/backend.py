@@ -69,6 +69,19 @@ class ModelSpec:
             raise ModelFileError(f"{what} not found: {path}")
         return path
 
+    def build_from_factory(self) -> Any:
+        """Call ``factory`` (``"package.module:callable"``) with ``factory_kwargs``; the module is the user's code."""
+        import importlib
+
+        module_name, _, attr = (self.factory or "").partition(":")
+        if not module_name or not attr:
+            raise ModelFileError(f"factory must look like 'package.module:callable', got {self.factory!r}")
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ModelFileError(f"cannot import factory {self.factory!r}: {exc}") from None
+        return factory(**dict(self.factory_kwargs))
+
     def output_names(self, default: list[str]) -> list[str]:
         return [t.name for t in self.outputs] if self.outputs else default
 

@@ -23,3 +23,9 @@ class FeedError(SpeechperfError):
 
 class DeviceError(SpeechperfError):
     pass
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message: frameworks often add pages of C++ context."""
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

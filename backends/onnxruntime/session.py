@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime as ort
 
 from speechperf.backend import ModelSpec, Session, TensorInfo
-from speechperf.errors import ModelFileError, SpeechperfError
+from speechperf.errors import ModelFileError, SpeechperfError, first_line
 
 OPTIMIZATION_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -71,6 +71,5 @@ def load_onnx(spec: ModelSpec, device: str, threads: int | None, providers: list
     try:
         session = ort.InferenceSession(str(path), session_options(spec, threads), providers=providers)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ModelFileError(f"cannot load {path} as ONNX: {first}") from None
+        raise ModelFileError(f"cannot load {path} as ONNX: {first_line(exc)}") from None
     return OnnxRuntimeSession(session, device)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import numpy as np
 from speechperf.backend import ModelSpec, Session, TensorInfo
 from speechperf.backends.paddle import import_paddle
 from speechperf.backends.paddle.weights import load_weights
-from speechperf.errors import ModelFileError
+from speechperf.errors import ModelFileError, first_line
 
 paddle = import_paddle()
 from paddle import inference  # noqa: E402
@@ -26,11 +25,6 @@ _PADDLE_TO_NUMPY = {
     "UINT8": "uint8",
     "BOOL": "bool",
 }
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def _params_path(spec: ModelSpec, model: Path) -> Path:
@@ -132,7 +126,7 @@ def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session
     try:
         predictor = inference.create_predictor(config)
     except Exception as exc:
-        raise ModelFileError(f"cannot load {model} as a paddle inference model: {_first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {model} as a paddle inference model: {first_line(exc)}") from None
     return PredictorSession(predictor, spec, device)
 
 
@@ -141,7 +135,7 @@ def _load_jit(spec: ModelSpec, model: Path, device: str) -> Session:
     try:
         layer = paddle.jit.load(str(model.with_suffix("")))
     except Exception as exc:
-        raise ModelFileError(f"cannot load {model} with paddle.jit.load: {_first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {model} with paddle.jit.load: {first_line(exc)}") from None
     layer.eval()
     if spec.inputs:
         inputs = tuple(spec.inputs)
@@ -168,15 +162,7 @@ def _cpu_config(model: Path, params: Path):
 def load_layer(spec: ModelSpec, device: str, threads: int | None) -> Session:
     """An ``nn.Layer`` from a ``module:callable`` factory, weights from ``.safetensors`` or ``.npz``."""
     paddle.set_device("gpu:0" if device == "cuda" else "cpu")
-    target = spec.factory or ""
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise ModelFileError(f"factory must look like 'package.module:callable', got {target!r}")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ModelFileError(f"cannot import factory {target!r}: {exc}") from None
-    layer = factory(**dict(spec.factory_kwargs))
+    layer = spec.build_from_factory()
     if spec.weights is not None:
         load_weights(layer, spec.existing(spec.weights, "weights file"))
     layer.eval()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -11,7 +10,7 @@ import numpy as np
 import torch
 
 from speechperf.backend import ModelSpec, Session, TensorInfo
-from speechperf.errors import ModelFileError
+from speechperf.errors import ModelFileError, first_line
 
 _TORCH_TO_NUMPY = {
     torch.float32: "float32",
@@ -65,7 +64,7 @@ def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
     try:
         root = torch.jit.load(str(path), map_location=device)
     except Exception as exc:
-        raise ModelFileError(f"cannot load {path} as TorchScript: {_first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {path} as TorchScript: {first_line(exc)}") from None
     module = _resolve_entry(root, spec.entry, path).eval()
     schema = module.forward.schema
     if spec.inputs:
@@ -82,7 +81,7 @@ def load_export(spec: ModelSpec, device: str) -> TorchSession:
     try:
         program = torch.export.load(str(path))
     except Exception as exc:
-        raise ModelFileError(f"cannot load {path} as a torch.export program (.pt2): {_first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {path} as a torch.export program (.pt2): {first_line(exc)}") from None
     placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
     inputs = []
     for name in program.graph_signature.user_inputs:
@@ -101,7 +100,7 @@ def load_module(spec: ModelSpec, device: str) -> TorchSession:
 
     ``torch.save`` files are read with ``weights_only=True``, which refuses to run pickled code.
     """
-    module = build_from_factory(spec)
+    module = spec.build_from_factory()
     if spec.weights is not None:
         path = spec.existing(spec.weights, "weights file")
         try:
@@ -113,7 +112,7 @@ def load_module(spec: ModelSpec, device: str) -> TorchSession:
                 state = torch.load(str(path), map_location="cpu", weights_only=True)
             module.load_state_dict(state)
         except Exception as exc:
-            raise ModelFileError(f"cannot load weights {path} into {spec.factory}: {_first_line(exc)}") from None
+            raise ModelFileError(f"cannot load weights {path} into {spec.factory}: {first_line(exc)}") from None
     module = module.to(device).eval()
     if spec.inputs:
         inputs = tuple(spec.inputs)
@@ -122,23 +121,6 @@ def load_module(spec: ModelSpec, device: str) -> TorchSession:
         inputs = tuple(TensorInfo(n) for n in params)
     outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)
     return TorchSession(module, inputs, outputs, device)
-
-
-def build_from_factory(spec: ModelSpec):
-    target = spec.factory or ""
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise ModelFileError(f"factory must look like 'package.module:callable', got {target!r}")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ModelFileError(f"cannot import factory {target!r}: {exc}") from None
-    return factory(**dict(spec.factory_kwargs))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 LOADERS = {"torchscript": load_torchscript, "export": load_export, "module": load_module}
