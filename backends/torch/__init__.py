@@ -94,8 +94,29 @@ class TorchBackend(BackendBase):
 
         return count_flops(session, feeds)
 
+    def known_session(self, graph, threads: int | None = None):
+        """A session over a speechperf.meters.flops.KnownGraph, built in this framework (for ``speechperf check``)."""
+        from speechperf.backends.torch.flops import known_session
+
+        return known_session(graph, threads)
+
     def device_memory(self, device: str = "cpu"):
         """The device allocator's peak since the last reset, or None on the CPU (see speechperf.meters.memory)."""
         from speechperf.backends.torch.memory import DeviceMemory
 
         return DeviceMemory(device)
+
+    def export_weights(self, spec, out):
+        """The weights of a TorchScript model written to ``out`` as ``.safetensors`` under their torch names."""
+        self.require_available()
+        from speechperf.backends.torch.weights import export_weights
+
+        return export_weights(spec, out)
+
+    def build_reference(self, model, preset, folder):
+        """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""
+        from pathlib import Path
+
+        from speechperf.backends.torch.zoo import build_reference
+
+        return build_reference(model, preset, Path(folder))
