@@ -72,4 +72,6 @@ def load_onnx(spec: ModelSpec, device: str, threads: int | None, providers: list
         session = ort.InferenceSession(str(path), session_options(spec, threads), providers=providers)
     except Exception as exc:
         raise ModelFileError(f"cannot load {path} as ONNX: {first_line(exc)}") from None
-    return OnnxRuntimeSession(session, device)
+    result = OnnxRuntimeSession(session, device)
+    result.loaded_with = (spec, threads, providers)  # the step profiler reloads it with profiling on
+    return result

@@ -1,0 +1,312 @@
+"""The paddle step profilers: ``api=new`` drives ``paddle.profiler.Profiler``, ``api=legacy`` the old
+``start_profiler(state, tracer_option)`` / ``stop_profiler(sorted_key, profile_path)`` calls.
+
+``api=new``: ``Profiler(scheduler=(start, end), timer_only=..., on_trace_ready=...)`` stepped with
+``step(num_samples)``; its trace is exported as Chrome trace JSON to ``profile_path`` (what
+``paddle.profiler.export_chrome_tracing`` does, but to the exact path rather than a timestamped name in a folder).
+The op table is paddle's own operator summary (the data ``Profiler.summary()`` prints): one row per operator
+(``conv2d dygraph``, ``Global_Conv2dGradNodeFinal``, ``adam_ dygraph``), host time. ``state``: CPU/GPU/All ->
+``ProfilerTarget`` CPU/GPU/both where a GPU exists; ``tracer_option``: OpDetail records shapes, AllOpDetail also
+memory. Only one ``paddle.profiler.Profiler`` can be live in a process. ``timer_only`` starts no paddle profiler
+(paddle's own ``timer_only`` mode would add its timer to each step): the shared clock times the same steps as on
+every other backend.
+
+``api=legacy``: ``paddle.utils.profiler`` where it exists (Paddle 2.x); Paddle 3.x removed that module, and the
+same C++ calls remain as ``paddle.base.core.enable_profiler(state)`` / ``disable_profiler(sorted_key, path)``.
+``disable_profiler`` prints paddle's own report to stdout and writes a protobuf ``paddle.platform.proto.Profile``
+to ``profile_path``; it is read back here (no protobuf package needed: the message is five fields deep), turned into
+the op table (events directly inside a step, inclusive host time) and into a Chrome trace at ``profile_path.json``.
+Each step is wrapped in a ``ProfileStep#N`` user event so the profile shows which steps it holds; legacy has no
+warm-up step, as in PaddleSpeech.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from speechperf.backends.paddle import import_paddle
+from speechperf.profiler import OpStat, ProfilerError, ProfilerOptions, Recorded, StepProfiler, aggregate
+
+paddle = import_paddle()
+core = paddle.base.core
+
+_STEP = re.compile(r"ProfileStep#(\d+)")
+
+#: The speechperf paddle profiler now recording: paddle allows one profiler per process.
+_live: list[StepProfiler] = []
+
+
+def _claim(prof: StepProfiler) -> None:
+    if _live or core.is_profiler_enabled():
+        raise ProfilerError(
+            "a paddle profiler is already running in this process; paddle allows one at a time "
+            "(end the other one first, or profile in another process)"
+        )
+    _live.append(prof)
+
+
+def _release(prof: StepProfiler) -> None:
+    if prof in _live:
+        _live.remove(prof)
+
+
+def _has_gpu() -> bool:
+    return paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
+
+
+def _require_gpu_for(state: str) -> None:
+    if state == "GPU" and not _has_gpu():
+        raise ProfilerError(
+            f"state='GPU' needs a GPU, but paddlepaddle {paddle.__version__} has none (compiled with CUDA: "
+            f"{paddle.device.is_compiled_with_cuda()}); use state=CPU or state=All"
+        )
+
+
+class PaddleStepProfiler(StepProfiler):
+    """``api=new``: ``paddle.profiler.Profiler``."""
+
+    backend = "paddle"
+    source = "paddle.profiler operator summary, host time"
+
+    def __init__(self, options=None, **kwargs):
+        super().__init__(options, **kwargs)
+        _require_gpu_for(self.options.state)
+        self._prof = None
+        self._trace: Path | None = None
+
+    def _targets(self):
+        from paddle.profiler import ProfilerTarget
+
+        state = self.options.state
+        if state == "CPU":
+            return [ProfilerTarget.CPU]
+        if state == "GPU":
+            return [ProfilerTarget.GPU]
+        return [ProfilerTarget.CPU, ProfilerTarget.GPU] if _has_gpu() else [ProfilerTarget.CPU]
+
+    def _open(self, step: int) -> None:
+        from paddle import profiler
+
+        _claim(self)
+        try:
+            self._start_profiler(profiler, step)
+        except BaseException:
+            _release(self)
+            raise
+
+    def _start_profiler(self, profiler, step: int) -> None:
+        detail = self.options.tracer_option
+        self._trace = self.trace_file("paddle_trace.json")
+        self._trace.unlink(missing_ok=True)
+        trace = str(self._trace)
+        self._prof = profiler.Profiler(
+            targets=self._targets(),
+            scheduler=(self._start, self._end),
+            on_trace_ready=lambda p: p.export(trace, "json"),
+            record_shapes=detail != "Default",
+            profile_memory=detail == "AllOpDetail",
+        )
+        # The shared counter skipped the earlier steps without calling paddle; tell paddle which step this is, so
+        # its scheduler (READY one step before the range) and its ProfileStep#N labels use the loop's numbers.
+        self._prof.step_num = step
+        self._prof.current_state = self._prof.scheduler(step)
+        self._prof.start()
+
+    def _advance(self, step: int, num_samples: int | None) -> None:
+        self._prof.step(num_samples=num_samples)
+
+    def _close(self) -> Recorded:
+        from paddle.profiler.profiler_statistic import StatisticData
+
+        prof, self._prof = self._prof, None
+        try:
+            prof.stop()  # in a recording state this exports the trace through on_trace_ready
+        finally:
+            _release(self)
+        if prof.profiler_result is None:  # stopped before the first recorded step
+            return Recorded()
+        data = StatisticData(prof.profiler_result.get_data(), prof.profiler_result.get_extra_info())
+        ops = [
+            OpStat(name, int(item.call), int(item.cpu_time), int(item.max_cpu_time), int(item.min_cpu_time))
+            for name, item in data.event_summary.items.items()
+        ]
+        return Recorded(ops=ops, steps=_trace_steps(self._trace), trace_path=self._trace)
+
+
+def _trace_steps(path: Path) -> tuple[int, ...]:
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    found = (_STEP.match(str(e.get("name", ""))) for e in events)
+    return tuple(sorted({int(m.group(1)) for m in found if m}))
+
+
+# -- api=legacy --------------------------------------------------------------------------------------------------
+
+_LEGACY_STATE = {"CPU": "kCPU", "GPU": "kCUDA", "All": "kAll"}
+_LEGACY_TRACER = {"Default": "kDefault", "OpDetail": "kOpDetail", "AllOpDetail": "kAllOpDetail"}
+_LEGACY_SORT = {"calls": "kCalls", "total": "kTotal", "max": "kMax", "min": "kMin", "ave": "kAve"}
+
+
+def legacy_module():
+    """``paddle.utils.profiler`` on Paddle 2.x; None on Paddle 3.x, which removed it."""
+    try:
+        from paddle.utils import profiler as legacy
+    except ImportError:
+        return None
+    return legacy if hasattr(legacy, "start_profiler") else None
+
+
+def start_profiler(state: str, tracer_option: str) -> None:
+    legacy = legacy_module()
+    if legacy is not None:
+        legacy.start_profiler(state, tracer_option)
+        return
+    if core.is_profiler_enabled():
+        return
+    core.set_tracer_option(getattr(core.TracerOption, _LEGACY_TRACER[tracer_option]))
+    core.enable_profiler(getattr(core.ProfilerState, _LEGACY_STATE[state]))
+
+
+def stop_profiler(sorted_key: str, profile_path: str) -> None:
+    legacy = legacy_module()
+    if legacy is not None:
+        legacy.stop_profiler(sorted_key, profile_path)
+        return
+    if not core.is_profiler_enabled():
+        return
+    core.disable_profiler(getattr(core.EventSortingKey, _LEGACY_SORT[sorted_key]), profile_path)
+
+
+class LegacyPaddleStepProfiler(StepProfiler):
+    """``api=legacy``: PaddleSpeech's ``start_profiler`` / ``stop_profiler``."""
+
+    backend = "paddle"
+    warmup_steps = 0
+    source = "paddle legacy profile: events directly inside each step, inclusive host time"
+
+    def __init__(self, options=None, **kwargs):
+        super().__init__(options, **kwargs)
+        _require_gpu_for(self.options.state)
+        self._marker = None
+        self._raw: Path | None = None
+
+    def _mark(self, step: int) -> None:
+        if self._marker is not None:
+            self._marker.end()
+        self._marker = core._RecordEvent(f"ProfileStep#{step}", core.TracerEventType.UserDefined)
+
+    def _open(self, step: int) -> None:
+        _claim(self)
+        try:
+            self._raw = self.trace_file("paddle_legacy.profile")
+            self._raw.unlink(missing_ok=True)
+            start_profiler(self.options.state, self.options.tracer_option)
+        except BaseException:
+            _release(self)
+            raise
+        self._mark(step)
+
+    def _advance(self, step: int, num_samples: int | None) -> None:
+        self._mark(step)
+
+    def _close(self) -> Recorded:
+        if self._marker is not None:
+            self._marker.end()
+            self._marker = None
+        try:
+            stop_profiler(self.options.sorted_key, str(self._raw))
+        finally:
+            _release(self)
+        events = read_legacy_profile(self._raw)
+        steps, rows = set(), []
+        for name, start, end in events:
+            parts = name.split("/")
+            m = _STEP.fullmatch(parts[0])
+            if not m:
+                continue
+            steps.add(int(m.group(1)))
+            if len(parts) == 2:
+                rows.append((parts[1], end - start))
+        chrome = self._raw.with_name(self._raw.name + ".json")
+        write_chrome_trace(events, chrome)
+        return Recorded(ops=aggregate(rows), steps=tuple(sorted(steps)), trace_path=chrome, raw_path=self._raw)
+
+
+# -- reading the legacy profile -----------------------------------------------------------------------------------
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+
+
+def _fields(buf: bytes):
+    """(field number, value) of a protobuf message: ints for varints, bytes for length-delimited fields."""
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+        elif wire == 2:
+            size, i = _varint(buf, i)
+            value, i = buf[i : i + size], i + size
+        elif wire == 1:
+            value, i = buf[i : i + 8], i + 8
+        elif wire == 5:
+            value, i = buf[i : i + 4], i + 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        yield number, value
+
+
+def read_legacy_profile(path: Path) -> list[tuple[str, int, int]]:
+    """``(name, start_ns, end_ns)`` of every event in a legacy ``paddle.platform.proto.Profile`` file.
+
+    Profile: ``events = 1`` (repeated Event). Event: ``name = 1``, ``start_ns = 2``, ``end_ns = 3``. Nested events
+    are named by their path, ``outer/inner``.
+    """
+    data = Path(path).read_bytes()
+    events = []
+    for number, value in _fields(data):
+        if number != 1:
+            continue
+        event = dict(_fields(value))
+        events.append((event.get(1, b"").decode("utf-8", "replace"), int(event.get(2, 0)), int(event.get(3, 0))))
+    return events
+
+
+def write_chrome_trace(events: list[tuple[str, int, int]], path: Path) -> None:
+    """A Chrome trace of legacy events, named by their last path part, so Perfetto can show the timeline."""
+    origin = min((s for _, s, _ in events), default=0)
+    trace = [
+        {
+            "name": name.rsplit("/", 1)[-1],
+            "cat": "paddle_legacy",
+            "ph": "X",
+            "ts": (start - origin) / 1000,
+            "dur": (end - start) / 1000,
+            "pid": 0,
+            "tid": 0,
+            "args": {"path": name},
+        }
+        for name, start, end in events
+    ]
+    path.write_text(json.dumps({"traceEvents": trace, "displayTimeUnit": "ms"}))
+
+
+def make_step_profiler(backend, options, **kwargs) -> StepProfiler:
+    backend.require_available()
+    options = ProfilerOptions.coerce(options)
+    if options.api == "legacy":
+        return LegacyPaddleStepProfiler(options, **kwargs)
+    return PaddleStepProfiler(options, **kwargs)

@@ -1,0 +1,112 @@
+"""The torch step profiler: ``torch.profiler`` with a schedule over ``batch_range``.
+
+Options map to torch as follows. ``state``: CPU -> CPU activity; GPU -> CUDA activity (a GPU must be visible);
+All -> CPU plus CUDA where CUDA is available. ``tracer_option``: Default -> ops only; OpDetail -> also input shapes;
+AllOpDetail -> also shapes, memory and Python stacks. The Chrome trace is written with ``export_chrome_trace`` to
+``profile_path``. The op table has one row per *top-level* op (one no other op encloses: ``aten::conv1d``, an
+autograd node; a scope such as a TorchScript ``forward`` or ``Optimizer.step#Adam.step`` is a row and the ops in it
+are rows too), with inclusive host time, from the same events ``key_averages()`` aggregates; nested ops
+(``aten::addmm`` inside ``aten::linear``) are in the trace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from speechperf.profiler import ProfilerError, Recorded, StepProfiler, aggregate
+
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+
+
+class TorchStepProfiler(StepProfiler):
+    backend = "torch"
+    source = "torch.profiler events: top-level ops (also those inside a scope like forward), inclusive host time"
+
+    def __init__(self, options=None, **kwargs):
+        super().__init__(options, **kwargs)
+        self._activities = self._activities_for(self.options.state)
+        self._prof: profile | None = None
+        self._trace = None
+
+    @staticmethod
+    def _activities_for(state: str) -> list[ProfilerActivity]:
+        cuda = torch.cuda.is_available()
+        if state == "GPU":
+            if not cuda:
+                raise ProfilerError(
+                    f"state='GPU' needs a CUDA device, but torch {torch.__version__} sees none "
+                    "(torch.cuda.is_available() is False); use state=CPU or state=All"
+                )
+            return [ProfilerActivity.CUDA]
+        if state == "CPU" or not cuda:
+            return [ProfilerActivity.CPU]
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+    def _open(self, step: int) -> None:
+        warmup = self._start - step  # 1, or 0 when the range starts at step 0
+        detail = self.options.tracer_option
+        self._trace = self.trace_file("torch_trace.json")
+        self._trace.unlink(missing_ok=True)  # a trace left by an earlier run must not pass for this one
+        self._prof = profile(
+            activities=self._activities,
+            schedule=schedule(
+                skip_first=step, wait=0, warmup=warmup, active=self._end - self._start, repeat=1
+            ),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(self._trace)),
+            record_shapes=detail != "Default",
+            profile_memory=detail == "AllOpDetail",
+            with_stack=detail == "AllOpDetail",
+        )
+        # The shared counter skipped the earlier steps without calling torch; tell torch which step this is, so
+        # its schedule and its ProfilerStep#N labels use the loop's step numbers.
+        self._prof.step_num = step
+        self._prof.current_action = self._prof.schedule(step)
+        self._prof.start()
+
+    def _advance(self, step: int, num_samples: int | None) -> None:
+        self._prof.step()
+
+    def _close(self) -> Recorded:
+        prof, self._prof = self._prof, None
+        prof.stop()  # in the last active step this saves the trace (on_trace_ready) and keeps the events
+        events = prof.events() or []
+        ops = aggregate(
+            (e.name, round(e.time_range.elapsed_us() * 1000))
+            for e in events
+            if not e.name.startswith("ProfilerStep") and _top_level(e)
+        )
+        if not self._trace.exists():  # stopped before the first recorded step
+            return Recorded(ops=ops)
+        return Recorded(ops=ops, steps=_trace_steps(self._trace), trace_path=self._trace)
+
+
+def _top_level(event) -> bool:
+    """An op no other op encloses. Scopes that are not ops (``ProfilerStep#N``, a TorchScript ``forward``,
+    ``Optimizer.step#SGD.step``: top-level events whose name has no ``namespace::``) do not hide the ops inside
+    them; an autograd node (``ConvolutionBackward0``, inside ``autograd::engine::evaluate_function: ...``) does."""
+    parent = event.cpu_parent
+    return parent is None or _is_scope(parent)
+
+
+def _is_scope(event) -> bool:
+    while event is not None:
+        if "::" in event.name:
+            return False
+        event = event.cpu_parent
+    return True
+
+
+def _trace_steps(path) -> tuple[int, ...]:
+    with open(path) as f:
+        trace = json.load(f)
+    found = (_STEP.match(str(e.get("name", ""))) for e in trace.get("traceEvents", []))
+    return tuple(sorted(int(m.group(1)) for m in found if m))
+
+
+def make_step_profiler(backend, options, **kwargs) -> TorchStepProfiler:
+    backend.require_available()
+    return TorchStepProfiler(options, **kwargs)

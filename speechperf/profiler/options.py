@@ -1,0 +1,211 @@
+"""``ProfilerOptions``: PaddleSpeech's one-line profiler option string, parsed strictly.
+
+``"batch_range=[10,20]; state=All; sorted_key=total; tracer_option=Default; profile_path=/tmp/profile;
+exit_on_finished=true; timer_only=false; api=new"``
+
+Keys and defaults are PaddleSpeech's (``paddlespeech.s2t.utils.profiler``), plus ``timer_only`` from its TTS
+profiler (default false here, so an empty string profiles operators as the S2T profiler does), ``api`` (paddle
+only: ``new`` = ``paddle.profiler.Profiler``, ``legacy`` = the ``start_profiler``/``stop_profiler`` calls) and
+``backend`` (which backend the PaddleSpeech hook drives; empty means the caller decides).
+
+Where PaddleSpeech silently keeps the default for a bad ``batch_range``, crashes on a trailing ``;`` and strips the
+spaces out of paths, this parser rejects a bad value with one line naming the key, the value and what is allowed,
+accepts a trailing ``;``, and keeps the spaces inside a value (only the ends are stripped).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+import attrs
+
+from speechperf.errors import SpeechperfError
+
+
+class ProfilerOptionError(SpeechperfError):
+    """A malformed profiler option string."""
+
+
+STATES = ("CPU", "GPU", "All")
+SORTED_KEYS = ("calls", "total", "max", "min", "ave")
+TRACER_OPTIONS = ("Default", "OpDetail", "AllOpDetail")
+APIS = ("new", "legacy")
+TRUE_WORDS = ("yes", "true", "t", "1")
+FALSE_WORDS = ("no", "false", "f", "0")
+
+_RANGE_HELP = "two integers [start,end] with 0 <= start < end"
+_BOOL_HELP = f"{'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}"
+
+
+def _one_of(allowed: tuple[str, ...]):
+    def check(inst, attribute, value):
+        if value not in allowed:
+            hint = [a for a in allowed if a.lower() == str(value).lower()]
+            did = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise ProfilerOptionError(f"{attribute.name}={value!r} is not allowed{did}; allowed: {', '.join(allowed)}")
+
+    return check
+
+
+def _check_range(inst, attribute, value):
+    ok = (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] < value[1]
+    )
+    if not ok:
+        raise ProfilerOptionError(f"batch_range={_show_range(value)} is not allowed; allowed: {_RANGE_HELP}")
+
+
+def _check_bool(inst, attribute, value):
+    if not isinstance(value, bool):
+        raise ProfilerOptionError(f"{attribute.name}={value!r} is not a boolean; allowed: {_BOOL_HELP}")
+
+
+def _check_path(inst, attribute, value):
+    if not isinstance(value, str) or not value.strip():
+        raise ProfilerOptionError(f"profile_path={value!r} is empty; allowed: a file path (spaces are kept)")
+
+
+def _check_backend(inst, attribute, value):
+    if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", value)):
+        raise ProfilerOptionError(f"backend={value!r} is not a backend name; allowed: a registered name such as paddle")
+
+
+def _show_range(value) -> str:
+    return "[" + ", ".join(map(str, value)) + "]" if isinstance(value, (tuple, list)) else repr(value)
+
+
+@attrs.frozen
+class ProfilerOptions:
+    """The effective profiler options. Build one from a string with :meth:`parse`; ``repr`` shows every value."""
+
+    batch_range: tuple[int, int] = attrs.field(default=(10, 20), converter=tuple, validator=_check_range)
+    state: str = attrs.field(default="All", validator=_one_of(STATES))
+    sorted_key: str = attrs.field(default="total", validator=_one_of(SORTED_KEYS))
+    tracer_option: str = attrs.field(default="Default", validator=_one_of(TRACER_OPTIONS))
+    profile_path: str = attrs.field(default="/tmp/profile", validator=_check_path)
+    exit_on_finished: bool = attrs.field(default=True, validator=_check_bool)
+    timer_only: bool = attrs.field(default=False, validator=_check_bool)
+    api: str = attrs.field(default="new", validator=_one_of(APIS))
+    backend: str | None = attrs.field(default=None, validator=_check_backend)
+
+    @property
+    def start(self) -> int:
+        return self.batch_range[0]
+
+    @property
+    def end(self) -> int:
+        return self.batch_range[1]
+
+    @classmethod
+    def parse(cls, text: str | None) -> ProfilerOptions:
+        """Parse ``key=value; key=value``. ``None`` or an empty string gives the defaults."""
+        if text is None:
+            return cls()
+        if not isinstance(text, str):
+            raise ProfilerOptionError(f"profiler options must be a string like 'batch_range=[10,20]', got {text!r}")
+        values: dict[str, object] = {}
+        for item in text.split(";"):
+            if not item.strip():
+                continue  # a trailing or doubled ';'
+            key, sep, raw = item.partition("=")
+            key, raw = key.strip(), raw.strip()
+            if not sep or not key:
+                raise ProfilerOptionError(
+                    f"profiler option {item.strip()!r} is not key=value; write e.g. 'batch_range=[10,20]; state=All'"
+                )
+            if key not in _PARSERS:
+                close = difflib.get_close_matches(key, list(_PARSERS), n=1)
+                did = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ProfilerOptionError(f"unknown profiler option {key!r}{did}; known: {', '.join(_PARSERS)}")
+            if key in values:
+                raise ProfilerOptionError(f"profiler option {key!r} is given twice; give each option once")
+            if not raw:
+                raise ProfilerOptionError(f"profiler option {key!r} has no value; allowed: {_ALLOWED[key]}")
+            values[key] = _PARSERS[key](key, raw)
+        return cls(**values)
+
+    @classmethod
+    def coerce(cls, value: ProfilerOptions | str | None) -> ProfilerOptions:
+        return value if isinstance(value, ProfilerOptions) else cls.parse(value)
+
+    def to_string(self) -> str:
+        """The canonical option string; ``parse(o.to_string()) == o``."""
+        parts = []
+        for field in attrs.fields(type(self)):
+            value = getattr(self, field.name)
+            if value is None:
+                continue
+            if field.name == "batch_range":
+                value = f"[{value[0]},{value[1]}]"
+            elif isinstance(value, bool):
+                value = str(value).lower()
+            parts.append(f"{field.name}={value}")
+        return "; ".join(parts)
+
+    def __getitem__(self, key: str):
+        """PaddleSpeech's ``options['batch_range']`` access."""
+        if key not in _PARSERS:
+            raise ProfilerOptionError(f"ProfilerOptions has no option named {key!r}; known: {', '.join(_PARSERS)}")
+        value = getattr(self, key)
+        return list(value) if key == "batch_range" else value
+
+
+def _parse_range(key: str, raw: str) -> tuple[int, int]:
+    inner = raw
+    if raw.startswith("[") and raw.endswith("]"):
+        inner = raw[1:-1]
+    elif "[" in raw or "]" in raw:
+        raise ProfilerOptionError(f"batch_range={raw!r} has unbalanced brackets; allowed: {_RANGE_HELP}")
+    parts = [p.strip() for p in inner.split(",")]
+    if len(parts) != 2:
+        raise ProfilerOptionError(f"batch_range={raw!r} has {len(parts)} values; allowed: {_RANGE_HELP}")
+    if not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
+        raise ProfilerOptionError(f"batch_range={raw!r} is not two integers; allowed: {_RANGE_HELP}")
+    start, end = int(parts[0]), int(parts[1])
+    if start < 0:
+        raise ProfilerOptionError(f"batch_range={raw!r} starts below 0; allowed: {_RANGE_HELP}")
+    if start >= end:
+        raise ProfilerOptionError(f"batch_range={raw!r} does not end after it starts; allowed: {_RANGE_HELP}")
+    return start, end
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    word = raw.lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ProfilerOptionError(f"{key}={raw!r} is not a boolean; allowed: {_BOOL_HELP}")
+
+
+def _keep(key: str, raw: str) -> str:
+    return raw  # validated by the attrs field
+
+
+_PARSERS = {
+    "batch_range": _parse_range,
+    "state": _keep,
+    "sorted_key": _keep,
+    "tracer_option": _keep,
+    "profile_path": _keep,
+    "exit_on_finished": _parse_bool,
+    "timer_only": _parse_bool,
+    "api": _keep,
+    "backend": _keep,
+}
+
+_ALLOWED = {
+    "batch_range": _RANGE_HELP,
+    "state": ", ".join(STATES),
+    "sorted_key": ", ".join(SORTED_KEYS),
+    "tracer_option": ", ".join(TRACER_OPTIONS),
+    "profile_path": "a file path (spaces are kept)",
+    "exit_on_finished": _BOOL_HELP,
+    "timer_only": _BOOL_HELP,
+    "api": ", ".join(APIS),
+    "backend": "a registered backend name such as paddle",
+}

@@ -1,0 +1,179 @@
+"""The summary every step profiler produces, whatever the backend: one op table and the step timing.
+
+Op table: op name, calls, total, avg, max, min, in milliseconds, sorted by ``sorted_key``. Times are host wall
+times of each op as the framework recorded them (device kernel times, where a device is used, are in the trace).
+Which ops a row stands for is the framework's own notion of an op; each backend says so in ``source``.
+
+Step timing: the wall time of every recorded step (same clock, ``time.perf_counter_ns``, on every backend) and the
+throughput, in samples/s when every step was given ``num_samples``, else in steps/s.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+
+from speechperf.profiler.options import SORTED_KEYS
+
+UNIT = "ms"
+_NS_PER_UNIT = 1e6
+
+
+@attrs.frozen
+class OpStat:
+    """One row of the op table. Times in nanoseconds."""
+
+    name: str
+    calls: int
+    total_ns: int
+    max_ns: int
+    min_ns: int
+
+    @property
+    def avg_ns(self) -> float:
+        return self.total_ns / self.calls if self.calls else 0.0
+
+
+def aggregate(events: Iterable[tuple[str, int]]) -> list[OpStat]:
+    """Rows from ``(op name, duration in ns)`` pairs, one row per name."""
+    acc: dict[str, list[int]] = {}
+    for name, dur in events:
+        row = acc.get(name)
+        if row is None:
+            acc[name] = [1, dur, dur, dur]
+        else:
+            row[0] += 1
+            row[1] += dur
+            row[2] = max(row[2], dur)
+            row[3] = min(row[3], dur)
+    return [OpStat(name, c, t, mx, mn) for name, (c, t, mx, mn) in acc.items()]
+
+
+_SORT = {
+    "calls": lambda o: o.calls,
+    "total": lambda o: o.total_ns,
+    "max": lambda o: o.max_ns,
+    "min": lambda o: o.min_ns,
+    "ave": lambda o: o.avg_ns,
+}
+assert set(_SORT) == set(SORTED_KEYS)
+
+
+def sort_ops(ops: Iterable[OpStat], sorted_key: str) -> tuple[OpStat, ...]:
+    """Largest first by ``sorted_key``; ties by total time, then name, so the order is stable."""
+    return tuple(sorted(ops, key=lambda o: (-_SORT[sorted_key](o), -o.total_ns, o.name)))
+
+
+@attrs.frozen
+class StepTiming:
+    """Wall time of each recorded step, and the samples it processed when the loop said so."""
+
+    step_ns: tuple[int, ...] = ()
+    samples: tuple[int | None, ...] = ()
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_ns)
+
+    @property
+    def has_samples(self) -> bool:
+        return bool(self.samples) and all(s is not None for s in self.samples)
+
+    @property
+    def ips(self) -> float | None:
+        """Samples/s when every step had ``num_samples``, else steps/s; None without a timed step."""
+        total = sum(self.step_ns)
+        if not total:
+            return None
+        count = sum(self.samples) if self.has_samples else self.steps
+        return count / (total / 1e9)
+
+    @property
+    def ips_unit(self) -> str:
+        return "samples/s" if self.has_samples else "steps/s"
+
+    def stats_ms(self) -> dict[str, float]:
+        ms = [t / 1e6 for t in self.step_ns]
+        return {
+            "mean": statistics.fmean(ms),
+            "median": statistics.median(ms),
+            "min": min(ms),
+            "max": max(ms),
+        }
+
+
+@attrs.frozen
+class ProfileSummary:
+    backend: str
+    sorted_key: str
+    #: Rows sorted by ``sorted_key``; empty with ``timer_only``.
+    ops: tuple[OpStat, ...] = ()
+    #: The step numbers the framework's own data shows as recorded.
+    steps: tuple[int, ...] = ()
+    timing: StepTiming = StepTiming()
+    #: A Chrome trace JSON (Perfetto or chrome://tracing opens it); None with ``timer_only``.
+    trace_path: Path | None = None
+    #: The framework's own output file where it is not the Chrome trace (paddle legacy's protobuf profile).
+    raw_path: Path | None = None
+    #: What the rows are, in the framework's terms.
+    source: str = ""
+    notes: tuple[str, ...] = ()
+
+    def op(self, name: str) -> OpStat | None:
+        return next((o for o in self.ops if o.name == name), None)
+
+    def top(self, n: int) -> tuple[OpStat, ...]:
+        return self.ops[:n]
+
+    def table(self, limit: int | None = 25):
+        from rich.table import Table
+
+        shown = self.ops if limit is None else self.ops[:limit]
+        title = f"{self.backend} ops, sorted by {self.sorted_key} ({UNIT})"
+        caption = self.source + (f"; {len(self.ops) - len(shown)} more rows not shown" if len(shown) < len(self.ops) else "")
+        table = Table(title=title, caption=caption)
+        table.add_column("op")
+        for column in ("calls", f"total {UNIT}", f"avg {UNIT}", f"max {UNIT}", f"min {UNIT}"):
+            table.add_column(column, justify="right")
+        for o in shown:
+            table.add_row(o.name, str(o.calls), *(_fmt(v) for v in (o.total_ns, o.avg_ns, o.max_ns, o.min_ns)))
+        return table
+
+    def timing_lines(self) -> list[str]:
+        t = self.timing
+        if not t.steps:
+            return ["step time: no step of batch_range was timed"]
+        s = t.stats_ms()
+        return [
+            f"steps timed: {t.steps}",
+            f"step time ({UNIT}): mean {s['mean']:.3f}, median {s['median']:.3f}, min {s['min']:.3f}, max {s['max']:.3f}",
+            f"ips: {t.ips:.2f} {t.ips_unit}",
+        ]
+
+    def trace_lines(self) -> list[str]:
+        lines = []
+        if self.raw_path is not None:
+            lines.append(f"{self.backend} profile: {self.raw_path}")
+        if self.trace_path is not None:
+            lines.append(f"trace: {self.trace_path} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)")
+        return lines
+
+    def render(self, console=None, limit: int | None = 25) -> None:
+        """Print the table (when ops were recorded), the timing and where the trace is."""
+        from rich.console import Console
+
+        if console is None:
+            console = Console(soft_wrap=False)
+            if not console.is_terminal:
+                console.width = max(console.width, 140)  # op names are long; a log file has room
+        if self.ops:
+            console.print(self.table(limit))
+        for line in [*self.timing_lines(), *self.trace_lines(), *self.notes]:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _fmt(ns: float) -> str:
+    return f"{ns / _NS_PER_UNIT:.3f}"

@@ -1,0 +1,52 @@
+"""``speechperf profile``: a model file profiled through the same step profiler, on random inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from speechperf.cli import main
+
+pytest.importorskip("onnxruntime")
+from tests.test_profiler_onnxruntime import tiny_onnx  # noqa: E402,F401  (the fixture)
+
+
+def test_profile_an_onnx_model(tmp_path, tiny_onnx):  # noqa: F811
+    trace = tmp_path / "cli trace.json"
+    result = CliRunner().invoke(main, [
+        "profile", "--backend", "onnxruntime", "--model", str(tiny_onnx), "--input", "x:2x80x30",
+        "--profiler-options", f"batch_range=[2,5]; sorted_key=calls; profile_path={trace}",
+    ])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "onnxruntime ops, sorted by calls (ms)" in out and "FusedConv" in out
+    assert "steps timed: 3" in out and "samples/s" in out
+    assert f"trace: {trace} (open it in Perfetto" in out
+    events = json.load(open(trace))["traceEvents"]
+    assert sum(e["name"] == "model_run" for e in events) == 3
+
+
+def test_timer_only(tmp_path, tiny_onnx):  # noqa: F811
+    result = CliRunner().invoke(main, [
+        "profile", "-b", "onnxruntime", "--model", str(tiny_onnx), "--input", "x:2x80x30",
+        "--profiler-options", f"batch_range=[1,4]; timer_only=true; profile_path={tmp_path}/t.json",
+    ])
+    assert result.exit_code == 0, result.output
+    assert "ips:" in result.output and "FusedConv" not in result.output and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--profiler-options", "batch_range=[3,1]"], "batch_range='[3,1]' does not end after it starts"),
+        ([], "input 'x' has no fixed shape (?x80x?); give it with --input x:SHAPE"),
+        (["--input", "x:2by80"], "--input 'x:2by80' is not NAME:SHAPE[:DTYPE]"),
+        (["--input", "y:2x80x30"], "--input 'y': the model has no such input; its inputs: x"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tiny_onnx, args, message):  # noqa: F811
+    result = CliRunner().invoke(main, ["profile", "-b", "onnxruntime", "--model", str(tiny_onnx), *args])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
