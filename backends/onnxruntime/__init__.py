@@ -83,6 +83,12 @@ class OnnxRuntimeBackend(BackendBase):
 
         return count_flops(session, feeds)
 
+    def known_session(self, graph, threads: int | None = None):
+        """A session over a speechperf.meters.flops.KnownGraph, built in this framework (for ``speechperf check``)."""
+        from speechperf.backends.onnxruntime.flops import known_session
+
+        return known_session(graph, threads)
+
     def device_memory(self, device: str = "cpu"):
         """The device allocator's peak since the last reset, or None on the CPU (see speechperf.meters.memory)."""
         from speechperf.backends.onnxruntime.memory import DeviceMemory

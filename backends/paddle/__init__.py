@@ -98,8 +98,22 @@ class PaddleBackend(BackendBase):
 
         return count_flops(session, feeds)
 
+    def known_session(self, graph, threads: int | None = None):
+        """A session over a speechperf.meters.flops.KnownGraph, built in this framework (for ``speechperf check``)."""
+        from speechperf.backends.paddle.flops import known_session
+
+        return known_session(graph, threads)
+
     def device_memory(self, device: str = "cpu"):
         """The device allocator's peak since the last reset, or None on the CPU (see speechperf.meters.memory)."""
         from speechperf.backends.paddle.memory import DeviceMemory
 
         return DeviceMemory(device)
+
+    def build_reference(self, model, preset, weights, folder):
+        """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""
+        from pathlib import Path
+
+        from speechperf.backends.paddle.zoo import build_reference
+
+        return build_reference(model, preset, Path(weights), Path(folder))

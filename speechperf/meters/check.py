@@ -1,0 +1,324 @@
+"""``speechperf check``: validate every meter on the machine it runs on, as a pass/fail table.
+
+Rows, by meter:
+
+- runtime: the timer's resolution (``time.perf_counter_ns``, smallest step seen, target <= 1 us); the runtime meter's
+  per-call cost on a do-nothing session versus a bare ``perf_counter_ns`` loop over it (target <= 1 us more); and on a
+  real numpy session of about 1 ms (single-threaded elementwise compute), the meter's median over the bare loop's
+  median (target 0.98 .. 1.02: below 0.98 the machine is too noisy to tell), the two measured in alternating blocks
+  so that drift hits both.
+- memory: each method against a known allocation: a session that allocates and touches N MiB (50 and 200) and holds
+  it for about 5 ms must read ``delta = N`` within 5%. The exact method ("hwm") decides the verdict; fairseq's
+  sampling method (memory_profiler) is shown beside it for information.
+- flops: per backend, the analytic count of a known matmul (``2*m*n*k``) and a known 1-D conv, built in that
+  framework (``backend.known_session``), must equal the formula, and the output must match numpy's.
+- papi: whether hardware FLOP counters work here, and why not.
+- threads: per backend, a session pinned to 1 thread must use about one core (process CPU time / wall time, through
+  ``speechperf.threads.cpu_wall_ratio``, target <= 1.3); the ratio at 2 threads is shown for information.
+
+A meter is trustworthy here when every row of it that decides its verdict passes. The CLI exits 1 when a meter the
+user asked for (``--meters``) is not.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+
+import attrs
+import numpy as np
+
+from speechperf.backend import Session, TensorInfo
+from speechperf.meters.flops import KnownGraph
+from speechperf.meters.memory import MIB, MemoryMeter, hwm_status
+from speechperf.meters.papi import papi_status
+from speechperf.meters.runtime import RuntimeMeter
+from speechperf.meters.samples import parse_meter_names
+
+PASS, FAIL, UNAVAILABLE, INFO = "pass", "FAIL", "unavailable", "info"
+DEFAULT_METERS = ("runtime", "memory", "flops", "threads")
+MEMORY_SIZES_MIB = (50, 200)
+MEMORY_TOLERANCE = 0.05
+RUNTIME_RATIO_TARGET = 1.02
+THREAD_RATIO_TARGET = 1.3
+
+
+@attrs.frozen
+class CheckRow:
+    meter: str
+    check: str
+    measured: str
+    target: str
+    status: str
+    decides: bool = True  # False: shown for information, does not decide whether the meter is trustworthy
+    note: str = ""
+
+
+@attrs.frozen
+class CheckReport:
+    rows: tuple[CheckRow, ...]
+
+    def trustworthy(self, meter: str) -> bool:
+        deciding = [r for r in self.rows if r.meter == meter and r.decides]
+        return bool(deciding) and all(r.status == PASS for r in deciding)
+
+    def untrustworthy(self, meters: Iterable[str]) -> list[str]:
+        return [m for m in meters if not self.trustworthy(m)]
+
+
+# --- sessions with known behaviour (framework-free) -------------------------------------------------------------
+
+
+class NullSession(Session):
+    """Does nothing: what remains is the cost of calling and timing."""
+
+    backend = "numpy"
+    inputs = ()
+    outputs = ()
+
+    def run(self, feeds):
+        return {}
+
+
+class ComputeSession(Session):
+    """A real, single-threaded numpy computation: ``tanh(x) * x`` over a float32 vector (elementwise numpy does not
+    use BLAS threads, whose wake-ups on a loaded machine would swamp what is measured)."""
+
+    backend = "numpy"
+    inputs = (TensorInfo("x", "float32"),)
+    outputs = (TensorInfo("y", "float32"),)
+
+    def run(self, feeds):
+        x = feeds["x"]
+        return {"y": np.tanh(x) * x}
+
+
+class AllocSession(Session):
+    """Allocates ``mib`` MiB, writes every page, holds it for ``hold_s`` seconds, then frees it."""
+
+    backend = "numpy"
+    inputs = ()
+    outputs = ()
+
+    def __init__(self, mib: float, hold_s: float = 0.005):
+        self.size = int(mib * MIB)
+        self.hold_s = hold_s
+
+    def run(self, feeds):
+        block = np.ones(self.size, dtype=np.uint8)  # ones, not empty: every page is written, so it is resident
+        end = time.perf_counter() + self.hold_s
+        while time.perf_counter() < end:
+            pass
+        del block
+        return {}
+
+
+def compute_feeds(target_s: float = 0.001) -> dict[str, np.ndarray]:
+    """Feeds for ComputeSession sized so one call takes about ``target_s`` on this machine.
+
+    Each size is timed as the smallest of 3 medians of 9 calls, so one burst of load elsewhere does not stop the
+    search at a size far too small.
+    """
+    session = ComputeSession()
+    n = 4096
+    while True:
+        feeds = {"x": np.random.default_rng(0).standard_normal(n).astype(np.float32)}
+        for _ in range(3):
+            session(feeds)
+        median = min(statistics.median(bare_loop_ns(lambda: session(feeds), 9)) for _ in range(3)) / 1e9
+        if median >= target_s or n >= 2**26:
+            return feeds
+        n = int(n * min(4.0, max(1.1, target_s / median)))
+
+
+def bare_loop_ns(forward: Callable[[], object], calls: int) -> list[int]:
+    clock = time.perf_counter_ns
+    out = []
+    for _ in range(calls):
+        start = clock()
+        forward()
+        out.append(clock() - start)
+    return out
+
+
+# --- the checks -------------------------------------------------------------------------------------------------
+
+
+def check_timer() -> list[CheckRow]:
+    clock = time.perf_counter_ns
+    steps = []
+    for _ in range(20_000):
+        a = clock()
+        b = clock()
+        while b == a:
+            b = clock()
+        steps.append(b - a)
+    step = min(steps)
+    declared = time.get_clock_info("perf_counter").resolution * 1e9
+    return [CheckRow("runtime", "timer resolution (perf_counter_ns, smallest step)", f"{step} ns "
+                     f"(declared {declared:.0f} ns)", "<= 1000 ns", PASS if step <= 1000 else FAIL)]
+
+
+def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
+    rows = []
+    null = NullSession()
+    calls = 2000 if quick else 10_000
+    bare = statistics.median(bare_loop_ns(lambda: null({}), calls))
+    meter = RuntimeMeter(warmup=10, repeat=calls)
+    timed = statistics.median(meter.measure("null", lambda: null({})).ns)
+    rows.append(CheckRow("runtime", "meter on a do-nothing session vs bare loop", f"{timed:.0f} ns vs {bare:.0f} ns "
+                         f"(+{timed - bare:.0f} ns)", "<= +1000 ns", PASS if timed - bare <= 1000 else FAIL))
+    session, feeds = ComputeSession(), compute_feeds()
+    forward = lambda: session(feeds)  # noqa: E731
+    bare_ns, meter_ns = [], []
+    blocks, per_block = (4, 25) if quick else (8, 40)
+    for _ in range(blocks):
+        bare_ns += bare_loop_ns(forward, per_block)
+        meter = RuntimeMeter(warmup=0, repeat=per_block)
+        meter_ns += list(meter.measure("matmul", forward).ns)
+    ratio = statistics.median(meter_ns) / statistics.median(bare_ns)
+    # The meter cannot be faster than the bare loop: a ratio well below 1 is noise, and noise hides overhead too.
+    ok = 2 - RUNTIME_RATIO_TARGET <= ratio <= RUNTIME_RATIO_TARGET
+    rows.append(CheckRow(
+        "runtime", f"meter vs bare loop, real session ({statistics.median(bare_ns) / 1e6:.2f} ms of numpy compute)",
+        f"median ratio {ratio:.3f}", f"{2 - RUNTIME_RATIO_TARGET:.2f} .. {RUNTIME_RATIO_TARGET}", PASS if ok else FAIL,
+        note="" if ok or ratio > 1 else "timings too noisy to validate the meter here: rerun on a quieter machine",
+    ))
+    return rows
+
+
+def check_memory() -> list[CheckRow]:
+    rows = []
+    ok, why = hwm_status()
+    methods = [("hwm", True)] if ok else []
+    if not ok:
+        rows.append(CheckRow("memory", "exact per-call peak (clear_refs + VmHWM)", "-", "available", UNAVAILABLE,
+                             note=why))
+    methods.append(("memory_profiler", False))
+    for method, decides in methods:
+        meter = MemoryMeter(method=method)
+        label = "exact (clear_refs 5 + VmHWM)" if method == "hwm" else f"memory_profiler, interval {meter.interval} s"
+        for mib in MEMORY_SIZES_MIB:
+            session = AllocSession(mib)
+            sample = meter.measure(f"{mib}MiB", lambda: session({}))
+            if not hasattr(sample, "delta_mib"):
+                rows.append(CheckRow("memory", f"{label}: {mib} MiB held 5 ms", sample.message, "", FAIL, decides))
+                continue
+            error = abs(sample.delta_mib - mib) / mib
+            rows.append(CheckRow(
+                "memory", f"{label}: {mib} MiB held 5 ms", f"delta {sample.delta_mib:.1f} MiB ({error:.1%} off)",
+                f"within {MEMORY_TOLERANCE:.0%}", PASS if error <= MEMORY_TOLERANCE else FAIL, decides,
+                "" if decides else "fairseq's sampling method; shown for comparison, the meter uses the exact one",
+            ))
+    return rows
+
+
+def check_papi() -> list[CheckRow]:
+    status = papi_status()
+    if status.available:
+        return [CheckRow("papi", "hardware FLOP counters (PAPI_SP_OPS + PAPI_DP_OPS)", "available", "available", PASS)]
+    return [
+        CheckRow("papi", "hardware FLOP counters (PAPI_SP_OPS + PAPI_DP_OPS)", "unavailable", "available",
+                 UNAVAILABLE, note=status.reason),
+        CheckRow("flops", "FLOPs source used here", "analytic", "-", INFO, decides=False,
+                 note="PAPI unavailable (see the papi row); FLOPs are counted from the graph"),
+    ]
+
+
+def _backends(names: Iterable[str] | None) -> list[tuple[str, object, str]]:
+    """(name, backend or None, why not) for each backend to check."""
+    from speechperf.registry import get_backend, known_backends
+
+    out = []
+    for name in names or known_backends():
+        backend = get_backend(name)  # an unknown name is an input error, raised here
+        status = backend.availability()
+        out.append((name, backend if status.ok else None, status.reason))
+    return out
+
+
+def check_flops(backends: list[tuple[str, object, str]]) -> list[CheckRow]:
+    rows = []
+    for name, backend, why in backends:
+        for graph in (KnownGraph("matmul"), KnownGraph("conv")):
+            what = (f"{name}: matmul {graph.m}x{graph.k} @ {graph.k}x{graph.n} = 2*m*n*k" if graph.kind == "matmul"
+                    else f"{name}: conv1d {graph.c_in}->{graph.c_out} k{graph.kernel} on {list(graph.input_shape)}")
+            if backend is None:
+                rows.append(CheckRow("flops", what, "-", str(graph.expected), UNAVAILABLE, False, why))
+                continue
+            try:
+                session = backend.known_session(graph)
+                feeds = graph.feeds()
+                same = np.allclose(session(feeds)[session.output_names[0]], graph.reference(feeds), atol=1e-3)
+                count = backend.count_flops(session, feeds)
+            except Exception as exc:
+                rows.append(CheckRow("flops", what, f"error: {type(exc).__name__}: {exc}", str(graph.expected), FAIL))
+                continue
+            ok = same and count.total == graph.expected
+            rows.append(CheckRow("flops", what, f"{count.total} ({count.source})", str(graph.expected),
+                                 PASS if ok else FAIL, note="" if same else "the output differs from numpy's"))
+    return rows
+
+
+def check_threads(backends: list[tuple[str, object, str]], quick: bool = False) -> list[CheckRow]:
+    from speechperf.threads import cpu_wall_ratio
+
+    rows = []
+    graph = KnownGraph("matmul", m=384, n=384, k=384)
+    seconds = 0.2 if quick else 0.5
+    for name, backend, why in backends:
+        if backend is None:
+            rows.append(CheckRow("threads", f"{name}: 1 thread uses one core", "-", "", UNAVAILABLE, False, why))
+            continue
+        feeds = graph.feeds()
+        for threads in (1, 2):
+            if threads == 2 and (os.cpu_count() or 1) < 2:
+                continue
+            try:
+                backend.set_threads(threads)
+                session = backend.known_session(graph, threads)
+                ratio = cpu_wall_ratio(lambda: session(feeds), min_seconds=seconds)
+            except Exception as exc:
+                rows.append(CheckRow("threads", f"{name}: {threads} thread(s)", f"error: {exc}", "", FAIL))
+                continue
+            if threads == 1:
+                rows.append(CheckRow("threads", f"{name}: pinned to 1 thread, CPU/wall", f"{ratio:.2f}",
+                                     f"<= {THREAD_RATIO_TARGET}", PASS if ratio <= THREAD_RATIO_TARGET else FAIL))
+            else:
+                rows.append(CheckRow("threads", f"{name}: 2 threads, CPU/wall", f"{ratio:.2f}", "~2 when idle",
+                                     INFO, False, "other load on the machine lowers this"))
+    return rows
+
+
+def run_checks(meters: Iterable[str] = DEFAULT_METERS, backends: Iterable[str] | None = None,
+               quick: bool = False) -> CheckReport:
+    """Run the checks of the meters named (see METER_NAMES), plus PAPI availability, and return every row."""
+    meters = parse_meter_names(list(meters))
+    rows: list[CheckRow] = []
+    if "runtime" in meters:
+        rows += check_timer() + check_runtime_overhead(quick)
+    if "memory" in meters:  # before any framework is loaded: memory_profiler forks a sampler
+        rows += check_memory()
+    rows += [r for r in check_papi() if r.meter == "papi" or "flops" in meters]  # PAPI is always reported
+    chosen = _backends(backends) if ("flops" in meters or "threads" in meters) else []
+    if "flops" in meters:
+        rows += check_flops(chosen)
+    if "threads" in meters:
+        rows += check_threads(chosen, quick)
+    return CheckReport(tuple(rows))
+
+
+def format_report(report: CheckReport, asked: Iterable[str]) -> str:
+    headers = ("meter", "check", "measured", "target", "result")
+    table = [headers] + [(r.meter, r.check, r.measured, r.target, r.status) for r in report.rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"  {r.meter}/{r.check}: {r.note}" for r in report.rows if r.note]
+    if notes:
+        lines += ["", "notes:"] + notes
+    verdicts = [f"{m}: {'trustworthy' if report.trustworthy(m) else 'NOT trustworthy'}" for m in asked]
+    lines += ["", "verdict: " + "; ".join(verdicts)]
+    return "\n".join(lines)

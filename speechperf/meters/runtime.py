@@ -1,0 +1,214 @@
+"""Runtime: seconds per sample for one forward of a stage, with every raw timing kept.
+
+Definition (DESIGN.md section 5). One *forward* is whatever the benchmark passes as ``forward``: the session calls
+of one stage plus its numpy decoding loop. Each call is timed with ``time.perf_counter_ns``; when a backend is given,
+``backend.synchronize(device)`` runs before the clock stops, so asynchronous device work is inside the timing.
+
+Per sample: ``warmup`` untimed forwards (their timings are still kept, in ``warmup_ns``), then ``repeat`` timed ones.
+A sample's runtime is the **median of its repeats**. The summary statistics (mean, median, stdev, min, max,
+p50/p90/p99) are over the per-sample runtimes, in seconds; stdev is the sample standard deviation (n-1);
+percentiles use linear interpolation between closest ranks (numpy's default ``"linear"``, Hyndman & Fan type 7).
+
+Noise: the spread of the repeats of one sample is its coefficient of variation (stdev/mean). When the median of
+that over the samples exceeds ``noise_threshold`` (10%), ``RuntimeResult.noise_warning`` says so and what to do.
+With fewer than 3 repeats per sample, noise cannot be estimated, and the warning says that instead.
+
+Cold start is separate from steady state: ``measure_cold_start(load, first_call)`` times model loading and the first
+call on the loaded session.
+
+Use::
+
+    meter = RuntimeMeter(backend, device="cpu", warmup=1, repeat=5)
+    for sample_id, feeds in data:
+        meter.measure(sample_id, lambda: session(feeds))   # returns SampleTiming, or SampleFailure if it raised
+    result = meter.result()   # RuntimeResult: .samples (raw ns), .failures, .stats, .noise_warning
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import attrs
+import numpy as np
+
+from speechperf.meters.samples import SampleFailure, check_count, failure
+
+PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy 'linear', Hyndman-Fan type 7)"
+NOISE_THRESHOLD = 0.10
+
+
+@attrs.frozen
+class SampleTiming:
+    sample_id: str
+    ns: tuple[int, ...]  # one per timed repeat
+    warmup_ns: tuple[int, ...] = ()
+
+    @property
+    def seconds(self) -> float:
+        """This sample's runtime: the median of its repeats, in seconds."""
+        return statistics.median(self.ns) / 1e9
+
+    @property
+    def spread(self) -> float | None:
+        """Coefficient of variation of the repeats, or None with fewer than 3."""
+        if len(self.ns) < 3:
+            return None
+        mean = statistics.fmean(self.ns)
+        return statistics.stdev(self.ns) / mean if mean > 0 else 0.0
+
+
+@attrs.frozen
+class Stats:
+    """Summary of values in seconds. ``percentile_method`` names how p50/p90/p99 were computed."""
+
+    count: int
+    mean: float
+    median: float
+    stdev: float
+    min: float
+    max: float
+    p50: float
+    p90: float
+    p99: float
+    percentile_method: str = PERCENTILE_METHOD
+
+    @classmethod
+    def of(cls, values: list[float]) -> Stats | None:
+        if not values:
+            return None
+        p50, p90, p99 = np.percentile(np.asarray(values, dtype=np.float64), [50, 90, 99], method="linear")
+        return cls(
+            count=len(values),
+            mean=statistics.fmean(values),
+            median=statistics.median(values),
+            stdev=statistics.stdev(values) if len(values) > 1 else 0.0,
+            min=min(values),
+            max=max(values),
+            p50=float(p50),
+            p90=float(p90),
+            p99=float(p99),
+        )
+
+
+@attrs.frozen
+class ColdStart:
+    """Seconds to load the model, and seconds of the first call on the loaded session."""
+
+    load_s: float
+    first_call_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.load_s + self.first_call_s
+
+
+@attrs.frozen
+class RuntimeResult:
+    samples: tuple[SampleTiming, ...]
+    failures: tuple[SampleFailure, ...]
+    warmup: int
+    repeat: int
+    noise_threshold: float = NOISE_THRESHOLD
+    cold_start: ColdStart | None = None
+
+    @property
+    def per_sample_seconds(self) -> dict[str, float]:
+        return {s.sample_id: s.seconds for s in self.samples}
+
+    @property
+    def stats(self) -> Stats | None:
+        """Statistics over the per-sample runtimes (seconds); None when no sample succeeded."""
+        return Stats.of([s.seconds for s in self.samples])
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(s.seconds for s in self.samples)
+
+    @property
+    def noise(self) -> float | None:
+        """Median over samples of the coefficient of variation of their repeats; None when not estimable."""
+        spreads = [s.spread for s in self.samples if s.spread is not None]
+        return statistics.median(spreads) if spreads else None
+
+    @property
+    def noise_warning(self) -> str | None:
+        if not self.samples:
+            return None
+        noise = self.noise
+        if noise is None:
+            return (
+                f"runtime noise cannot be estimated with repeat={self.repeat}: "
+                "use --repeat 3 or more to see whether these timings are stable"
+            )
+        if noise > self.noise_threshold:
+            return (
+                f"runtime is noisy: repeats of the same sample vary by {noise:.0%} (coefficient of variation, median "
+                f"over samples; threshold {self.noise_threshold:.0%}); close other busy programs, pin threads "
+                "(--threads), raise --warmup and --repeat, and re-run before trusting these numbers"
+            )
+        return None
+
+
+class RuntimeMeter:
+    """Times one forward per sample; see the module docstring for the exact definition."""
+
+    name = "runtime"
+
+    def __init__(self, backend=None, device: str = "cpu", warmup: int = 1, repeat: int = 5,
+                 noise_threshold: float = NOISE_THRESHOLD):
+        self.warmup = check_count("warmup", warmup, 0)
+        self.repeat = check_count("repeat", repeat, 1)
+        self.noise_threshold = noise_threshold
+        self.device = device
+        self._sync = (lambda: backend.synchronize(device)) if backend is not None else (lambda: None)
+        self._samples: list[SampleTiming] = []
+        self._failures: list[SampleFailure] = []
+        self._cold: ColdStart | None = None
+
+    def time_once(self, forward: Callable[[], object]) -> int:
+        """Nanoseconds of one forward, synchronized before the clock stops."""
+        clock, sync = time.perf_counter_ns, self._sync
+        start = clock()
+        forward()
+        sync()
+        return clock() - start
+
+    def measure(self, sample_id: str, forward: Callable[[], object]) -> SampleTiming | SampleFailure:
+        clock, sync = time.perf_counter_ns, self._sync
+        warm: list[int] = []
+        timed: list[int] = []
+        try:
+            for _ in range(self.warmup):
+                start = clock()
+                forward()
+                sync()
+                warm.append(clock() - start)
+            for _ in range(self.repeat):
+                start = clock()
+                forward()
+                sync()
+                timed.append(clock() - start)
+        except Exception as exc:
+            record = failure(sample_id, self.name, exc)
+            self._failures.append(record)
+            return record
+        timing = SampleTiming(str(sample_id), tuple(timed), tuple(warm))
+        self._samples.append(timing)
+        return timing
+
+    def measure_cold_start(self, load: Callable[[], object], first_call: Callable[[object], object]) -> ColdStart:
+        """Time ``load()`` (returns a session), then ``first_call(session)``; kept as ``result().cold_start``."""
+        start = time.perf_counter_ns()
+        session = load()
+        loaded = time.perf_counter_ns()
+        first_call(session)
+        self._sync()
+        done = time.perf_counter_ns()
+        self._cold = ColdStart((loaded - start) / 1e9, (done - loaded) / 1e9)
+        return self._cold
+
+    def result(self) -> RuntimeResult:
+        return RuntimeResult(tuple(self._samples), tuple(self._failures), self.warmup, self.repeat,
+                             self.noise_threshold, self._cold)

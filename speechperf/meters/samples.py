@@ -1,0 +1,61 @@
+"""What every meter shares: sample ids, the record of a failed sample, and the names of the meters.
+
+A meter is called once per sample by a benchmark loop. A sample whose forward raises is recorded as a
+``SampleFailure`` whose ``message`` is one line naming the sample id; the meter keeps measuring the other samples.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+import attrs
+
+from speechperf.errors import SpeechperfError
+
+#: The meters a user can ask for by name (``--meters runtime,memory``).
+METER_NAMES = ("runtime", "memory", "flops", "papi", "threads")
+
+
+class MeterError(SpeechperfError):
+    """A meter was configured with a value it cannot use."""
+
+
+@attrs.frozen
+class SampleFailure:
+    """A sample whose forward raised. ``message`` is one line: ``sample 'utt3' failed in <meter>: Error: text``."""
+
+    sample_id: str
+    meter: str
+    error: str
+
+    @property
+    def message(self) -> str:
+        return f"sample {self.sample_id!r} failed in the {self.meter} meter: {self.error}"
+
+
+def failure(sample_id: str, meter: str, exc: BaseException) -> SampleFailure:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    text = f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__
+    return SampleFailure(str(sample_id), meter, text)
+
+
+def parse_meter_names(names: str | Iterable[str]) -> tuple[str, ...]:
+    """``"runtime, memory"`` or ``["runtime", "memory"]`` -> validated names, in the order given, without repeats."""
+    items = [n.strip() for n in names.split(",")] if isinstance(names, str) else [str(n).strip() for n in names]
+    items = [n for n in items if n]
+    if not items:
+        raise MeterError(f"no meter named; known meters: {', '.join(METER_NAMES)}")
+    for name in items:
+        if name not in METER_NAMES:
+            close = difflib.get_close_matches(name, METER_NAMES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise MeterError(f"unknown meter {name!r}{hint}; known meters: {', '.join(METER_NAMES)}")
+    return tuple(dict.fromkeys(items))
+
+
+def check_count(name: str, value: object, minimum: int) -> int:
+    """Validate a warm-up or repeat count: an int >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise MeterError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value

@@ -1,0 +1,135 @@
+"""``speechperf check``: its rows, its verdicts and its exit codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from speechperf.backend import Availability, Session, TensorInfo
+from speechperf.cli import main
+from speechperf.meters.check import (
+    FAIL, INFO, PASS, CheckReport, CheckRow, check_flops, check_memory, check_runtime_overhead, format_report,
+)
+from speechperf.meters.flops import FlopCount
+from speechperf.meters.memory import hwm_status
+from speechperf.meters.papi import papi_status
+from speechperf.registry import register_backend, unregister_backend
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["check", *args])
+
+
+def test_a_meter_is_trustworthy_when_its_deciding_rows_pass():
+    report = CheckReport((
+        CheckRow("memory", "exact", "50", "50", PASS),
+        CheckRow("memory", "sampling", "57", "50", FAIL, decides=False),
+        CheckRow("flops", "x", "1", "2", FAIL),
+        CheckRow("papi", "counters", "-", "-", INFO, decides=False),
+    ))
+    assert report.trustworthy("memory")
+    assert not report.trustworthy("flops")
+    assert not report.trustworthy("papi")  # nothing decided: not shown to work
+    assert not report.trustworthy("runtime")
+    assert report.untrustworthy(["memory", "flops"]) == ["flops"]
+    text = format_report(report, ["memory", "flops"])
+    assert "verdict: memory: trustworthy; flops: NOT trustworthy" in text
+
+
+@pytest.mark.skipif(not hwm_status()[0], reason="no /proc/self/clear_refs here")
+def test_exact_memory_rows_pass_and_memory_profiler_is_shown_beside_them():
+    rows = check_memory()
+    exact = [r for r in rows if r.decides]
+    assert [r.status for r in exact] == [PASS, PASS]
+    assert [r.check.split(": ")[1] for r in exact] == ["50 MiB held 5 ms", "200 MiB held 5 ms"]
+    sampled = [r for r in rows if not r.decides]
+    assert len(sampled) == 2 and all("interval" in r.check for r in sampled)
+
+
+def test_runtime_overhead_rows_compare_with_a_bare_loop():
+    rows = check_runtime_overhead(quick=True)
+    assert "do-nothing" in rows[0].check and "bare loop" in rows[0].check
+    assert rows[1].measured.startswith("median ratio ") and rows[1].target == "0.98 .. 1.02"
+    ratio = float(rows[1].measured.split()[-1])
+    assert 0.5 < ratio < 2.0  # the status depends on the machine's load; the ratio must be sane
+
+
+class _NumpyMatmul(Session):
+    backend = "wrong"
+    inputs = (TensorInfo("x", "float32"),)
+    outputs = (TensorInfo("y"),)
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def run(self, feeds):
+        return {"y": self.graph.reference(feeds)}
+
+
+class WrongCounter:
+    """A backend whose FLOP counter counts multiply-adds once (MACs): the check must catch it."""
+
+    name = "wrong"
+
+    def availability(self):
+        return Availability(True, "", "0")
+
+    def known_session(self, graph, threads=None):
+        return _NumpyMatmul(graph)
+
+    def count_flops(self, session, feeds):
+        return FlopCount(session.graph.expected // 2, "analytic")
+
+
+@pytest.fixture
+def wrong_backend():
+    register_backend("wrong", WrongCounter)
+    yield
+    unregister_backend("wrong")
+
+
+def test_a_wrong_flop_counter_fails_the_check(wrong_backend):
+    rows = check_flops([("wrong", WrongCounter(), "")])
+    assert [r.status for r in rows] == [FAIL, FAIL]
+    result = run("--meters", "flops", "--backend", "wrong")
+    assert result.exit_code == 1, result.output
+    assert "not trustworthy on this machine: flops" in result.stderr
+
+
+def test_unknown_meter_is_one_line_exit_2():
+    result = run("--meters", "runtime,flopz")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "Error: unknown meter 'flopz' (did you mean 'flops'?); known meters: runtime, memory, flops, papi, threads"]
+
+
+def test_unknown_backend_is_one_line_exit_2():
+    result = run("--meters", "flops", "--backend", "tensorflow")
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "unknown backend 'tensorflow'" in result.stderr
+
+
+def test_papi_asked_for_but_unavailable_exits_1_with_the_reason():
+    status = papi_status()
+    result = run("--meters", "papi")
+    if status.available:
+        assert result.exit_code == 0
+        return
+    assert result.exit_code == 1
+    assert "papi" in result.stdout and "unavailable" in result.stdout
+    assert "PAPI_SP_OPS" in result.stdout  # the reason, in the notes
+    assert "not trustworthy on this machine: papi" in result.stderr
+
+
+@pytest.mark.slow
+def test_check_passes_here_for_runtime_memory_flops_on_every_backend():
+    pytest.importorskip("torch")
+    pytest.importorskip("paddle")
+    pytest.importorskip("onnxruntime")
+    result = run("--meters", "memory,flops", "--quick")
+    assert result.exit_code == 0, result.output
+    for backend in ("torch", "paddle", "onnxruntime"):
+        assert f"{backend}: matmul" in result.stdout and f"{backend}: conv1d" in result.stdout
+    assert "verdict: memory: trustworthy; flops: trustworthy" in result.stdout
+    assert np.all([" FAIL" not in line for line in result.stdout.splitlines() if line.startswith("flops")])
