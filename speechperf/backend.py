@@ -200,6 +200,36 @@ class BackendBase:
     extra: str = ""
     capabilities: Capabilities = Capabilities()
 
+    # Each optional capability lives in its own module of the backend's package (profiler.py, flops.py,
+    # memory.py); these methods only dispatch to it, so every backend is laid out the same way.
+
+    def step_profiler(self, options):
+        """A StepProfiler driven by a PaddleSpeech-style option string (see speechperf.profiler)."""
+        return self._part("profiler").make_step_profiler(self, options)
+
+    def count_flops(self, session, feeds):
+        """An analytic FlopCount of one call of ``session`` on ``feeds`` (see speechperf.meters.flops)."""
+        return self._part("flops").count_flops(session, feeds)
+
+    def known_session(self, graph, threads: int | None = None):
+        """A session over a speechperf.meters.flops.KnownGraph built in this framework (for ``speechperf check``)."""
+        return self._part("flops").known_session(graph, threads)
+
+    def device_memory(self, device: str = "cpu"):
+        """The device allocator's peak since the last reset (see speechperf.meters.memory)."""
+        return self._part("memory").DeviceMemory(device)
+
+    def _part(self, module: str):
+        import importlib
+
+        package = type(self).__module__
+        try:
+            return importlib.import_module(f"{package}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{module}":
+                raise
+            raise SpeechperfError(f"backend {self.name!r} has no {module} support (no module {package}.{module})") from None
+
     def install_hint(self) -> str:
         return f'pip install "speechperf[{self.extra}]"' if self.extra else "see the backend's documentation"
 
