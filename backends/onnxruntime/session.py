@@ -57,6 +57,8 @@ def session_options(spec: ModelSpec, threads: int | None) -> ort.SessionOptions:
         )
     options.graph_optimization_level = OPTIMIZATION_LEVELS[level]
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # ORT logs graph-optimizer notes (e.g. UnsqueezeElimination) as warnings on stderr at every load; errors stay.
+    options.log_severity_level = int(spec.options.get("log_severity_level", 3))
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
