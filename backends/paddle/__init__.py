@@ -84,32 +84,6 @@ class PaddleBackend(BackendBase):
                 "machine with a GPU, or use device 'cpu'"
             )
 
-    # Each concept lives in its own module of this package; these methods only dispatch to it.
-
-    def step_profiler(self, options):
-        """A StepProfiler driven by a PaddleSpeech-style option string (see speechperf.profiler)."""
-        from speechperf.backends.paddle.profiler import make_step_profiler
-
-        return make_step_profiler(self, options)
-
-    def count_flops(self, session, feeds):
-        """An analytic FlopCount of one call of ``session`` on ``feeds`` (see speechperf.meters.flops)."""
-        from speechperf.backends.paddle.flops import count_flops
-
-        return count_flops(session, feeds)
-
-    def known_session(self, graph, threads: int | None = None):
-        """A session over a speechperf.meters.flops.KnownGraph, built in this framework (for ``speechperf check``)."""
-        from speechperf.backends.paddle.flops import known_session
-
-        return known_session(graph, threads)
-
-    def device_memory(self, device: str = "cpu"):
-        """The device allocator's peak since the last reset, or None on the CPU (see speechperf.meters.memory)."""
-        from speechperf.backends.paddle.memory import DeviceMemory
-
-        return DeviceMemory(device)
-
     def build_reference(self, model, preset, weights, folder):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""
         from pathlib import Path

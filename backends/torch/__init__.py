@@ -80,32 +80,6 @@ class TorchBackend(BackendBase):
                 "(torch.cuda.is_available() is False); use device 'cpu'"
             )
 
-    # Each concept lives in its own module of this package; these methods only dispatch to it.
-
-    def step_profiler(self, options):
-        """A StepProfiler driven by a PaddleSpeech-style option string (see speechperf.profiler)."""
-        from speechperf.backends.torch.profiler import make_step_profiler
-
-        return make_step_profiler(self, options)
-
-    def count_flops(self, session, feeds):
-        """An analytic FlopCount of one call of ``session`` on ``feeds`` (see speechperf.meters.flops)."""
-        from speechperf.backends.torch.flops import count_flops
-
-        return count_flops(session, feeds)
-
-    def known_session(self, graph, threads: int | None = None):
-        """A session over a speechperf.meters.flops.KnownGraph, built in this framework (for ``speechperf check``)."""
-        from speechperf.backends.torch.flops import known_session
-
-        return known_session(graph, threads)
-
-    def device_memory(self, device: str = "cpu"):
-        """The device allocator's peak since the last reset, or None on the CPU (see speechperf.meters.memory)."""
-        from speechperf.backends.torch.memory import DeviceMemory
-
-        return DeviceMemory(device)
-
     def export_weights(self, spec, out):
         """The weights of a TorchScript model written to ``out`` as ``.safetensors`` under their torch names."""
         self.require_available()

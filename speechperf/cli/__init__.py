@@ -40,14 +40,23 @@ def main() -> None:
 
 def _register() -> None:
     from speechperf.cli.backends_cmd import backends
+    from speechperf.cli.check_cmd import check
     from speechperf.cli.run_cmd import run
     from speechperf.cli.config_cmd import config
     from speechperf.cli.data_cmd import data
+    from speechperf.cli.bench_cmd import bench
+    from speechperf.cli.profile_cmd import profile
 
     main.add_command(backends)
+    from speechperf.cli.zoo_cmd import zoo
+
+    main.add_command(zoo)
+    main.add_command(check)
     main.add_command(run)
     main.add_command(config)
     main.add_command(data)
+    main.add_command(bench)
+    main.add_command(profile)
 
 
 _register()

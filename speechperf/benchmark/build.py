@@ -1,0 +1,132 @@
+"""Build the stages of a config on one backend: load each stage's model and wrap it in its task driver.
+
+``prepare_stages`` runs first, before any memory is measured: it builds missing reference models in a child
+process (building imports both torch and paddle and exports every format; none of that should sit in the measured
+process) and writes the exported silero weights the paddle VAD port reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from speechperf.backend import ModelSpec, TensorInfo
+from speechperf.benchmark.stage import Stage, StageError
+from speechperf.config.schema import BenchConfig, StageConfig
+
+SILERO = "silero_vad"
+
+
+def reference_models(cfg: BenchConfig) -> list[tuple[str, str]]:
+    """(model, preset) of every reference model the stages of ``cfg`` load, vocoders included."""
+    needed = []
+    for stage_cfg, role in zip(cfg.stages, cfg.roles):
+        if stage_cfg.path or stage_cfg.model in (None, SILERO):
+            continue
+        needed.append((stage_cfg.model, stage_cfg.preset))
+        if role == "tts":
+            from speechperf.benchmark.reference import DEFAULT_VOCODER
+
+            needed.append((stage_cfg.vocoder or DEFAULT_VOCODER, stage_cfg.preset))
+    return list(dict.fromkeys(needed))
+
+
+def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None) -> None:
+    """Make every file the stages will load exist, without loading anything into this process's frameworks."""
+    from speechperf.zoo.build import cache_dir, is_built
+    from speechperf.zoo.catalog import check_preset, get_model
+
+    log = log or sys.stderr
+    for model, preset in reference_models(cfg):
+        get_model(model)  # an unknown name fails here, with the known names
+        check_preset(preset)
+        if is_built(cache_dir(preset) / model):
+            continue
+        print(f"building reference model {model}/{preset} into {cache_dir(preset)} (once) ...", file=log)
+        start = time.perf_counter()
+        code = ("import sys; from speechperf.zoo.build import ensure_built; "
+                "ensure_built(sys.argv[1], sys.argv[2])")
+        log.flush()
+        # The child's output goes to file descriptor 2: it is status, never data.
+        done = subprocess.run([sys.executable, "-c", code, model, preset], stdout=2, stderr=2)
+        if done.returncode != 0:
+            raise StageError(f"building reference model {model}/{preset} failed (exit {done.returncode}); "
+                             "see the messages above")
+        print(f"built {model}/{preset} in {time.perf_counter() - start:.1f} s", file=log)
+    if any(s.model == SILERO for s in cfg.stages) and backend_name == "paddle":
+        from speechperf.adapters.vad import silero_model_spec
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        silero_model_spec(backend_name, workdir)  # exports the TorchScript weights for the paddle port, once
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Send what frameworks print on file descriptor 1 to stderr: stdout carries only the result table."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real stdout: nothing to protect
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def build_stages(cfg: BenchConfig, backend, device: str, threads: int, workdir: Path) -> list[Stage]:
+    stages = []
+    for index, (stage_cfg, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
+        start = time.perf_counter()
+        stage = build_stage(stage_cfg, role, index, cfg, backend, device, threads, workdir)
+        stage.load_seconds = time.perf_counter() - start
+        stages.append(stage)
+    return stages
+
+
+def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig, backend, device: str,
+                threads: int, workdir: Path) -> Stage:
+    where = f"{cfg.source}: stage{index}"
+    if stage_cfg.path:
+        from speechperf.benchmark.file_stage import FileStage
+
+        spec = ModelSpec(
+            path=stage_cfg.path, format=stage_cfg.format, entry=stage_cfg.entry,
+            inputs=tuple(TensorInfo(i.name, i.dtype) for i in stage_cfg.inputs),
+            outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
+        )
+        session = backend.load(spec, device=device, threads=threads)
+        feature_fn = _feature_fn() if any(i.source.startswith("feature") for i in stage_cfg.inputs) else None
+        return FileStage(role, session, stage_cfg, cfg.general.sample_rate, feature_fn)
+    if stage_cfg.model == SILERO:
+        if role != "vad":
+            raise StageError(f"{where}: model {SILERO!r} is a VAD; this stage is the {role} model")
+        from speechperf.adapters.vad import silero_model_spec
+        from speechperf.benchmark.file_stage import VadStage
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        session = backend.load(silero_model_spec(backend.name, workdir), device=device, threads=threads)
+        return VadStage(session, stage_cfg.vad_threshold)
+    if role == "s2s":
+        raise StageError(f"{where}: there is no reference direct speech-to-speech model; give your own file as "
+                         "`path` (or use model_type S2UT: s2ut + unit_vocoder)")
+    if role == "vad":
+        raise StageError(f"{where}: the VAD stage takes model {SILERO!r} or your own file (path); "
+                         f"got model {stage_cfg.model!r}")
+    from speechperf.benchmark.reference import reference_stage
+
+    return reference_stage(stage_cfg, role, where, backend, device, threads)
+
+
+def _feature_fn():
+    from speechperf.benchmark.reference import log_mel
+
+    return log_mel

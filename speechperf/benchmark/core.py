@@ -1,0 +1,342 @@
+"""fairseq's S2ST benchmark classes, framework-free, over stages that any backend runs.
+
+``BenchmarkingBase`` measures a chain of stages on a dataset: ``warm_up``, ``benchmark_run_time``, ``max_memory``,
+``count_flops``, ``gather_all_metrics`` and ``dump_final_speech_output``, as in fairseq's ``core.py``. The
+subclasses fix the chain: ``Processing`` (S2T, MT, VAD), ``SpeechGeneration`` (TTS), ``S2UT`` (speech-to-unit plus
+an optional unit vocoder), ``Cascaded2StageS2ST`` (S2T + TTS) and ``Cascaded3StageS2ST`` (ASR + MT + TTS).
+
+Measurement rules (DESIGN.md section 5, fairseq's aggregation):
+- inter-stage inputs are generated once, up front, by running each stage on its inputs before any timing, so the
+  hand-off between stages (decoding to text, re-encoding for the next model) is never timed;
+- each stage is warmed up (``warmup`` untimed forwards on its first input; fairseq hard-codes 2), then every
+  sample gets ``repeat`` timed forwards, one forward under the memory meter and one under the FLOPs meter;
+- totals: runtime and FLOPs summed over stages per sample, memory the max over stages;
+- a sample that fails is recorded with a one-line reason and the others still run; its later stages are skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from speechperf.benchmark.results import BenchResult, StageResult, totals
+from speechperf.benchmark.stage import Stage, StageIO, describe_output
+from speechperf.data.sample import Sample
+from speechperf.errors import SpeechperfError
+from speechperf.meters.samples import SampleFailure, failure
+
+METERS = ("runtime", "memory", "flops")
+
+#: progress(stage label, meter name, samples done, samples in this pass)
+Progress = Callable[[str, str, int, int], None]
+
+
+class BenchmarkingBase:
+    #: Allowed role chains of this class; the first that matches the given stages is used.
+    ROLE_CHAINS: tuple[tuple[str, ...], ...] = ()
+
+    def __init__(self, stages: Sequence[Stage], backend, *, model_type: str = "", device: str = "cpu",
+                 threads: int = 1, meters: Sequence[str] = METERS, warmup: int = 2, repeat: int = 1,
+                 memory_method: str = "hwm", preload_mib: float | None = None, progress: Progress | None = None):
+        roles = tuple(s.role for s in stages)
+        if self.ROLE_CHAINS and roles not in self.ROLE_CHAINS:
+            allowed = " or ".join("+".join(c) for c in self.ROLE_CHAINS)
+            raise SpeechperfError(f"{type(self).__name__} takes stages {allowed}; got {'+'.join(roles) or 'none'}")
+        for name in meters:
+            if name not in METERS:
+                raise SpeechperfError(f"unknown meter {name!r}; allowed: {', '.join(METERS)}")
+        self.stages = tuple(stages)
+        self.backend = backend
+        self.model_type = model_type or type(self).__name__
+        self.device = device
+        self.threads = threads
+        self.meters = tuple(meters)
+        self.warmup = warmup
+        self.repeat = repeat
+        self.memory_method = memory_method
+        self.preload_mib = preload_mib
+        self.progress = progress or (lambda *a: None)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.sample_ids: tuple[str, ...] = ()
+        self.inputs: list[dict[str, StageIO]] = [{} for _ in self.stages]
+        self.final_outputs: dict[str, StageIO] = {}
+        self.failed: dict[str, str] = {}
+        self._stage_failures: list[list[SampleFailure]] = [[] for _ in self.stages]
+        self._meters: list[dict[str, object]] = [{} for _ in self.stages]
+        self._first_call: list[float | None] = [None for _ in self.stages]
+
+    # -- fairseq's methods -----------------------------------------------------------------------------------------
+
+    def warm_up(self, stage: int, inp: StageIO, repeat: int) -> float | None:
+        """``repeat`` untimed forwards of stage ``stage`` on ``inp``; returns the first one's seconds (cold call)."""
+        first = None
+        for i in range(repeat):
+            start = time.perf_counter()
+            self.stages[stage].forward(inp)
+            self.backend.synchronize(self.device)
+            if i == 0:
+                first = time.perf_counter() - start
+        return first
+
+    def benchmark_run_time(self, stage: int):
+        from speechperf.meters.runtime import RuntimeMeter
+
+        meter = RuntimeMeter(self.backend, self.device, warmup=0, repeat=self.repeat)
+        self._meters[stage]["runtime"] = meter
+        last = stage == len(self.stages) - 1
+        s = self.stages[stage]
+
+        def pass_(sid, inp):
+            def forward():
+                out = s.forward(inp)
+                if last:
+                    self.final_outputs[sid] = out
+
+            return meter.measure(sid, forward)
+
+        self._each(stage, "runtime", pass_)
+        return meter.result()
+
+    def max_memory(self, stage: int):
+        from speechperf.meters.memory import MemoryMeter
+
+        meter = MemoryMeter(self.backend, self.device, method=self.memory_method)
+        meter.preload_mib = self.preload_mib
+        self._meters[stage]["memory"] = meter
+        s = self.stages[stage]
+        self._each(stage, "memory", lambda sid, inp: meter.measure(sid, lambda: s.forward(inp)))
+        return meter.result()
+
+    def count_flops(self, stage: int):
+        from speechperf.meters.flops import FlopsMeter
+
+        meter = FlopsMeter(_ShapeCachedFlops(self.backend), source="auto")
+        self._meters[stage]["flops"] = meter
+        s = self.stages[stage]
+        self._each(stage, "flops", lambda sid, inp: meter.measure(sid, lambda sessions: s.run(sessions, inp),
+                                                                   dict(s.sessions)))
+        return meter.result()
+
+    def gather_all_metrics(self, dataset: Sequence[Sample]) -> BenchResult:
+        """Generate every stage's inputs up front, then measure each stage with each meter; totals as fairseq."""
+        self._reset()
+        self.sample_ids = tuple(s.id for s in dataset)
+        if len(set(self.sample_ids)) != len(self.sample_ids):
+            dup = next(i for i in self.sample_ids if self.sample_ids.count(i) > 1)
+            raise SpeechperfError(f"the dataset has sample id {dup!r} more than once; ids must be unique")
+        self.generate_stage_inputs(dataset)
+        for index, stage in enumerate(self.stages):
+            first = next(iter(self.inputs[index].values()), None)
+            if first is not None and self.warmup:
+                try:
+                    self._first_call[index] = self.warm_up(index, first, self.warmup)
+                except Exception as exc:  # the first sample is broken; the meters record it, the others run
+                    self.progress(stage.label, "warm-up failed: " + failure("", "warm-up", exc).error, 0, 0)
+            if "runtime" in self.meters:
+                self.benchmark_run_time(index)
+            if "memory" in self.meters:
+                self.max_memory(index)
+            if "flops" in self.meters:
+                self.count_flops(index)
+            if "runtime" not in self.meters:  # the final outputs come from the timed pass otherwise
+                self._final_pass(index)
+        return self.snapshot()
+
+    def dump_final_speech_output(self, out_dir: str | Path, prefix: str = "", target_sr: int = 16000) -> list[Path]:
+        """Write each sample's final waveform as ``{prefix}_{i}_pred.wav`` (i = its index in the dataset),
+        resampled to ``target_sr``; the folder is created if it does not exist."""
+        from speechperf.data.audio import write_wav
+
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        for i, sid in enumerate(self.sample_ids):
+            out = self.final_outputs.get(sid)
+            if out is None or "waveform" not in out:
+                continue
+            path = out_dir / f"{prefix}_{i}_pred.wav"
+            written.append(write_wav(path, out["waveform"], int(out["sample_rate"]), target_sr))
+        return written
+
+    # -- helpers ---------------------------------------------------------------------------------------------------
+
+    def generate_stage_inputs(self, dataset: Sequence[Sample]) -> None:
+        """Every stage's input for every sample, made before anything is timed (fairseq's generate_*_outputs)."""
+        for sample in dataset:
+            try:
+                self.inputs[0][sample.id] = self.stages[0].from_sample(sample)
+            except Exception as exc:
+                self._fail(0, sample.id, "input preparation", exc)
+        for index in range(1, len(self.stages)):
+            previous, stage = self.stages[index - 1], self.stages[index]
+            for n, (sid, inp) in enumerate(self.inputs[index - 1].items()):
+                self.progress(previous.label, "inputs for the next stage", n, len(self.inputs[index - 1]))
+                try:
+                    self.inputs[index][sid] = stage.from_previous(previous.forward(inp))
+                except Exception as exc:
+                    self._fail(index - 1, sid, "the hand-off to the next stage", exc)
+            total = len(self.inputs[index - 1])
+            self.progress(previous.label, "inputs for the next stage", total, total)
+
+    def _each(self, stage: int, meter_name: str, measure: Callable[[str, StageIO], object]) -> None:
+        inputs = self.inputs[stage]
+        label = self.stages[stage].label
+        for n, (sid, inp) in enumerate(inputs.items()):
+            self.progress(label, meter_name, n, len(inputs))
+            if sid in self.failed:
+                continue
+            record = measure(sid, inp)
+            if isinstance(record, SampleFailure):
+                self._stage_failures[stage].append(record)
+                # A FLOP count that cannot be made (e.g. a format the counter cannot read) leaves the sample's
+                # runtime and memory valid: it is reported, not counted as a failed sample.
+                if meter_name != "flops":
+                    self.failed.setdefault(sid, f"stage{stage + 1} ({label}): {record.message}")
+        self.progress(label, meter_name, len(inputs), len(inputs))
+
+    def _final_pass(self, stage: int) -> None:
+        if stage != len(self.stages) - 1:
+            return
+        for sid, inp in self.inputs[stage].items():
+            if sid not in self.failed:
+                try:
+                    self.final_outputs[sid] = self.stages[stage].forward(inp)
+                except Exception as exc:
+                    self._fail(stage, sid, "the forward", exc)
+
+    def _fail(self, stage: int, sid: str, what: str, exc: BaseException) -> None:
+        """A failure outside the meters: ``what`` is the step (preparing the input, the hand-off, the forward)."""
+        record = failure(sid, what, exc)
+        self._stage_failures[stage].append(record)
+        self.failed.setdefault(sid, f"stage{stage + 1} ({self.stages[stage].label}): sample {sid!r} failed in "
+                                    f"{what}: {record.error}")
+
+    def snapshot(self, complete: bool = True) -> BenchResult:
+        """The result from what has been measured so far (all of it after gather_all_metrics)."""
+        stage_results = []
+        for index, stage in enumerate(self.stages):
+            live = self._meters[index]
+            runtime = live["runtime"].result() if "runtime" in live else None
+            memory = live["memory"].result() if "memory" in live else None
+            flops = live["flops"].result() if "flops" in live else None
+            rtf = self._rtf(index, runtime)
+            stage_results.append(StageResult(index + 1, stage.role, stage.label, runtime, memory, flops, rtf,
+                                             tuple(self._stage_failures[index]), stage.load_seconds,
+                                             self._first_call[index]))
+        stage_results = tuple(stage_results)
+        audio_s, side = self._total_audio_seconds()
+        return BenchResult(
+            model_type=self.model_type, backend=self.backend.name, device=self.device, threads=self.threads,
+            warmup=self.warmup, repeat=self.repeat, samples=self.sample_ids, stages=stage_results,
+            totals=totals(stage_results, self.sample_ids, audio_s, side), failed=dict(self.failed),
+            outputs={sid: describe_output(out) for sid, out in self.final_outputs.items()}, complete=complete,
+        )
+
+    def _audio_seconds(self, index: int) -> dict[str, float]:
+        stage = self.stages[index]
+        seconds = {}
+        for sid, inp in self.inputs[index].items():
+            out = self.final_outputs.get(sid) if index == len(self.stages) - 1 else None
+            value = stage.audio_seconds(inp, out)
+            if value:
+                seconds[sid] = value
+        return seconds
+
+    def _rtf(self, index: int, runtime):
+        from speechperf.meters.rtf import real_time_factor
+
+        stage = self.stages[index]
+        if runtime is None or not runtime.samples or stage.audio_side is None:
+            return None
+        seconds = self._audio_seconds(index)
+        timed = {k: v for k, v in runtime.per_sample_seconds.items() if k in seconds}
+        return real_time_factor(timed, seconds, stage.audio_side) if timed else None
+
+    def _total_audio_seconds(self) -> tuple[dict[str, float], str | None]:
+        """A cascade's RTF divides by its input audio when it starts from speech, else by its output audio."""
+        if self.stages and self.stages[0].audio_side == "input":
+            return self._audio_seconds(0), "input"
+        if self.stages and self.stages[-1].audio_side == "output":
+            return self._audio_seconds(len(self.stages) - 1), "output"
+        return {}, None
+
+
+class _ShapeCachedFlops:
+    """The backend, with ``count_flops`` remembered per session and feed shapes: an analytic count depends only on
+    the graph and the shapes, and a decoding loop calls the same step graph at the same shapes many times."""
+
+    def __init__(self, backend):
+        self._backend = backend
+        self._counts: dict = {}
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def count_flops(self, session, feeds):
+        key = (id(session), tuple((k, v.shape, str(v.dtype)) for k, v in sorted(feeds.items())))
+        if key not in self._counts:
+            self._counts[key] = self._backend.count_flops(session, feeds)
+        return self._counts[key]
+
+
+class Processing(BenchmarkingBase):
+    """One stage whose output is text, tokens or segments: S2T (ASR / ST), MT, VAD."""
+
+    ROLE_CHAINS = (("s2t",), ("mt",), ("vad",))
+
+
+class SpeechGeneration(BenchmarkingBase):
+    """One stage whose output is speech: TTS (text -> mel -> waveform), or a direct speech-to-speech model."""
+
+    ROLE_CHAINS = (("tts",), ("s2s",))
+
+
+class S2UT(BenchmarkingBase):
+    """Speech-to-unit translation, plus the unit vocoder when given (fairseq's S2UT with its CodeHiFiGAN)."""
+
+    ROLE_CHAINS = (("s2u",), ("s2u", "unit_vocoder"))
+
+
+class Cascaded2StageS2ST(BenchmarkingBase):
+    """S2T then TTS."""
+
+    ROLE_CHAINS = (("s2t", "tts"),)
+
+
+class Cascaded3StageS2ST(BenchmarkingBase):
+    """ASR then MT then TTS."""
+
+    ROLE_CHAINS = (("s2t", "mt", "tts"),)
+
+
+CLASSES = {
+    "S2T": Processing,
+    "MT": Processing,
+    "VAD": Processing,
+    "TTS": SpeechGeneration,
+    "S2S": SpeechGeneration,
+    "S2UT": S2UT,
+    "2StageS2ST": Cascaded2StageS2ST,
+    "3StageS2ST": Cascaded3StageS2ST,
+}
+
+
+def benchmark_for(model_type: str, stages: Sequence[Stage], backend, **kwargs) -> BenchmarkingBase:
+    if model_type not in CLASSES:
+        raise SpeechperfError(f"unknown model_type {model_type!r}; allowed: {', '.join(CLASSES)}")
+    return CLASSES[model_type](stages, backend, model_type=model_type, **kwargs)
+
+
+__all__ = [
+    "CLASSES",
+    "BenchmarkingBase",
+    "Cascaded2StageS2ST",
+    "Cascaded3StageS2ST",
+    "Processing",
+    "S2UT",
+    "SpeechGeneration",
+    "benchmark_for",
+]

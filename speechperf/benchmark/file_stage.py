@@ -1,0 +1,99 @@
+"""Stages over a user's own model file and over the real silero VAD."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from speechperf.backend import Session
+from speechperf.benchmark.stage import Stage, StageError, StageIO
+from speechperf.data.audio import resample
+from speechperf.data.sample import Sample
+
+
+class FileStage(Stage):
+    """A user's model file run once per sample. Its declared inputs are fed from the sample's arrays (batch of 1);
+    its first declared output is the stage's result: token ids for s2t / mt / s2u, a waveform (at
+    ``sample_rate``) for tts / unit_vocoder / s2s."""
+
+    def __init__(self, role: str, session: Session, config, sample_rate: int, feature_fn=None):
+        self.role = role
+        self.label = config.path
+        self.sessions = {"model": session}
+        self.config = config
+        self.sample_rate = sample_rate
+        self.feature_fn = feature_fn  # audio -> (frames, 80) features, needed only for a `features` input
+
+    def _sources(self) -> set[str]:
+        return {i.source for i in self.config.inputs}
+
+    def from_sample(self, sample: Sample) -> StageIO:
+        inp: StageIO = {}
+        if sample.audio is not None:
+            inp["audio"], inp["sample_rate"] = sample.audio, sample.sample_rate
+        if sample.features is not None:
+            inp["features"] = sample.features
+        elif sample.audio is not None and {"features", "feature_length"} & self._sources():
+            if self.feature_fn is None:
+                raise StageError(f"{self.label}: a `features` input needs the log-mel adapter, which is missing")
+            inp["features"] = self.feature_fn(sample.audio, sample.sample_rate)
+        if sample.tokens is not None:
+            inp["tokens"] = sample.tokens
+        return inp
+
+    def from_previous(self, output: StageIO) -> StageIO:
+        if "waveform" in output:
+            return {"audio": resample(output["waveform"], output["sample_rate"], self.sample_rate),
+                    "sample_rate": self.sample_rate}
+        for key in ("tokens", "units"):
+            if key in output:
+                return {"tokens": np.asarray(output[key], dtype=np.int64)}
+        raise StageError(f"{self.label}: the previous stage gave {sorted(output)}; nothing this file takes")
+
+    def _array(self, source: str, inp: StageIO) -> np.ndarray:
+        base = source.removesuffix("_length")
+        key = {"audio": "audio", "features": "features", "feature": "features", "tokens": "tokens",
+               "token": "tokens"}[base]
+        if key not in inp:
+            raise StageError(f"{self.label}: input source {source!r} needs {key}, which this sample does not have "
+                             f"(it has {', '.join(k for k in inp if k != 'sample_rate') or 'nothing'})")
+        value = np.asarray(inp[key])
+        if source.endswith("_length"):
+            return np.array([value.shape[0]])
+        return value[None]
+
+    def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
+        feeds = {i.name: self._array(i.source, inp).astype(i.dtype) for i in self.config.inputs}
+        outputs = sessions["model"](feeds)
+        first = np.asarray(outputs[self.config.outputs[0]])
+        result: StageIO = {"outputs": outputs}
+        if self.role in ("tts", "unit_vocoder", "s2s"):
+            result["waveform"], result["sample_rate"] = first.reshape(-1).astype(np.float32), self.sample_rate
+        elif np.issubdtype(first.dtype, np.integer):
+            result["units" if self.role == "s2u" else "tokens"] = first.reshape(-1).astype(np.int64)
+        return result
+
+
+class VadStage(Stage):
+    """The real silero VAD, streamed 512 samples at a time (``speechperf.adapters.vad``), then cut into segments."""
+
+    role = "vad"
+
+    def __init__(self, session: Session, threshold: float = 0.5):
+        from speechperf.adapters import vad
+
+        self._vad = vad
+        self.label = "silero_vad"
+        self.sessions = {"vad": session}
+        self.threshold = threshold
+
+    def from_sample(self, sample: Sample) -> StageIO:
+        if sample.audio is None:
+            raise StageError(f"sample {sample.id!r} is {sample.kind}; the VAD takes audio (a raw or generated dataset)")
+        audio = resample(sample.audio, sample.sample_rate, self._vad.SAMPLE_RATE)
+        return {"audio": audio, "sample_rate": self._vad.SAMPLE_RATE}
+
+    def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
+        probabilities = self._vad.speech_probabilities(sessions["vad"], inp["audio"], inp["sample_rate"])
+        return {"segments": self._vad.speech_segments(probabilities, self.threshold), "probabilities": probabilities}

@@ -1,0 +1,264 @@
+"""Stages over the reference models of ``speechperf.zoo``, built on demand and cached.
+
+Each stage drives a model's graphs (``encoder`` + ``decoder_step``, TTS ``encoder`` + ``decoder`` + a mel vocoder,
+the unit vocoder's ``duration`` + ``generator``) with the numpy adapters shared by every backend: log-mel features
+(``speechperf.adapters.features.fbank``), greedy / beam decoding (``speechperf.adapters.decoding.generate``) and length regulation
+(``speechperf.adapters.length``). So the same model decodes the same way on torch, paddle and onnxruntime.
+
+The reference models have seeded random weights and no trained vocabulary. Text is mapped to token ids by a fixed
+character code (``text_to_tokens``), and token ids handed from one model to the next are folded into the next
+model's vocabulary (``fold_tokens``); both are deterministic, so every backend sees the same ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from speechperf.backend import Session
+from speechperf.benchmark.stage import Stage, StageError, StageIO
+from speechperf.data.audio import resample
+from speechperf.data.sample import Sample
+
+# fairseq's special symbols, as in speechperf.zoo.catalog.
+BOS, PAD, EOS, UNK = 0, 1, 2, 3
+NUM_SPECIAL = 4
+SPEECH_RATE = 16000  # every reference speech model takes 16 kHz audio as an 80-bin log-mel
+#: TTS: at most this many mel frames per input token (random weights can predict anything).
+MAX_FRAMES_PER_TOKEN = 20
+#: Unit vocoder: at most this many repeats per unit.
+MAX_REPEATS_PER_UNIT = 10
+
+#: Roles -> reference models that can fill them.
+ROLE_MODELS = {"s2t": ("s2t",), "s2u": ("s2ut",), "mt": ("mt",), "tts": ("tts",), "unit_vocoder": ("unit_vocoder",)}
+DEFAULT_VOCODER = "mel_vocoder"
+
+
+def text_to_tokens(text: str, vocab_size: int) -> np.ndarray:
+    """Token ids of ``text``: one per character, folded into the non-special part of the vocabulary."""
+    span = vocab_size - NUM_SPECIAL
+    ids = [NUM_SPECIAL + (ord(c) % span) for c in text.strip()] or [UNK]
+    return np.array(ids, dtype=np.int64)
+
+
+def fold_tokens(tokens: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Ids from another model's vocabulary folded into this one's (specials dropped); UNK for an empty input."""
+    tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+    tokens = tokens[tokens >= NUM_SPECIAL]
+    if tokens.size == 0:
+        return np.array([UNK], dtype=np.int64)
+    return NUM_SPECIAL + (tokens - NUM_SPECIAL) % (vocab_size - NUM_SPECIAL)
+
+
+def log_mel(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """(frames, 80) log-mel features of mono audio, through the shared adapter."""
+    from speechperf.adapters import features
+
+    audio = resample(audio, sample_rate, SPEECH_RATE)
+    # Utterance-level mean/variance normalisation, as fairseq's S2T recipes apply to their filterbanks.
+    return features.fbank(audio, SPEECH_RATE, normalize=True)
+
+
+class Seq2SeqStage(Stage):
+    """S2T, S2U and MT: an encoder call, then an autoregressive decoding loop over ``decoder_step``."""
+
+    def __init__(self, role: str, label: str, sessions: Mapping[str, Session], hparams, stage_cfg):
+        self.role, self.label, self.sessions = role, label, dict(sessions)
+        self.vocab_size = hparams.vocab_size
+        self.beam = stage_cfg.beam
+        self.max_len_a, self.max_len_b = stage_cfg.max_len_a, stage_cfg.max_len_b
+        self.min_len = stage_cfg.min_len
+
+    def from_sample(self, sample: Sample) -> StageIO:
+        if self.role == "mt":
+            if sample.tokens is not None:
+                return {"tokens": fold_tokens(sample.tokens, self.vocab_size)}
+            if sample.text is None:
+                raise StageError(f"sample {sample.id!r} is {sample.kind}; the MT stage takes text or tokens")
+            return {"tokens": text_to_tokens(sample.text, self.vocab_size)}
+        if sample.features is not None:
+            return {"features": sample.features}
+        if sample.audio is None:
+            raise StageError(f"sample {sample.id!r} is {sample.kind}; the {self.role} stage takes audio or features")
+        return {"features": log_mel(sample.audio, sample.sample_rate),
+                "seconds": len(sample.audio) / sample.sample_rate}
+
+    def from_previous(self, output: StageIO) -> StageIO:
+        if self.role != "mt" or "tokens" not in output:
+            raise StageError(f"stage {self.label} ({self.role}) cannot take {sorted(output)} from a previous stage")
+        return {"tokens": fold_tokens(output["tokens"], self.vocab_size)}
+
+    def encoder_feeds(self, inp: StageIO) -> dict[str, np.ndarray]:
+        if self.role == "mt":
+            tokens = inp["tokens"]
+            return {"src_tokens": tokens[None], "src_lengths": np.array([tokens.size], dtype=np.int64)}
+        features = inp["features"]
+        return {"features": features[None].astype(np.float32),
+                "feature_lengths": np.array([features.shape[0]], dtype=np.int64)}
+
+    def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
+        from speechperf.adapters.decoding import generate
+
+        feeds = self.encoder_feeds(inp)
+        lengths = "src_lengths" if self.role == "mt" else "feature_lengths"
+        step = min_len_step(sessions["decoder_step"], self.min_len)
+        (hypothesis,) = generate(sessions["encoder"], step, feeds, lengths, beam=self.beam,
+                                 max_len_a=self.max_len_a, max_len_b=self.max_len_b)
+        ids = np.asarray(hypothesis, dtype=np.int64).reshape(-1)
+        ids = ids[ids >= NUM_SPECIAL]
+        if self.role == "s2u":
+            return {"units": ids - NUM_SPECIAL}
+        return {"tokens": ids}
+
+
+def min_len_step(decoder_step, min_len: int):
+    """``decoder_step`` with EOS forbidden before ``min_len`` tokens, as fairseq's SequenceGenerator does
+    (``lprobs[:, eos] = -inf`` while ``step < min_len``; its default min_len 1 never yields an empty hypothesis).
+    Random-weight models otherwise often emit EOS first, and an empty transcript shows nothing."""
+    if min_len < 1:
+        return decoder_step
+
+    def step(feeds):
+        out = decoder_step(feeds)
+        if feeds["tokens"].shape[1] <= min_len:  # the prefix holds the leading EOS plus `step` tokens
+            log_probs = np.array(out["log_probs"], dtype=np.float32)
+            log_probs[:, EOS] = -np.inf
+            out = {**out, "log_probs": log_probs}
+        return out
+
+    return step
+
+
+class TTSStage(Stage):
+    """FastSpeech2-like TTS: encoder -> durations -> length regulation -> decoder -> mel -> mel vocoder."""
+
+    role = "tts"
+
+    def __init__(self, label: str, sessions: Mapping[str, Session], hparams, vocoder_hparams):
+        self.label, self.sessions = label, dict(sessions)
+        self.vocab_size = hparams.vocab_size
+        self.sample_rate = vocoder_hparams.sample_rate
+
+    def from_sample(self, sample: Sample) -> StageIO:
+        if sample.tokens is not None:
+            return {"tokens": fold_tokens(sample.tokens, self.vocab_size)}
+        if sample.text is None:
+            raise StageError(f"sample {sample.id!r} is {sample.kind}; the TTS stage takes text or tokens")
+        return {"tokens": text_to_tokens(sample.text, self.vocab_size)}
+
+    def from_previous(self, output: StageIO) -> StageIO:
+        if "tokens" not in output:
+            raise StageError(f"stage {self.label} (tts) takes tokens; the previous stage gave {sorted(output)}")
+        return {"tokens": fold_tokens(output["tokens"], self.vocab_size)}
+
+    def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
+        from speechperf.adapters.length import durations_from_log, regulate
+
+        tokens = inp["tokens"][None]
+        encoded = sessions["encoder"]({"tokens": tokens})
+        durations = durations_from_log(encoded["log_durations"], max_total=MAX_FRAMES_PER_TOKEN * tokens.shape[1])
+        hidden, _ = regulate(encoded["hidden"], durations)
+        mel = sessions["decoder"]({"hidden": hidden})["mel"]
+        waveform = sessions["vocoder"]({"mel": mel})["waveform"]
+        return {"waveform": waveform.reshape(-1), "sample_rate": self.sample_rate}
+
+
+class UnitVocoderStage(Stage):
+    """CodeHiFiGAN-like: units -> (predicted durations -> repeated units) -> waveform."""
+
+    role = "unit_vocoder"
+
+    def __init__(self, label: str, sessions: Mapping[str, Session], hparams, dur_prediction: bool):
+        self.label, self.sessions = label, dict(sessions)
+        self.num_units = hparams.num_units
+        self.sample_rate = hparams.sample_rate
+        self.dur_prediction = dur_prediction
+
+    def from_previous(self, output: StageIO) -> StageIO:
+        if "units" not in output:
+            raise StageError(f"stage {self.label} (unit vocoder) takes units; the previous stage gave {sorted(output)}")
+        units = np.asarray(output["units"], dtype=np.int64) % self.num_units
+        return {"units": units if units.size else np.zeros(1, dtype=np.int64)}
+
+    def from_sample(self, sample: Sample) -> StageIO:
+        if sample.tokens is None:
+            raise StageError(f"sample {sample.id!r} is {sample.kind}; the unit vocoder takes units (integer arrays)")
+        return {"units": np.asarray(sample.tokens, dtype=np.int64) % self.num_units}
+
+    def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
+        from speechperf.adapters.length import durations_from_log, regulate
+
+        units = inp["units"][None]
+        if self.dur_prediction:
+            # As fairseq's CodeHiFiGAN with duration prediction: runs of a unit collapse to one, whose duration
+            # is then predicted.
+            from speechperf.adapters.units import deduplicate
+
+            units = deduplicate(inp["units"])[None]
+            log_d = sessions["duration"]({"units": units})["log_durations"]
+            durations = durations_from_log(log_d, max_total=MAX_REPEATS_PER_UNIT * units.shape[1])
+            units, _ = regulate(units, durations)
+        waveform = sessions["generator"]({"units": units})["waveform"]
+        return {"waveform": waveform.reshape(-1), "sample_rate": self.sample_rate}
+
+
+def reference_stage(stage_cfg, role: str, where: str, backend, device: str, threads: int) -> Stage:
+    """Build (or take from the cache) the stage's reference model(s) and load their graphs on ``backend``."""
+    from speechperf.zoo.catalog import get_model
+
+    allowed = ROLE_MODELS[role]
+    if stage_cfg.model not in allowed:
+        raise StageError(f"{where}: model {stage_cfg.model!r} cannot be the {role} stage; allowed: "
+                         f"{', '.join(allowed)} (or your own file as `path`)")
+    model = get_model(stage_cfg.model)
+    preset = stage_cfg.preset
+    hparams = model.hparams(preset)
+    label = f"{model.name}/{preset}"
+    sessions = load_sessions(model.name, preset, backend, device, threads, stage_cfg.format, where)
+    if role in ("s2t", "s2u", "mt"):
+        return Seq2SeqStage(role, label, sessions, hparams, stage_cfg)
+    if role == "tts":
+        vocoder_name = stage_cfg.vocoder or DEFAULT_VOCODER
+        vocoder = get_model(vocoder_name)
+        sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, stage_cfg.format,
+                                            where)["generator"]
+        return TTSStage(f"{label}+{vocoder_name}", sessions, hparams, vocoder.hparams(preset))
+    return UnitVocoderStage(label, sessions, hparams, stage_cfg.dur_prediction)
+
+
+#: The zoo format each backend runs by default: how that framework's users usually deploy.
+DEFAULT_FORMATS = {"torch": "torch-eager", "paddle": "paddle-inference", "onnxruntime": "onnx-torch"}
+
+
+def zoo_format(backend_name: str, fmt: str | None, where: str) -> str:
+    """The built format to load: the stage's ``format`` if set (checked to run on this backend), else the default."""
+    from speechperf.zoo.build import FORMATS
+
+    if fmt is None:
+        if backend_name not in DEFAULT_FORMATS:
+            raise StageError(f"{where}: backend {backend_name!r} has no reference-model format; the zoo is built for "
+                             f"{', '.join(DEFAULT_FORMATS)} (or give your own file as `path`)")
+        return DEFAULT_FORMATS[backend_name]
+    runs_on = [name for name, (backend, _) in FORMATS.items() if backend == backend_name]
+    if fmt not in runs_on:
+        raise StageError(f"{where}: format {fmt!r} does not run on backend {backend_name!r}; allowed: "
+                         f"{', '.join(runs_on)}")
+    return fmt
+
+
+def load_sessions(model: str, preset: str, backend, device: str, threads: int, fmt: str | None = None,
+                  where: str = "") -> dict[str, Session]:
+    """A session per component of a reference model, built on demand into the zoo cache."""
+    from speechperf.zoo.build import ensure_built, model_spec
+    from speechperf.zoo.catalog import get_model
+
+    fmt = zoo_format(backend.name, fmt, where)
+    folder = ensure_built(model, preset)
+    sessions = {}
+    for component in get_model(model).component_names:
+        _, spec = model_spec(folder, component, fmt)
+        session = backend.load(spec, device=device, threads=threads)
+        session.inputs = spec.inputs  # check feeds by the catalog's declaration on every format (as the zoo does)
+        sessions[component] = session
+    return sessions

@@ -1,0 +1,188 @@
+"""Reports of a benchmark: the table (stdout), JSON with every raw timing, CSV and Markdown exports.
+
+The JSON carries a schema version, the environment (package versions, CPU, threads, device, git commit) and the
+merged config, and is written atomically (a temporary file renamed over the target), so a reader never sees a
+half-written file and an interrupted run leaves the last complete snapshot.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
+
+PACKAGES = ("speechperf", "numpy", "torch", "paddlepaddle", "onnxruntime", "onnx", "paddle2onnx", "silero-vad",
+            "soundfile", "soxr")
+COLUMNS = ("stage", "model", "ok", "failed", "runtime_mean_ms", "runtime_stdev_ms", "runtime_median_ms",
+           "runtime_p90_ms", "rtf", "rtf_audio", "peak_rss_mib", "footprint_mib", "gflops_per_sample", "flops_source")
+
+
+def environment(threads: int, device: str, backend_name: str, backend_version: str | None) -> dict[str, Any]:
+    versions = {}
+    for name in PACKAGES:  # read from the installed metadata: nothing is imported
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
+        "device": device,
+        "backend": backend_name,
+        "backend_version": backend_version,
+        "packages": versions,
+        "git_commit": _git_commit(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    """The commit of the speechperf checkout in use, with ``-dirty`` when it has changes; None if not in git."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=5)
+        if commit.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5)
+        return commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _plain(value: Any) -> Any:
+    """attrs objects, tuples and numpy scalars as JSON values."""
+    if attrs.has(type(value)):
+        data = {f.name: _plain(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        for prop in ("stats", "noise", "noise_warning", "peak_mib", "footprint_mib", "device_peak_mib", "seconds",
+                     "delta_mib"):
+            if hasattr(type(value), prop) and isinstance(getattr(type(value), prop), property):
+                data[prop] = _plain(getattr(value, prop))
+        return data
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no inf/nan; an infinite RTFx of a zero runtime is "not measurable"
+    return value
+
+
+def to_json(result: BenchResult, config: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "complete": result.complete,
+        "environment": env,
+        "config": _plain(config),
+        "result": _plain(result),
+        "summary": rows(result),
+    }
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def rows(result: BenchResult) -> list[dict[str, Any]]:
+    """One row per stage, then a ``total`` row (runtime and FLOPs summed over stages, memory max)."""
+    out = []
+    for s in result.stages:
+        stats = s.runtime.stats if s.runtime else None
+        failed = len({f.sample_id for f in s.failures if f.meter != "flops"})  # FLOPs not counted is no failure
+        out.append(_row(f"stage{s.index} {s.role}", s.label, len(s.runtime.samples) if s.runtime else None, failed,
+                        stats, s.rtf, s.memory.peak_mib if s.memory else None,
+                        s.memory.footprint_mib if s.memory else None,
+                        (s.flops.total / len(s.flops.per_sample)) if s.flops and s.flops.per_sample else None,
+                        s.flops.source if s.flops else None))
+    t = result.totals
+    out.append(_row("total", result.model_type, len(t.per_sample_s), len(result.failed), t.runtime, t.rtf, t.peak_mib,
+                    t.footprint_mib, t.flops_per_sample, t.flops_source))
+    return out
+
+
+def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -> dict[str, Any]:
+    ms = (lambda v: round(v * 1e3, 3)) if stats else (lambda v: None)
+    return {
+        "stage": stage, "model": model, "ok": ok, "failed": failed,
+        "runtime_mean_ms": ms(stats.mean) if stats else None,
+        "runtime_stdev_ms": ms(stats.stdev) if stats else None,
+        "runtime_median_ms": ms(stats.median) if stats else None,
+        "runtime_p90_ms": ms(stats.p90) if stats else None,
+        "rtf": round(rtf.rtf, 5) if rtf else None,
+        "rtf_audio": rtf.audio if rtf else None,
+        "peak_rss_mib": round(peak, 1) if peak is not None else None,
+        "footprint_mib": round(footprint, 1) if footprint is not None else None,
+        "gflops_per_sample": round(flops / 1e9, 4) if flops is not None else None,
+        "flops_source": source,
+    }
+
+
+def to_csv(result: BenchResult) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows(result):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buf.getvalue()
+
+
+def _cell(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def to_markdown(result: BenchResult) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows(result):
+        lines.append("| " + " | ".join(_cell(row[c]) for c in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def print_table(result: BenchResult, file=None) -> None:
+    """The human table: runtime mean ± σ, median, p90 (ms), RTF, peak RSS and footprint (MiB), GFLOPs per sample."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
+                        f"{result.threads} thread(s), warmup {result.warmup}, repeat {result.repeat}")
+    for header in ("stage", "model", "ok/failed", "runtime (ms) mean ± σ", "median", "p90", "RTF",
+                   "peak RSS (MiB)", "footprint (MiB)", "GFLOPs/sample"):
+        table.add_column(header, justify="left" if header in ("stage", "model") else "right")
+    for row in rows(result):
+        runtime = "-" if row["runtime_mean_ms"] is None else f"{row['runtime_mean_ms']:.2f} ± {row['runtime_stdev_ms']:.2f}"
+        rtf = "-" if row["rtf"] is None else f"{row['rtf']:.4f} ({row['rtf_audio']})"
+        flops = "-" if row["gflops_per_sample"] is None else f"{row['gflops_per_sample']:.4f} ({row['flops_source']})"
+        table.add_row(row["stage"], row["model"], f"{_cell(row['ok'])}/{row['failed']}", runtime,
+                      _cell(row["runtime_median_ms"]), _cell(row["runtime_p90_ms"]), rtf, _cell(row["peak_rss_mib"]),
+                      _cell(row["footprint_mib"]), flops)
+    Console(file=file or sys.stdout, soft_wrap=False, width=200).print(table)

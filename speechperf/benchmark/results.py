@@ -1,0 +1,97 @@
+"""What a benchmark produces: per-stage figures and the totals aggregated as fairseq does.
+
+Totals over stages: runtime and FLOPs are summed per sample (only samples that every stage measured), memory is
+the max over stages (stages run one after another, so their peaks do not add up).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from speechperf.meters.flops import FlopCount
+from speechperf.meters.memory import MemoryResult
+from speechperf.meters.rtf import RtfResult
+from speechperf.meters.runtime import RuntimeResult, Stats
+from speechperf.meters.samples import SampleFailure
+
+SCHEMA_VERSION = 1
+
+
+@attrs.frozen
+class StageResult:
+    index: int  # 1-based, as stage1..stage3 in the config
+    role: str
+    label: str
+    runtime: RuntimeResult | None
+    memory: MemoryResult | None
+    flops: FlopCount | None
+    rtf: RtfResult | None
+    failures: tuple[SampleFailure, ...]
+    load_s: float
+    first_call_s: float | None
+
+
+@attrs.frozen
+class Totals:
+    """Cascade totals: runtime and FLOPs summed over stages per sample, memory max over stages."""
+
+    runtime: Stats | None
+    per_sample_s: dict[str, float]
+    rtf: RtfResult | None
+    peak_mib: float | None
+    footprint_mib: float | None
+    flops_per_sample: float | None
+    flops_source: str | None
+
+
+@attrs.frozen
+class BenchResult:
+    model_type: str
+    backend: str
+    device: str
+    threads: int
+    warmup: int
+    repeat: int
+    samples: tuple[str, ...]
+    stages: tuple[StageResult, ...]
+    totals: Totals
+    failed: dict[str, str]  # sample id -> first failure message
+    outputs: dict[str, dict[str, Any]]  # sample id -> what the last stage produced
+    complete: bool = True  # False when the run was interrupted
+
+
+def _per_sample_flops(flops: FlopCount | None) -> float | None:
+    """Mean FLOPs per counted sample; None when no sample could be counted."""
+    if flops is None or not flops.per_sample:
+        return None
+    return flops.total / len(flops.per_sample)
+
+
+def totals(stages: tuple[StageResult, ...], samples: tuple[str, ...], audio_s: dict[str, float],
+           audio_side: str | None) -> Totals:
+    per_sample: dict[str, float] = {}
+    if stages and all(s.runtime is not None for s in stages):
+        timed = [s.runtime.per_sample_seconds for s in stages]
+        for sid in samples:
+            if all(sid in t for t in timed):
+                per_sample[sid] = sum(t[sid] for t in timed)
+    rtf = None
+    if per_sample and audio_side and all(audio_s.get(k, 0) > 0 for k in per_sample):
+        from speechperf.meters.rtf import real_time_factor
+
+        rtf = real_time_factor(per_sample, audio_s, audio=audio_side)
+    peaks = [s.memory.peak_mib for s in stages if s.memory is not None and s.memory.peak_mib is not None]
+    footprints = [s.memory.footprint_mib for s in stages if s.memory is not None and s.memory.footprint_mib is not None]
+    flops = [_per_sample_flops(s.flops) for s in stages]
+    sources = {s.flops.source for s in stages if s.flops is not None}
+    return Totals(
+        runtime=Stats.of(list(per_sample.values())),
+        per_sample_s=per_sample,
+        rtf=rtf,
+        peak_mib=max(peaks) if peaks else None,
+        footprint_mib=max(footprints) if footprints else None,
+        flops_per_sample=sum(flops) if flops and all(f is not None for f in flops) else None,
+        flops_source="+".join(sorted(sources)) if sources else None,
+    )

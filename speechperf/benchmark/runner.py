@@ -1,0 +1,137 @@
+"""One benchmark run from a merged config: data, backend, stages, measurement, reports, waveform dump.
+
+The CLI's ``bench`` calls ``run_benchmark``; tests and notebooks can too. The JSON output is rewritten after each
+stage-meter pass, and on Ctrl-C the measurements so far are written with ``"complete": false``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from speechperf.config.schema import BenchConfig
+from speechperf.errors import SpeechperfError
+
+
+def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path | None = None,
+                  csv_path: Path | None = None, md_path: Path | None = None, workdir: Path,
+                  progress: bool = True, out=None, err=None) -> int:
+    """Run ``cfg``; print the table to ``out``; return the exit code (0 all measured, 1 a sample failed)."""
+    from speechperf.benchmark import report
+    from speechperf.benchmark import build
+    from speechperf.benchmark.core import benchmark_for
+    from speechperf.data import load_dataset
+    from speechperf.meters.memory import rss_mib
+    from speechperf.registry import known_backends, require_backend
+
+    out, err = out or sys.stdout, err or sys.stderr
+    general = cfg.general
+    if not general.backend:
+        raise SpeechperfError(f"no backend given: pass --backend NAME (or general.backend); known backends: "
+                              f"{', '.join(known_backends())}")
+    dataset = load_dataset(general, cfg.roles[0])
+    backend = require_backend(general.backend)  # imports the framework
+    with build.stdout_to_stderr():
+        build.prepare_stages(cfg, backend.name, workdir, err)
+        backend.set_threads(general.threads)
+        backend.seed(general.seed)
+        preload = rss_mib()  # the framework is imported, no model is loaded yet
+        stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
+
+    env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
+    config_dict = cfg.to_dict()
+    show = _Progress(err) if progress else None
+
+    def on_progress(label, meter, done, total):
+        if show:
+            show(label, meter, done, total)
+        if output is not None and done == total and total:
+            report.write_json_atomic(output, report.to_json(bench.snapshot(complete=False), config_dict, env))
+
+    bench = benchmark_for(general.model_type, stages, backend, device=general.device, threads=general.threads,
+                          meters=general.meters, warmup=general.warmup, repeat=general.repeat,
+                          memory_method=memory_method, preload_mib=preload, progress=on_progress)
+    try:
+        result = bench.gather_all_metrics(dataset)
+    except KeyboardInterrupt:
+        if show:
+            show.close()
+        if output is not None:
+            report.write_json_atomic(output, report.to_json(bench.snapshot(complete=False), config_dict, env))
+            print(f"interrupted; what was measured is in {output}", file=err)
+        raise
+    if show:
+        show.close()
+    if output is not None:
+        report.write_json_atomic(output, report.to_json(result, config_dict, env))
+    if csv_path is not None:
+        _write_text(csv_path, report.to_csv(result))
+    if md_path is not None:
+        _write_text(md_path, report.to_markdown(result))
+    report.print_table(result, file=out)
+    for stage in result.stages:
+        if stage.first_call_s is not None:
+            print(f"cold start: stage{stage.index} {stage.label}: load {stage.load_s:.2f} s, first call "
+                  f"{stage.first_call_s:.3f} s (not in the figures above)", file=err)
+        if stage.runtime is not None and stage.runtime.noise_warning:
+            print(f"note: stage{stage.index} {stage.label}: {stage.runtime.noise_warning}", file=err)
+        flops_failures = [f for f in stage.failures if f.meter == "flops"]
+        if flops_failures:
+            print(f"note: stage{stage.index} FLOPs not counted for {len(flops_failures)} sample(s): "
+                  f"{flops_failures[0].error}", file=err)
+        if stage.flops is not None and stage.flops.uncounted:
+            print(f"note: stage{stage.index} FLOPs ({stage.flops.source}) leave out: "
+                  f"{', '.join(stage.flops.uncounted)}", file=err)
+    if general.dump_speech_waveforms_dir:
+        written = bench.dump_final_speech_output(general.dump_speech_waveforms_dir,
+                                                 general.dump_waveform_file_prefix, general.target_sr)
+        if written:
+            print(f"wrote {len(written)} waveform(s) at {general.target_sr} Hz to "
+                  f"{general.dump_speech_waveforms_dir}", file=err)
+        else:
+            print(f"note: model_type {general.model_type} produced no waveform; nothing was dumped", file=err)
+    for sid, message in result.failed.items():
+        print(f"failed: {message}", file=err)
+    return 1 if result.failed else 0
+
+
+def _write_text(path: Path, text: str) -> None:
+    import os
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class _Progress:
+    """A rich progress bar on a terminal; one line per finished pass otherwise (logs, CI)."""
+
+    def __init__(self, err):
+        self.err = err
+        self.live = err.isatty() if hasattr(err, "isatty") else False
+        self.task = None
+        self.key = None
+        if self.live:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=Console(file=err), transient=True)
+            self.bar.start()
+
+    def __call__(self, label, meter, done, total):
+        if self.live:
+            if self.key != (label, meter):
+                self.key = (label, meter)
+                self.task = self.bar.add_task(f"{label}: {meter}", total=total or 1)
+            self.bar.update(self.task, completed=done)
+        elif total and done == total:
+            print(f"{label}: {meter} done ({total} samples)", file=self.err)
+        elif not total:
+            print(f"{label}: {meter}", file=self.err)
+
+    def close(self):
+        if self.live:
+            self.bar.stop()

@@ -1,0 +1,49 @@
+"""``speechperf config``: the key reference, and checking / showing a config after merging."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def config() -> None:
+    """Benchmark configs: list every key, check a file, show it merged."""
+
+
+@config.command()
+def keys() -> None:
+    """Print every config key (type, default, allowed values, meaning) as Markdown."""
+    from speechperf.config.reference import markdown
+
+    click.echo(markdown(), nl=False)
+
+
+@config.command()
+@click.argument("path", required=False, type=click.Path(dir_okay=False))
+def show(path: str | None) -> None:
+    """Print the config at PATH (or the built-in default) after merging, with every default filled in."""
+    import yaml
+
+    from speechperf.config import default_config, load_config
+
+    cfg = load_config(path) if path else default_config()
+    click.echo(yaml.safe_dump(_plain(cfg.to_dict()), sort_keys=False), nl=False)
+
+
+@config.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def check(paths: tuple[str, ...]) -> None:
+    """Check config files; print one line per file and exit 2 on the first bad one."""
+    from speechperf.config import load_config
+
+    for path in paths:
+        cfg = load_config(path)
+        click.echo(f"{path}: ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))")
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,79 @@
+"""``speechperf zoo``: build the reference models for every backend, and list them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from speechperf.zoo.catalog import MODEL_MODULES, PRESETS
+
+_preset = click.option("--preset", type=click.Choice(PRESETS), default="tiny", show_default=True, help="Model sizes.")
+
+
+@click.group()
+def zoo() -> None:
+    """Reference speech models, identical in torch and paddle, exported to every format."""
+
+
+@zoo.command("build")
+@_preset
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Output folder (default: the cache, ~/.cache/speechperf/zoo/<preset>, or $SPEECHPERF_ZOO_DIR/<preset>).",
+)
+@click.option(
+    "--model", "models", multiple=True, type=click.Choice(MODEL_MODULES), help="Only this model (repeatable)."
+)
+def build_cmd(preset: str, out: Path | None, models: tuple[str, ...]) -> None:
+    """Write every artifact of every model plus a manifest per model into OUT/<model>."""
+    from speechperf.zoo.build import build_model, cache_dir
+
+    out = out if out is not None else cache_dir(preset)
+    for name in models or MODEL_MODULES:
+        click.echo(f"building {name} ({preset}) ...", err=True)
+        manifest = build_model(name, preset, out)
+        size = sum(f["bytes"] for f in manifest["files"])
+        files = len(manifest["files"])
+        click.echo(f"{out / name}\t{manifest['parameter_count']} parameters\t{files} files\t{size} bytes")
+
+
+@zoo.command("list")
+@_preset
+@click.option(
+    "--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Folder the models were built into (default: the cache for the preset).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the manifests (or the catalog) as JSON.")
+def list_cmd(preset: str, folder: Path | None, as_json: bool) -> None:
+    """Every reference model: its task, components and, where built, parameters and files."""
+    from speechperf.zoo.build import cache_dir, is_built, read_manifest
+    from speechperf.zoo.catalog import get_model
+
+    folder = folder if folder is not None else cache_dir(preset)
+    rows = []
+    for name in MODEL_MODULES:
+        model = get_model(name)
+        built = is_built(folder / name)
+        manifest = read_manifest(folder / name) if built else None
+        rows.append((model, manifest))
+    if as_json:
+        click.echo(json.dumps([m or {"model": r.name, "task": r.task, "built": False} for r, m in rows], indent=2))
+        return
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"speechperf reference models ({preset}, {folder})")
+    for column in ("model", "task", "components", "parameters", "files", "size (MB)"):
+        table.add_column(column)
+    for model, manifest in rows:
+        if manifest is None:
+            params, files, size = "not built", "-", "-"
+        else:
+            params = f"{manifest['parameter_count']:,}"
+            files = str(len(manifest["files"]))
+            size = f"{sum(f['bytes'] for f in manifest['files']) / 1e6:.2f}"
+        table.add_row(model.name, model.task, ", ".join(model.component_names), params, files, size)
+    Console(soft_wrap=False).print(table)

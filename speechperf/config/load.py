@@ -1,0 +1,288 @@
+"""Read a benchmark config from YAML, check every key, and merge as fairseq does: defaults < general < stageN.
+
+YAML is read with a safe loader that also rejects duplicate keys: PyYAML silently keeps the last of two equal
+keys, which is how fairseq's own 3-stage config loses a stage (it has ``stage2`` twice). Every error is one line
+naming the file, the line, the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from speechperf.config.schema import (
+    GENERAL_KEYS,
+    MAX_STAGES,
+    MODEL_TYPES,
+    STAGE_KEYS,
+    BenchConfig,
+    GeneralConfig,
+    InputConfig,
+    StageConfig,
+)
+from speechperf.errors import SpeechperfError
+
+
+class ConfigError(SpeechperfError):
+    """A config that cannot be used; the message names file, line, key, value and what is allowed."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a mapping with the same key twice."""
+
+    source = "<config>"
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            k = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if k in seen:
+                raise ConfigError(
+                    f"{self.source}:{line}: duplicate key {k!r} (first at line {seen[k]}); "
+                    "each key may appear once in a section (YAML would silently keep only the last)"
+                )
+            seen[k] = line
+        return super().construct_mapping(node, deep)
+
+
+def _key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Line number of each key of the top two levels, for error messages."""
+    lines: dict[tuple[str, ...], int] = {}
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(root, yaml.MappingNode):
+        return lines
+    for k, v in root.value:
+        lines[(str(k.value),)] = k.start_mark.line + 1
+        if isinstance(v, yaml.MappingNode):
+            for k2, _ in v.value:
+                lines[(str(k.value), str(k2.value))] = k2.start_mark.line + 1
+    return lines
+
+
+def read_yaml(text: str, source: str) -> dict[str, Any]:
+    loader_cls = type("_Loader", (_UniqueKeyLoader,), {"source": source})
+    try:
+        data = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f":{where.line + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{source}{at}: not valid YAML: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level is a {type(data).__name__}; a mapping with general and stage1..3 is required")
+    return data
+
+
+def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None,
+                stage_overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()) -> BenchConfig:
+    """Read, check and merge the config file at ``path``; ``overrides`` replace general keys (the CLI's options),
+    ``stage_overrides`` replace a key in every stage (e.g. ``--preset tiny``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    return parse_config(text, str(path), overrides, stage_overrides, sets)
+
+
+def default_config(overrides: Mapping[str, Any] | None = None,
+                   stage_overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()) -> BenchConfig:
+    """The built-in default (tiny S2T on a generated dataset), shipped inside the package."""
+    text = resources.files("speechperf.config").joinpath("default.yaml").read_text(encoding="utf-8")
+    return parse_config(text, "<built-in default.yaml>", overrides, stage_overrides, sets)
+
+
+def apply_sets(data: dict[str, Any], sets: Sequence[str]) -> None:
+    """Apply ``--set section.key=value`` items (the value is read as YAML: ``5``, ``true``, ``[0.5, 1]``)."""
+    for item in sets:
+        target, sep, raw = item.partition("=")
+        section, dot, key = target.strip().partition(".")
+        if not sep or not dot or not section or not key:
+            raise ConfigError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. stage1.max_len_b=10")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {item!r}: the value {raw!r} is not valid YAML") from None
+        existing = data.get(section)
+        if existing is not None and not isinstance(existing, dict):
+            raise ConfigError(f"--set {item!r}: section {section!r} is not a mapping")
+        data.setdefault(section, {})
+        if data[section] is None:
+            data[section] = {}
+        data[section][key] = value
+
+
+def parse_config(text: str, source: str, overrides: Mapping[str, Any] | None = None,
+                 stage_overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()) -> BenchConfig:
+    data = read_yaml(text, source)
+    lines = _key_lines(text)
+    apply_sets(data, sets)
+
+    def where(*keys: str) -> str:
+        line = lines.get(tuple(keys))
+        return f"{source}:{line}" if line else source
+
+    sections = ["general"] + [f"stage{i}" for i in range(1, MAX_STAGES + 1)]
+    for name in data:
+        if name not in sections:
+            raise ConfigError(f"{where(str(name))}: unknown section {name!r}{_suggest(str(name), sections)}; "
+                              f"allowed: {', '.join(sections)}")
+        if data[name] is not None and not isinstance(data[name], dict):
+            raise ConfigError(f"{where(name)}: section {name!r} is a {type(data[name]).__name__}; a mapping is required")
+
+    general_raw = dict(data.get("general") or {})
+    for k in general_raw:
+        if k not in GENERAL_KEYS and k not in STAGE_KEYS:
+            raise ConfigError(f"{where('general', k)}: unknown key general.{k}{_suggest(k, GENERAL_KEYS + STAGE_KEYS)}; "
+                              "see `speechperf config keys`")
+    general_raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    general_values = {k: v for k, v in general_raw.items() if k in GENERAL_KEYS}
+    stage_defaults = {k: v for k, v in general_raw.items() if k in STAGE_KEYS}
+    general = _build(GeneralConfig, general_values, lambda k: where("general", k), "general")
+
+    roles, required = MODEL_TYPES[general.model_type]
+    present = [i for i in range(1, MAX_STAGES + 1) if f"stage{i}" in data]
+    for i in present:
+        if i > len(roles):
+            raise ConfigError(f"{where(f'stage{i}')}: model_type {general.model_type} has {len(roles)} stage(s) "
+                              f"({', '.join(roles)}); stage{i} is not used")
+    stages = []
+    for i, role in enumerate(roles, 1):
+        section = f"stage{i}"
+        if section not in data:
+            if i <= required:
+                raise ConfigError(f"{source}: model_type {general.model_type} needs stage{i} (the {role} model); "
+                                  f"it has {', '.join(f'stage{j}' for j in present) or 'no stages'}")
+            break
+        raw = dict(data[section] or {})
+        for k in raw:
+            if k in GENERAL_KEYS:
+                raise ConfigError(f"{where(section, k)}: {section}.{k} is a run-level key; put it in general")
+            if k not in STAGE_KEYS:
+                raise ConfigError(f"{where(section, k)}: unknown key {section}.{k}{_suggest(k, STAGE_KEYS)}; "
+                                  "see `speechperf config keys`")
+        merged = {**stage_defaults, **raw}
+        merged.update({k: v for k, v in (stage_overrides or {}).items() if v is not None})
+        stage = _build(StageConfig, merged, lambda k, s=section: where(s, k) if (s, k) in lines else where("general", k),
+                       section)
+        _check_stage(stage, section, role, where(section))
+        stages.append(stage)
+    return BenchConfig(general=general, stages=tuple(stages), source=source)
+
+
+def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
+    if stage.model and stage.path:
+        raise ConfigError(f"{at}: {section} sets both model ({stage.model!r}) and path ({stage.path!r}); set one")
+    if not stage.model and not stage.path:
+        raise ConfigError(f"{at}: {section} (the {role} model) needs `model` (a reference model) or `path` "
+                          "(your own model file)")
+    if stage.path and not stage.inputs:
+        raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `inputs` declared: a list of "
+                          "{name, source, dtype}")
+    if stage.path and not stage.outputs:
+        raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
+
+
+def _suggest(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _build(cls, values: dict[str, Any], where, section: str):
+    kwargs = {}
+    for field in attrs.fields(cls):
+        if field.name not in values:
+            continue
+        kwargs[field.name] = check_value(field, values[field.name], f"{section}.{field.name}", where(field.name))
+    return cls(**kwargs)
+
+
+_KIND_TEXT = {
+    "str": "a string", "str?": "a string or null", "int": "an integer", "int?": "an integer or null",
+    "float": "a number", "bool": "true or false", "list[str]": "a list of strings", "list[float]": "a list of numbers",
+    "inputs": "a list of {name, source, dtype} mappings",
+}
+
+
+def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
+    """Convert and check one value against its field's kind, choices and minimum; raise one clear line if bad."""
+    meta = field.metadata
+    kind, choices, minimum = meta["kind"], meta["choices"], meta["minimum"]
+
+    def bad(allowed: str) -> ConfigError:
+        return ConfigError(f"{at}: {name} = {value!r} ({type(value).__name__}); expected {allowed}")
+
+    optional = kind.endswith("?")
+    base = kind.rstrip("?")
+    if value is None:
+        if optional:
+            return None
+        raise bad(_KIND_TEXT[kind])
+    if base == "str":
+        if not isinstance(value, str):
+            raise bad(_KIND_TEXT[kind])
+        out: Any = value
+    elif base == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad(_KIND_TEXT[kind])
+        out = value
+    elif base == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad(_KIND_TEXT[kind])
+        out = float(value)
+    elif base == "bool":
+        if not isinstance(value, bool):
+            raise bad(_KIND_TEXT[kind])
+        out = value
+    elif base == "list[str]":
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise bad(_KIND_TEXT[kind])
+        out = tuple(value)
+    elif base == "list[float]":
+        if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+        ):
+            raise bad(_KIND_TEXT[kind])
+        out = tuple(float(v) for v in value)
+    elif base == "inputs":
+        if not isinstance(value, list):
+            raise bad(_KIND_TEXT[kind])
+        out = tuple(_input(v, f"{name}[{i}]", at) for i, v in enumerate(value))
+    else:  # pragma: no cover - a schema bug
+        raise AssertionError(kind)
+    if choices is not None:
+        for item in out if isinstance(out, tuple) else (out,):
+            if item not in choices:
+                raise ConfigError(f"{at}: {name} = {value!r}; allowed: {', '.join(choices)}"
+                                  f"{_suggest(str(item), list(choices))}")
+    if minimum is not None and out < minimum:
+        raise ConfigError(f"{at}: {name} = {value!r}; must be >= {minimum:g}")
+    return out
+
+
+def _input(value: Any, name: str, at: str) -> InputConfig:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{at}: {name} = {value!r}; expected a mapping {{name, source, dtype}}")
+    allowed = [f.name for f in attrs.fields(InputConfig)]
+    for k in value:
+        if k not in allowed:
+            raise ConfigError(f"{at}: unknown key {name}.{k}{_suggest(str(k), allowed)}; allowed: {', '.join(allowed)}")
+    for k in ("name", "source"):
+        if k not in value:
+            raise ConfigError(f"{at}: {name} has no {k!r}; each input needs name and source")
+    kwargs = {f.name: check_value(f, value[f.name], f"{name}.{f.name}", at) for f in attrs.fields(InputConfig)
+              if f.name in value}
+    return InputConfig(**kwargs)

@@ -1,0 +1,140 @@
+"""The benchmark config classes: one ``GeneralConfig`` for the run and one ``StageConfig`` per model stage.
+
+Every key a YAML config may hold is a field here, with its type, default, allowed values and a help line in the
+field's metadata. The loader (``speechperf.config.load``) and the key reference (``speechperf config keys``) are both
+generated from these classes, so a key cannot be accepted without being documented or documented without being
+accepted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+#: Model types and, per type, the role of each stage (in order) and how many stages are required.
+#: The roles decide how a stage is driven (decoding, synthesis, streaming) and what it hands to the next stage.
+MODEL_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
+    "S2T": (("s2t",), 1),
+    "MT": (("mt",), 1),
+    "TTS": (("tts",), 1),
+    "S2S": (("s2s",), 1),  # direct speech-to-speech: your own model file (speech in, waveform out)
+    "S2UT": (("s2u", "unit_vocoder"), 1),  # the unit vocoder is optional, as in fairseq
+    "2StageS2ST": (("s2t", "tts"), 2),
+    "3StageS2ST": (("s2t", "mt", "tts"), 3),
+    "VAD": (("vad",), 1),
+}
+
+DATASET_TYPES = ("generated", "raw", "npz", "npy", "text")
+METERS = ("runtime", "memory", "flops")
+DEVICES = ("cpu", "cuda")
+INPUT_SOURCES = ("audio", "audio_length", "features", "feature_length", "tokens", "token_length")
+MAX_STAGES = 3
+
+
+def key(default: Any, help: str, kind: str, choices: tuple[str, ...] | None = None, minimum: float | None = None):
+    """An attrs field with what the loader checks (``kind``, ``choices``, ``minimum``) and the doc line."""
+    return attrs.field(
+        default=default, metadata={"help": help, "kind": kind, "choices": choices, "minimum": minimum}
+    )
+
+
+@attrs.frozen
+class InputConfig:
+    """One declared input of a user's own model file and which array of the sample feeds it."""
+
+    name: str = key(None, "input name in the model file", "str")
+    source: str = key(None, "which array of the sample feeds it", "str", INPUT_SOURCES)
+    dtype: str = key("float32", "numpy dtype the model expects", "str")
+
+
+@attrs.frozen
+class StageConfig:
+    """One model stage. Exactly one of ``model`` (a reference model or ``silero_vad``) and ``path`` is set."""
+
+    model: str | None = key(
+        None,
+        "reference model by name (see `speechperf zoo list`), or `silero_vad` for the real Silero VAD",
+        "str?",
+    )
+    preset: str = key("base", "size preset of the reference model, built on demand and cached", "str")
+    vocoder: str | None = key(
+        None, "reference mel vocoder turning a TTS stage's mel into a waveform (the model's own default if unset)", "str?"
+    )
+    path: str | None = key(
+        None, "your own model file instead of a reference model: .onnx, TorchScript .pt, or a paddle inference "
+        ".json/.pdmodel (run once per sample; its first output is handed on)", "str?"
+    )
+    format: str | None = key(
+        None, "with `path`: its format when the suffix does not tell (torchscript, export, onnx, paddle); with "
+        "`model`: which built format runs (torch-eager, torchscript, paddle-eager, paddle-inference, onnx-torch, "
+        "onnx-paddle; default torch-eager / paddle-inference / onnx-torch per backend)", "str?"
+    )
+    entry: str | None = key(None, "submodule to call inside a TorchScript `path`", "str?")
+    inputs: tuple[InputConfig, ...] = key((), "inputs of `path`: a list of {name, source, dtype}", "inputs")
+    outputs: tuple[str, ...] = key((), "output names of `path`, in order", "list[str]")
+    beam: int = key(1, "beam size of the decoder; 1 is greedy", "int", minimum=1)
+    max_len_a: float = key(0.0, "decoding stops after max_len_a * source_length + max_len_b steps", "float", minimum=0)
+    max_len_b: int = key(200, "see max_len_a", "int", minimum=1)
+    min_len: int = key(1, "decoding: EOS is not allowed before this many tokens (fairseq's --min-len)", "int",
+                       minimum=0)
+    dur_prediction: bool = key(True, "unit vocoder: predict a duration per unit instead of repeating units", "bool")
+    vad_threshold: float = key(0.5, "VAD: speech probability above which a window is speech", "float", minimum=0)
+
+
+@attrs.frozen
+class GeneralConfig:
+    """Run-level settings. Stage keys placed in ``general`` are defaults for every stage, as in fairseq."""
+
+    model_type: str = key("S2T", "what is benchmarked; decides the stages", "str", tuple(MODEL_TYPES))
+    backend: str | None = key(None, "backend to run on (`speechperf backends`); --backend overrides it", "str?")
+    device: str = key("cpu", "device the models run on", "str", DEVICES)
+    threads: int = key(1, "intra-op threads, pinned the same on every backend", "int", minimum=1)
+    seed: int = key(1, "seed for generated data, subsets and the frameworks", "int", minimum=0)
+    dataset_type: str = key("generated", "format of dataset_path (generated needs no path)", "str", DATASET_TYPES)
+    dataset_path: str | None = key(None, "dataset file: raw TSV manifest, .npz, fairseq .npy or a text file", "str?")
+    dataset_size: int | None = key(None, "use only the first N samples", "int?", minimum=1)
+    generated_seconds: tuple[float, ...] = key(
+        (1.0, 3.0), "generated dataset: [shortest, longest] audio in seconds (text length scales with it)", "list[float]"
+    )
+    unsafe_pickle_runs_code: bool = key(
+        False, "allow fairseq's pickled .npy datasets; unpickling runs code from the file, use only files you trust",
+        "bool",
+    )
+    sample_rate: int = key(16000, "rate the models take audio at; raw audio is resampled to it", "int", minimum=1)
+    feat_dim: int = key(80, "feature dimension of .npz/.npy feature datasets", "int", minimum=1)
+    warmup: int = key(2, "untimed forwards on the first sample before measuring", "int", minimum=0)
+    repeat: int = key(1, "timed forwards per sample", "int", minimum=1)
+    meters: tuple[str, ...] = key(METERS, "what to measure", "list[str]", METERS)
+    dump_speech_waveforms_dir: str | None = key(
+        None, "write each final waveform to this folder (created if missing)", "str?"
+    )
+    dump_waveform_file_prefix: str = key("", "dumped files are named {prefix}_{i}_pred.wav", "str")
+    target_sr: int = key(16000, "rate the dumped waveforms are resampled to", "int", minimum=1)
+
+
+@attrs.frozen
+class BenchConfig:
+    """A whole config after merging: defaults < general < stageN."""
+
+    general: GeneralConfig
+    stages: tuple[StageConfig, ...]
+    source: str = "<built-in>"
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return MODEL_TYPES[self.general.model_type][0][: len(self.stages)]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"general": attrs.asdict(self.general)}
+        for i, stage in enumerate(self.stages, 1):
+            out[f"stage{i}"] = attrs.asdict(stage)
+        return out
+
+
+def field_names(cls) -> list[str]:
+    return [f.name for f in attrs.fields(cls)]
+
+
+GENERAL_KEYS = field_names(GeneralConfig)
+STAGE_KEYS = field_names(StageConfig)

@@ -1,0 +1,181 @@
+"""Dataset formats: ``raw`` TSV manifests, ``.npz`` arrays, fairseq's pickled ``.npy`` (opt-in), text files, and
+a generated dataset that needs no files.
+
+Each reader returns a list of ``Sample``. Errors name the file and, for manifests, the line.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from speechperf.data.audio import AudioError, read_audio
+from speechperf.data.sample import Sample
+from speechperf.errors import SpeechperfError
+
+PICKLE_FLAG = "--unsafe-pickle-runs-code"
+
+
+class DatasetError(SpeechperfError):
+    """A dataset file that cannot be used; the message names the file (and line) and what is wrong."""
+
+
+# -- raw: wav2vec2-style TSV --------------------------------------------------------------------------------------
+
+
+def read_manifest(path: Path) -> tuple[Path, list[tuple[int, str, int]]]:
+    """The root folder and (line number, relative path, num_samples) of each entry of a TSV manifest.
+
+    A relative root is taken relative to the manifest's folder, so a dataset folder can be moved as a whole.
+    """
+    if not path.is_file():
+        raise DatasetError(f"manifest not found: {path}")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or not lines[0].strip():
+        raise DatasetError(f"{path}:1: the first line must be the root folder of the audio files")
+    root = Path(lines[0].strip())
+    if not root.is_absolute():
+        root = path.parent / root
+    entries = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) < 2:
+            raise DatasetError(f"{path}:{number}: expected 'relative/path.wav<TAB>num_samples', got {line!r}")
+        try:
+            count = int(parts[1])
+        except ValueError:
+            raise DatasetError(f"{path}:{number}: num_samples {parts[1]!r} is not an integer") from None
+        entries.append((number, parts[0], count))
+    return root, entries
+
+
+def transcripts_of(manifest: Path) -> list[str] | None:
+    """The ``.wrd`` transcripts beside a manifest (one line per entry, wav2vec2 style), if there are any."""
+    wrd = manifest.with_suffix(".wrd")
+    return wrd.read_text(encoding="utf-8").splitlines() if wrd.is_file() else None
+
+
+def load_raw(path: Path, sample_rate: int, size: int | None = None) -> list[Sample]:
+    import soundfile as sf
+
+    root, entries = read_manifest(path)
+    texts = transcripts_of(path)
+    samples = []
+    for index, (number, rel, count) in enumerate(entries[:size] if size else entries):
+        where = f"{path}:{number}"
+        audio_path = root / rel
+        if not audio_path.is_file():
+            raise AudioError(f"{where}: audio file not found: {audio_path}")
+        try:
+            frames = sf.info(str(audio_path)).frames
+        except Exception as exc:
+            raise AudioError(f"{where}: cannot read audio file {audio_path}: {str(exc).strip().splitlines()[0]}") from None
+        if frames != count:
+            raise DatasetError(
+                f"{where}: manifest says {count} samples but {audio_path} has {frames}; "
+                "regenerate the manifest or fix the count"
+            )
+        audio = read_audio(audio_path, sample_rate, where)
+        text = texts[index] if texts and index < len(texts) else None
+        sample_id = Path(rel).with_suffix("").as_posix()  # the relative path: unique where file names repeat
+        samples.append(Sample(id=sample_id, audio=audio, sample_rate=sample_rate, text=text))
+    return samples
+
+
+# -- npz: one array per sample -------------------------------------------------------------------------------------
+
+
+def load_npz(path: Path, sample_rate: int, feat_dim: int, size: int | None = None) -> list[Sample]:
+    """Each array of the ``.npz`` is one sample, keyed by its id: float (frames, feat_dim) = features,
+    integer (length,) = token ids, float (length,) = a waveform at ``sample_rate``."""
+    if not path.is_file():
+        raise DatasetError(f"dataset file not found: {path}")
+    try:
+        archive = np.load(str(path), allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise DatasetError(f"cannot read {path} as .npz: {exc}") from None
+    samples = []
+    with archive:
+        for key in list(archive.files)[:size] if size else archive.files:
+            try:
+                array = archive[key]
+            except ValueError as exc:  # an object array: it would need pickle
+                raise DatasetError(f"{path}: array {key!r} cannot be read without pickle ({exc}); "
+                                   "store plain numeric arrays") from None
+            samples.append(_sample_from_array(key, array, sample_rate, feat_dim, f"{path}: array {key!r}"))
+    return samples
+
+
+def _sample_from_array(key: str, array: np.ndarray, sample_rate: int, feat_dim: int, where: str) -> Sample:
+    array = np.asarray(array)
+    while array.ndim > 1 and array.shape[0] == 1:  # a leading batch axis of 1, as fairseq stores it
+        array = array[0]
+    if np.issubdtype(array.dtype, np.integer) and array.ndim == 1:
+        return Sample(id=key, tokens=array.astype(np.int64))
+    if np.issubdtype(array.dtype, np.floating) and array.ndim == 2:
+        if array.shape[1] != feat_dim:
+            raise DatasetError(f"{where} has shape {array.shape}; features must be (frames, feat_dim={feat_dim}) "
+                               "(set general.feat_dim)")
+        return Sample(id=key, features=array.astype(np.float32))
+    if np.issubdtype(array.dtype, np.floating) and array.ndim == 1:
+        return Sample(id=key, audio=array.astype(np.float32), sample_rate=sample_rate)
+    raise DatasetError(f"{where} has dtype {array.dtype} and shape {array.shape}; allowed: integer (length,) "
+                       f"token ids, float (frames, {feat_dim}) features, float (length,) waveform")
+
+
+# -- npy: fairseq's pickled list of dicts --------------------------------------------------------------------------
+
+
+def load_npy(path: Path, sample_rate: int, feat_dim: int, allow_pickle: bool, size: int | None = None) -> list[Sample]:
+    """fairseq's ``.npy``: a pickled list of ``{id, net_input: {src_tokens, src_lengths}}``.
+
+    Unpickling runs code stored in the file, so it happens only when the user passes the explicit flag.
+    """
+    if not path.is_file():
+        raise DatasetError(f"dataset file not found: {path}")
+    try:
+        data = np.load(str(path), allow_pickle=False)
+    except ValueError:
+        if not allow_pickle:
+            raise DatasetError(
+                f"{path} is a pickled .npy (fairseq's list of dicts); unpickling runs code from the file, so it "
+                f"is refused unless you pass {PICKLE_FLAG} (general.unsafe_pickle_runs_code: true) for a file "
+                "you trust, or convert it to .npz"
+            ) from None
+        try:
+            data = np.load(str(path), allow_pickle=True)
+        except Exception as exc:
+            raise DatasetError(f"cannot unpickle {path}: {type(exc).__name__}: {exc}") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path} as .npy: {exc}") from None
+    if data.dtype != object:  # a plain numeric array: one sample per row
+        items = [(str(i), row) for i, row in enumerate(data)]
+    else:
+        items = []
+        for i, entry in enumerate(data.tolist() if data.ndim else [data.item()]):
+            try:
+                items.append((str(entry.get("id", i)), entry["net_input"]["src_tokens"]))
+            except (AttributeError, KeyError, TypeError):
+                raise DatasetError(f"{path}: item {i} is not {{id, net_input: {{src_tokens, src_lengths}}}}") from None
+    items = items[:size] if size else items
+    return [_sample_from_array(key, np.asarray(value), sample_rate, feat_dim, f"{path}: item {key!r}")
+            for key, value in items]
+
+
+# -- text ----------------------------------------------------------------------------------------------------------
+
+
+def load_text(path: Path, size: int | None = None) -> list[Sample]:
+    """One sentence per non-empty line (MT and TTS inputs); the id is the line number."""
+    if not path.is_file():
+        raise DatasetError(f"dataset file not found: {path}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not UTF-8 text: {exc}") from None
+    samples = [Sample(id=str(n), text=line.strip()) for n, line in enumerate(lines, 1) if line.strip()]
+    return samples[:size] if size else samples

@@ -1,0 +1,54 @@
+"""One benchmark sample: host numpy arrays only, whatever the dataset format was."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+
+@attrs.frozen(eq=False)
+class Sample:
+    """An input of the first stage.
+
+    ``audio`` is float32 mono at ``sample_rate``; ``features`` is (frames, feat_dim) float32; ``tokens`` is int64
+    token ids; ``text`` a sentence (also the transcript of an audio sample when the dataset has one).
+    """
+
+    id: str
+    audio: np.ndarray | None = None
+    sample_rate: int | None = None
+    features: np.ndarray | None = None
+    tokens: np.ndarray | None = None
+    text: str | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.audio is not None:
+            return "audio"
+        if self.features is not None:
+            return "features"
+        if self.tokens is not None:
+            return "tokens"
+        return "text"
+
+    @property
+    def length(self) -> int:
+        """Length along time in the sample's own unit (see ``unit``)."""
+        if self.audio is not None:
+            return int(self.audio.shape[-1])
+        if self.features is not None:
+            return int(self.features.shape[0])
+        if self.tokens is not None:
+            return int(self.tokens.shape[-1])
+        return len((self.text or "").split())
+
+    @property
+    def unit(self) -> str:
+        return {"audio": "samples", "features": "frames", "tokens": "tokens", "text": "words"}[self.kind]
+
+    @property
+    def seconds(self) -> float | None:
+        """Audio duration, or None when the sample is not audio."""
+        if self.audio is None or not self.sample_rate:
+            return None
+        return self.audio.shape[-1] / self.sample_rate

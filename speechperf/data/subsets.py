@@ -1,0 +1,133 @@
+"""Subsets of a dataset (random, shortest, longest, as fairseq's ``data_utils.py`` makes them) and length statistics.
+
+Subsets are taken from the index of a dataset (its ids and lengths), without decoding audio: a raw manifest's
+num_samples column, an .npz's array shapes, a text file's word counts. A subset is written in the same format as its
+source, except fairseq's pickled .npy, which is written as the safe .npz.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from speechperf.data.formats import DatasetError, load_npy, load_npz, load_text, read_manifest
+from speechperf.errors import SpeechperfError
+
+SUBSET_KINDS = ("random", "short", "long")
+
+
+@attrs.frozen
+class Entry:
+    id: str
+    length: int  # in ``unit``
+    seconds: float | None  # audio duration, when the entry is audio
+    line: str = ""  # the raw manifest line or text line, written back by a subset
+
+
+@attrs.frozen
+class DatasetIndex:
+    path: Path
+    dataset_type: str
+    unit: str
+    entries: tuple[Entry, ...]
+    root_line: str = ""  # raw manifests: the first line
+    arrays: dict | None = None  # npz/npy: id -> array, to write an .npz subset
+
+
+def index_dataset(path: Path, dataset_type: str, sample_rate: int = 16000, feat_dim: int = 80,
+                  allow_pickle: bool = False) -> DatasetIndex:
+    path = Path(path)
+    if dataset_type == "raw":
+        import soundfile as sf
+
+        _, entries = read_manifest(path)
+        root_line = path.read_text(encoding="utf-8").splitlines()[0]
+        rows = []
+        root, _ = read_manifest(path)
+        for number, rel, count in entries:
+            try:
+                rate = sf.info(str(root / rel)).samplerate
+            except Exception:
+                rate = None  # stats still show lengths in samples; a bench run will name the bad line
+            sample_id = Path(rel).with_suffix("").as_posix()
+            rows.append(Entry(sample_id, count, count / rate if rate else None, f"{rel}\t{count}"))
+        return DatasetIndex(path, "raw", "samples", tuple(rows), root_line=root_line)
+    if dataset_type in ("npz", "npy"):
+        samples = (load_npz(path, sample_rate, feat_dim) if dataset_type == "npz"
+                   else load_npy(path, sample_rate, feat_dim, allow_pickle))
+        arrays = {s.id: next(a for a in (s.audio, s.features, s.tokens) if a is not None) for s in samples}
+        unit = samples[0].unit if samples else "frames"
+        return DatasetIndex(path, dataset_type, unit,
+                            tuple(Entry(s.id, s.length, s.seconds) for s in samples), arrays=arrays)
+    if dataset_type == "text":
+        samples = load_text(path)
+        return DatasetIndex(path, "text", "words", tuple(Entry(s.id, s.length, None, s.text or "") for s in samples))
+    raise DatasetError(f"dataset type {dataset_type!r} has no index; allowed: raw, npz, npy, text")
+
+
+def choose(index: DatasetIndex, kind: str, n: int, seed: int = 1) -> list[Entry]:
+    """``n`` entries: a seeded random draw, or the ``n`` shortest / longest (ties kept in file order)."""
+    if kind not in SUBSET_KINDS:
+        raise SpeechperfError(f"subset kind {kind!r} is not known; allowed: {', '.join(SUBSET_KINDS)}")
+    if n < 1:
+        raise SpeechperfError(f"subset size {n} must be >= 1")
+    entries = list(index.entries)
+    n = min(n, len(entries))
+    if kind == "random":
+        picked = np.random.default_rng(seed).choice(len(entries), size=n, replace=False)
+        return [entries[i] for i in sorted(picked)]
+    order = sorted(range(len(entries)), key=lambda i: entries[i].length, reverse=(kind == "long"))
+    return [entries[i] for i in order[:n]]
+
+
+def write_subset(index: DatasetIndex, entries: list[Entry], out: Path) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if index.dataset_type == "raw":
+        root = Path(index.root_line.strip())
+        if not root.is_absolute():  # keep the subset pointing at the same files wherever it is written
+            root = (index.path.parent / root).resolve()
+        text = "\n".join([str(root)] + [e.line for e in entries]) + "\n"
+        _atomic_write_text(out, text)
+        wrd = index.path.with_suffix(".wrd")
+        if wrd.is_file():  # carry the transcripts of the chosen lines along
+            lines = wrd.read_text(encoding="utf-8").splitlines()
+            position = {e.id: i for i, e in enumerate(index.entries)}
+            _atomic_write_text(out.with_suffix(".wrd"),
+                               "".join(lines[position[e.id]] + "\n" for e in entries if position[e.id] < len(lines)))
+    elif index.dataset_type == "text":
+        _atomic_write_text(out, "".join(e.line + "\n" for e in entries))
+    else:
+        if out.suffix != ".npz":
+            raise SpeechperfError(f"an {index.dataset_type} subset is written as .npz; got output {out}")
+        tmp = out.with_name(out.name + ".partial.npz")
+        np.savez(tmp, **{e.id: index.arrays[e.id] for e in entries})
+        tmp.replace(out)
+    return out
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+@attrs.frozen
+class Stats:
+    count: int
+    unit: str
+    max_len: int
+    min_len: int
+    avg_len: float
+    total_audio_s: float | None
+
+
+def stats(index: DatasetIndex) -> Stats:
+    lengths = [e.length for e in index.entries]
+    if not lengths:
+        raise DatasetError(f"{index.path} holds no samples")
+    seconds = [e.seconds for e in index.entries]
+    total = sum(seconds) if all(s is not None for s in seconds) else None
+    return Stats(len(lengths), index.unit, max(lengths), min(lengths), sum(lengths) / len(lengths), total)

@@ -1,0 +1,212 @@
+"""Benchmark configs: merging as fairseq does, and one clear line for every kind of bad config."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from speechperf.cli import main
+from speechperf.config import ConfigError, default_config, load_config, parse_config
+from speechperf.config.reference import markdown
+
+REPO = Path(__file__).resolve().parents[1]
+PRESETS = sorted((REPO / "configs").glob("*.yaml"))
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bench.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_merge_defaults_general_stage(tmp_path):
+    cfg = load_config(write(tmp_path, """
+general:
+  model_type: 3StageS2ST
+  max_len_b: 50
+  beam: 2
+  threads: 3
+stage1: {model: s2t, max_len_b: 7}
+stage2: {model: mt}
+stage3: {model: tts, preset: tiny}
+"""))
+    assert cfg.general.threads == 3 and cfg.general.warmup == 2  # general over defaults
+    assert [s.max_len_b for s in cfg.stages] == [7, 50, 50]  # stage over general
+    assert [s.beam for s in cfg.stages] == [2, 2, 2]
+    assert [s.preset for s in cfg.stages] == ["base", "base", "tiny"]
+    assert cfg.roles == ("s2t", "mt", "tts")
+
+
+def test_cli_overrides_replace_general_and_stage_keys(tmp_path):
+    path = write(tmp_path, "general: {model_type: S2T, threads: 4}\nstage1: {model: s2t, preset: base}\n")
+    cfg = load_config(path, {"threads": 2, "warmup": None}, {"preset": "tiny"})
+    assert cfg.general.threads == 2 and cfg.general.warmup == 2
+    assert cfg.stages[0].preset == "tiny"
+
+
+def test_duplicate_stage_is_rejected_with_both_lines(tmp_path):
+    # fairseq's own 3StageS2ST.yaml has stage2 twice; PyYAML would silently keep only the last one.
+    path = write(tmp_path, "general:\n  model_type: 3StageS2ST\nstage1: {model: s2t}\nstage2: {model: mt}\n"
+                           "stage2: {model: tts}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == (f"{path}:5: duplicate key 'stage2' (first at line 4); each key may appear once in a "
+                              "section (YAML would silently keep only the last)")
+
+
+def test_unknown_key_suggests_the_nearest(tmp_path):
+    path = write(tmp_path, "general:\n  model_type: S2T\n  dataset_szie: 3\nstage1: {model: s2t}\n")
+    with pytest.raises(ConfigError, match=r"bench.yaml:3: unknown key general.dataset_szie \(did you mean "
+                                          r"'dataset_size'\?\)"):
+        load_config(path)
+    path = write(tmp_path, "general: {model_type: S2T}\nstage1:\n  model: s2t\n  max_lenb: 3\n")
+    with pytest.raises(ConfigError, match=r":4: unknown key stage1.max_lenb \(did you mean 'max_len_b'\?\)"):
+        load_config(path)
+
+
+def test_run_level_key_in_a_stage_says_where_it_belongs(tmp_path):
+    path = write(tmp_path, "general: {model_type: S2T}\nstage1: {model: s2t, threads: 2}\n")
+    with pytest.raises(ConfigError, match="stage1.threads is a run-level key; put it in general"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("general: {warmup: two}\nstage1: {model: s2t}", "general.warmup = 'two' (str); expected an integer"),
+    ("general: {warmup: -1}\nstage1: {model: s2t}", "general.warmup = -1; must be >= 0"),
+    ("general: {threads: true}\nstage1: {model: s2t}", "general.threads = True (bool); expected an integer"),
+    ("general: {device: gpu}\nstage1: {model: s2t}", "general.device = 'gpu'; allowed: cpu, cuda"),
+    ("general: {model_type: S2X}\nstage1: {model: s2t}", "general.model_type = 'S2X'; allowed: S2T, MT, TTS"),
+    ("general: {meters: [runtime, flop]}\nstage1: {model: s2t}", "allowed: runtime, memory, flops (did you mean 'flops'?)"),
+    ("stage1: {model: s2t, max_len_a: abc}", "stage1.max_len_a = 'abc' (str); expected a number"),
+    ("stage1: {model: s2t, dur_prediction: 1}", "stage1.dur_prediction = 1 (int); expected true or false"),
+    ("stage1: [1, 2]", "section 'stage1' is a list; a mapping is required"),
+    ("stage4: {model: s2t}", "unknown section 'stage4'"),
+    ("general: {model_type: S2T\n", "not valid YAML"),
+])
+def test_wrong_values_are_one_clear_line(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert message in str(err.value)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("model_type, present, missing", [
+    ("2StageS2ST", "stage1: {model: s2t}", "needs stage2 (the tts model); it has stage1"),
+    ("3StageS2ST", "stage1: {model: s2t}\nstage2: {model: mt}", "needs stage3 (the tts model)"),
+    ("S2T", "", "needs stage1 (the s2t model); it has no stages"),
+])
+def test_missing_stage_for_the_model_type(tmp_path, model_type, present, missing):
+    with pytest.raises(ConfigError, match=missing.replace("(", r"\(").replace(")", r"\)")):
+        load_config(write(tmp_path, f"general: {{model_type: {model_type}}}\n{present}\n"))
+
+
+def test_extra_stage_and_model_or_path(tmp_path):
+    with pytest.raises(ConfigError, match="model_type S2T has 1 stage\\(s\\) \\(s2t\\); stage2 is not used"):
+        load_config(write(tmp_path, "stage1: {model: s2t}\nstage2: {model: tts}\n"))
+    with pytest.raises(ConfigError, match="sets both model"):
+        load_config(write(tmp_path, "stage1: {model: s2t, path: x.onnx}\n"))
+    with pytest.raises(ConfigError, match="needs `inputs` declared"):
+        load_config(write(tmp_path, "stage1: {path: x.onnx, outputs: [y]}\n"))
+    with pytest.raises(ConfigError, match=r"stage1.inputs\[0\].source = 'wave'; allowed: audio"):
+        load_config(write(tmp_path, "stage1: {path: x.onnx, outputs: [y], inputs: [{name: x, source: wave}]}\n"))
+
+
+def test_user_model_file_with_declared_inputs(tmp_path):
+    cfg = load_config(write(tmp_path, """
+general: {model_type: S2T}
+stage1:
+  path: my_asr.onnx
+  inputs:
+    - {name: speech, source: features}
+    - {name: speech_lengths, source: feature_length, dtype: int64}
+  outputs: [hyp]
+"""))
+    inputs = cfg.stages[0].inputs
+    assert [(i.name, i.source, i.dtype) for i in inputs] == [("speech", "features", "float32"),
+                                                            ("speech_lengths", "feature_length", "int64")]
+    assert cfg.stages[0].outputs == ("hyp",)
+
+
+def test_yaml_tags_that_run_code_are_refused(tmp_path):
+    path = write(tmp_path, "general: !!python/object/apply:os.system ['echo hacked']\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+def test_every_preset_loads(preset):
+    cfg = load_config(preset)
+    assert cfg.general.model_type in preset.read_text()
+    assert len(cfg.stages) >= 1
+
+
+def test_builtin_default_is_package_data():
+    cfg = default_config()
+    assert (cfg.general.model_type, cfg.stages[0].model, cfg.stages[0].preset) == ("S2T", "s2t", "tiny")
+    assert cfg.general.dataset_type == "generated"
+    import speechperf.config
+
+    assert (Path(speechperf.config.__file__).parent / "default.yaml").is_file()
+
+
+def test_key_reference_doc_is_current():
+    doc = REPO / "docs" / "config-keys.md"
+    assert doc.read_text() == markdown(), "docs/config-keys.md is stale: run `speechperf config keys > docs/config-keys.md`"
+
+
+def test_key_reference_lists_every_key():
+    from speechperf.config.schema import GENERAL_KEYS, STAGE_KEYS
+
+    text = markdown()
+    for key in GENERAL_KEYS:
+        assert f"`general.{key}`" in text
+    for key in STAGE_KEYS:
+        assert f"`stageN.{key}`" in text
+
+
+def test_cli_config_keys_check_and_error(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(main, ["config", "keys"])
+    assert result.exit_code == 0 and result.output == markdown()
+    bad = write(tmp_path, "general: {model_type: 2StageS2ST}\nstage1: {model: s2t}\n")
+    result = runner.invoke(main, ["config", "check", str(bad)])
+    assert result.exit_code == 2
+    assert "needs stage2" in result.output and "Traceback" not in result.output
+    result = runner.invoke(main, ["config", "check", *map(str, PRESETS)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count(": ok (") == len(PRESETS)
+
+
+def test_config_import_needs_no_framework():
+    code = ("import sys, speechperf.config, speechperf.cli.config_cmd; "
+            "bad = [m for m in ('torch', 'paddle', 'onnxruntime') if m in sys.modules]; print(bad); "
+            "sys.exit(1 if bad else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_set_replaces_one_key_and_is_checked(tmp_path):
+    path = write(tmp_path, "general: {model_type: S2T}\nstage1: {model: s2t, max_len_b: 50}\n")
+    cfg = load_config(path, sets=["stage1.max_len_b=5", "general.generated_seconds=[0.5, 1]"])
+    assert cfg.stages[0].max_len_b == 5 and cfg.general.generated_seconds == (0.5, 1.0)
+    with pytest.raises(ConfigError, match="expected SECTION.KEY=VALUE"):
+        load_config(path, sets=["max_len_b=5"])
+    with pytest.raises(ConfigError, match=r"stage1.max_len_b = 'many' \(str\); expected an integer"):
+        load_config(path, sets=["stage1.max_len_b=many"])
+    with pytest.raises(ConfigError, match="unknown key stage1.max_len \\(did you mean"):
+        load_config(path, sets=["stage1.max_len=5"])
+
+
+def test_config_show_prints_the_merged_config():
+    import yaml
+
+    result = CliRunner().invoke(main, ["config", "show", str(REPO / "configs" / "3StageS2ST.yaml")])
+    assert result.exit_code == 0, result.output
+    merged = yaml.safe_load(result.output)
+    assert merged["general"]["model_type"] == "3StageS2ST"
+    assert [merged[f"stage{i}"]["max_len_b"] for i in (1, 2, 3)] == [50, 50, 50]  # general's value in every stage
+    assert merged["stage3"]["vocoder"] == "mel_vocoder" and merged["stage1"]["preset"] == "base"
