@@ -21,11 +21,6 @@ HAVE_SYNTH_TOOLS = shutil.which("espeak-ng") is not None and shutil.which("sox")
 NO_SYNTH_REASON = "espeak-ng and sox are not installed (apt-get install espeak-ng sox); .ci/run installs them"
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("SPEECHPERF_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "speechperf-cache"))
-
-
 def bench(*args: str):
     result = CliRunner().invoke(main, ["bench", *args], catch_exceptions=False)
     return result

@@ -14,7 +14,7 @@ from speechperf.registry import get_backend  # noqa: E402
 from speechperf.zoo.build import ensure_built, load_session  # noqa: E402
 from speechperf.zoo.catalog import MODEL_MODULES, get_model  # noqa: E402
 
-# Builds the tiny zoo once into the cache (SPEECHPERF_ZOO_DIR) when it is missing; about 1 minute with the cache.
+# Builds the tiny zoo once into the cache (SPEECHPERF_CACHE_DIR, set by tests/conftest.py) when it is missing; about 1 minute with the cache.
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 
 COMPONENTS = [(m, c.name) for m in MODEL_MODULES for c in get_model(m).components]

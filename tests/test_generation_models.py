@@ -84,13 +84,13 @@ def test_output_lengths_follow_the_hop():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """The tiny generation models built in every format (the same build ``speechperf zoo build`` does)."""
-    from speechperf.zoo.build import build_all
+def built() -> Path:
+    """The tiny generation models built in every format, in the test run's shared cache (tests/conftest.py)."""
+    from speechperf.zoo.build import cache_dir, ensure_built
 
-    out = tmp_path_factory.mktemp("generation_zoo")
-    build_all("tiny", out, models=list(MODELS))
-    return out
+    for name in MODELS:
+        ensure_built(name, "tiny")
+    return cache_dir("tiny")
 
 
 def synthesize(sessions: dict, tokens: np.ndarray, token_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ import pytest
 from speechperf.adapters.decoding import generate
 from speechperf.adapters.units import extract_units, load_codebook
 from speechperf.errors import FeedError
-from speechperf.zoo.build import FORMATS, build_all, build_model, ensure_built, is_built, load_session, sha256
+from speechperf.zoo.build import FORMATS, build_model, cache_dir, ensure_built, is_built, load_session, sha256
 from speechperf.zoo.catalog import MODEL_MODULES, get_model
 
 pytestmark = pytest.mark.slow
@@ -28,10 +28,11 @@ SEQ2SEQ = [m for m in MODEL_MODULES if {"encoder", "decoder_step"} <= set(get_mo
 
 
 @pytest.fixture(scope="session")
-def tiny_zoo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("zoo_tiny")
-    build_all("tiny", out)
-    return out
+def tiny_zoo():
+    """The tiny zoo in the test run's shared cache (tests/conftest.py), built once for every module that needs it."""
+    for model in MODEL_MODULES:
+        ensure_built(model, "tiny")
+    return cache_dir("tiny")
 
 
 @pytest.fixture(scope="session")
@@ -163,10 +164,8 @@ def test_ensure_built_reuses_a_complete_build(tiny_zoo, monkeypatch, tmp_path):
     stale["seed"] += 1  # built from another seed than the catalog's: rebuild
     (copy / "manifest.json").write_text(json.dumps(stale))
     assert not is_built(copy)
-    monkeypatch.setenv("SPEECHPERF_ZOO_DIR", str(tmp_path))
-    from speechperf.zoo.build import cache_dir
-
-    assert cache_dir("base") == tmp_path / "base"
+    monkeypatch.setenv("SPEECHPERF_CACHE_DIR", str(tmp_path))
+    assert cache_dir("base") == tmp_path / "zoo" / "base"
 
 
 def test_cli_lists_built_models_and_rejects_unknown_presets(tiny_zoo):

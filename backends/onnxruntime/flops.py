@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import shape_inference
 
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, first_line
 from speechperf.meters.flops import FlopCount
 
 KINDS = {"MatMul": "matmul", "Gemm": "matmul", "Conv": "conv", "ConvTranspose": "conv",
@@ -28,8 +28,62 @@ NO_ARITHMETIC = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Shape", "Gathe
                  "GatherElements", "ScatterND", "Tile", "Pad", "Unique", "NonZero", "Where", "Equal", "Less",
                  "Greater", "Not", "And", "Or", "ArgMax", "TopK"}
 
-# session -> (its ONNX model, {input shapes: FlopCount})
-_models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Initializers up to this many elements stay in the graph shape inference sees: they may be shapes it propagates.
+SMALL_INITIALIZER = 64
+
+
+class _Counter:
+    """One ONNX model's counting state, kept per session.
+
+    Shape inference runs on a copy of the graph made for every new set of input shapes (a decoding loop makes
+    many). That copy is taken of a skeleton whose large weights are declared as inputs without their data: copying
+    a 100 MB model per decoder step made counting a base-size decoding loop take minutes.
+    """
+
+    def __init__(self, model: onnx.ModelProto):
+        self.model = model
+        self.skeleton = _skeleton(model)
+        self.counts: dict = {}
+        self._probes: dict = {}
+
+    def count(self, feeds: Mapping[str, np.ndarray]) -> tuple[FlopCount, bool]:
+        """(count, whether shape inference alone gave every shape it needed)."""
+        shapes = _infer_shapes(self.skeleton, feeds)
+        graph = self.model.graph
+        needed = [n for node in graph.node if node.op_type in KINDS for n in _operands(node) if n not in shapes]
+        if needed:
+            shapes.update(self._run_for_shapes(feeds, needed))
+        total, kinds, uncounted = 0, {}, set()
+        for node in graph.node:
+            if node.op_type in KINDS:
+                flops = _node_flops(node, shapes)
+                total += flops
+                kinds[KINDS[node.op_type]] = kinds.get(KINDS[node.op_type], 0) + flops
+            elif node.op_type not in NO_ARITHMETIC:
+                graphs = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                has_subgraph = any(a.type in graphs for a in node.attribute)
+                uncounted.add(f"{node.op_type} (its subgraphs are not counted)" if has_subgraph else node.op_type)
+        return FlopCount(total, "analytic", tuple(uncounted), by_kind=kinds), not needed
+
+    def _run_for_shapes(self, feeds, names: list[str]) -> dict[str, tuple[int, ...]]:
+        """Run the graph (optimisations off) with ``names`` as extra outputs; the probe session is made once."""
+        key = tuple(sorted(set(names)))
+        if key not in self._probes:
+            self._probes[key] = _probe_session(self.model, key)
+        session = self._probes[key]
+        outputs = [o.name for o in session.get_outputs()]
+        try:
+            values = session.run(outputs, dict(feeds))
+        except Exception as exc:
+            raise SpeechperfError(
+                f"cannot count FLOPs: shape inference left some shapes unknown and running the graph on these "
+                f"feeds failed ({first_line(exc)[:300]}); was the model exported with these input sizes fixed?"
+            ) from None
+        return {name: tuple(np.asarray(v).shape) for name, v in zip(outputs, values)}
+
+
+# session -> its _Counter
+_counters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def count_flops(session, feeds: Mapping[str, np.ndarray]) -> FlopCount:
@@ -39,23 +93,23 @@ def count_flops(session, feeds: Mapping[str, np.ndarray]) -> FlopCount:
     shapes (a decoding loop calls the same shapes again and again); one that needed a run of the graph is not.
     """
     arrays = {k: np.asarray(v) for k, v in feeds.items()}
-    model, cache = _model_of(session)
+    counter = _counter_of(session)
     key = tuple(sorted((k, v.shape, str(v.dtype)) for k, v in arrays.items()))
-    if key in cache:
-        return cache[key]
-    count, static = _count(model, arrays)
+    if key in counter.counts:
+        return counter.counts[key]
+    count, static = counter.count(arrays)
     if static:
-        cache[key] = count
+        counter.counts[key] = count
     return count
 
 
-def _model_of(session) -> tuple[onnx.ModelProto, dict]:
+def _counter_of(session) -> _Counter:
     if isinstance(session, onnx.ModelProto):
-        return session, {}
+        return _Counter(session)
     if isinstance(session, (str, bytes)) or hasattr(session, "__fspath__"):
-        return onnx.load(str(session)), {}
-    if session in _models:
-        return _models[session]
+        return _Counter(onnx.load(str(session)))
+    if session in _counters:
+        return _counters[session]
     inner = getattr(session, "session", None)
     loaded_with = getattr(session, "loaded_with", None)  # (spec, threads, providers) from load_onnx
     path = getattr(inner, "_model_path", None) or (loaded_with[0].path if loaded_with else None)
@@ -66,32 +120,25 @@ def _model_of(session) -> tuple[onnx.ModelProto, dict]:
         model = onnx.load_from_string(data)
     else:
         raise SpeechperfError(f"cannot count FLOPs of {session!r}: its ONNX model file is not known")
-    _models[session] = (model, {})
-    return _models[session]
+    _counters[session] = _Counter(model)
+    return _counters[session]
 
 
 def count_model_flops(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> FlopCount:
-    return _count(model, feeds)[0]
+    return _Counter(model).count(feeds)[0]
 
 
-def _count(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> tuple[FlopCount, bool]:
-    """(count, whether shape inference alone gave every shape it needed)."""
-    shapes = _infer_shapes(model, feeds)
-    graph = model.graph
-    needed = [name for node in graph.node if node.op_type in KINDS for name in _operands(node) if name not in shapes]
-    if needed:
-        shapes.update(_run_for_shapes(model, feeds, needed))
-    total, kinds, uncounted = 0, {}, set()
-    for node in graph.node:
-        if node.op_type in KINDS:
-            flops = _node_flops(node, shapes)
-            total += flops
-            kinds[KINDS[node.op_type]] = kinds.get(KINDS[node.op_type], 0) + flops
-        elif node.op_type not in NO_ARITHMETIC:
-            graphs = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-            has_subgraph = any(a.type in graphs for a in node.attribute)
-            uncounted.add(f"{node.op_type} (its subgraphs are not counted)" if has_subgraph else node.op_type)
-    return FlopCount(total, "analytic", tuple(uncounted), by_kind=kinds), not needed
+def _skeleton(model: onnx.ModelProto) -> onnx.ModelProto:
+    skeleton = onnx.ModelProto()
+    skeleton.CopyFrom(model)
+    graph = skeleton.graph
+    small = [init for init in graph.initializer if math.prod(init.dims) <= SMALL_INITIALIZER]
+    for init in graph.initializer:
+        if math.prod(init.dims) > SMALL_INITIALIZER:
+            graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    del graph.initializer[:]
+    graph.initializer.extend(small)
+    return skeleton
 
 
 def _operands(node) -> list[str]:
@@ -130,28 +177,19 @@ def _infer_shapes(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> di
     return shapes
 
 
-def _run_for_shapes(model: onnx.ModelProto, feeds, names: list[str]) -> dict[str, tuple[int, ...]]:
+def _probe_session(model: onnx.ModelProto, names: tuple[str, ...]):
     import onnxruntime as ort
 
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     known = {o.name for o in probe.graph.output}
-    for name in dict.fromkeys(names):
+    for name in names:
         if name not in known:
             probe.graph.output.append(onnx.ValueInfoProto(name=name))
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    outputs = [o.name for o in session.get_outputs()]
-    try:
-        values = session.run(outputs, dict(feeds))
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise SpeechperfError(
-            f"cannot count FLOPs: shape inference left some shapes unknown and running the graph on these feeds "
-            f"failed ({first[:300]}); was the model exported with these input sizes fixed?"
-        ) from None
-    return {name: tuple(np.asarray(v).shape) for name, v in zip(outputs, values)}
+    options.log_severity_level = 3
+    return ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def _node_flops(node, shapes: Mapping[str, tuple[int, ...]]) -> int:
@@ -205,5 +243,5 @@ def known_session(graph, threads: int | None = None):
         options.inter_op_num_threads = 1
     data = model.SerializeToString()
     session = OnnxRuntimeSession(ort.InferenceSession(data, options, providers=["CPUExecutionProvider"]), "cpu")
-    _models[session] = (model, {})
+    _counters[session] = _Counter(model)
     return session

@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
-from speechperf.config.schema import DATASET_TYPES, DEVICES, MODEL_TYPES
-
-
-def cache_dir() -> Path:
-    """Where speechperf keeps what it builds (exported VAD weights); ``SPEECHPERF_CACHE_DIR`` overrides."""
-    return Path(os.environ.get("SPEECHPERF_CACHE_DIR") or Path.home() / ".cache" / "speechperf")
+from speechperf.cache import cache_dir
+from speechperf.cli.config_options import config_from_options, config_options
+from speechperf.config.schema import DEVICES
 
 
 @click.command()
 @click.option("--backend", "-b", "backend_name", metavar="NAME", default=None,
               help="A registered backend (see `speechperf backends`); or general.backend in the config.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Benchmark YAML (see `speechperf config keys`). Without it: the tiny S2T on generated data.")
-@click.option("--model-type", type=click.Choice(tuple(MODEL_TYPES)), default=None, help="Replaces general.model_type.")
-@click.option("--set", "sets", multiple=True, metavar="SECTION.KEY=VALUE",
-              help="Replace one config key, e.g. --set stage1.max_len_b=10 (repeatable; the value is YAML).")
-@click.option("--preset", default=None, help="Size preset of every reference model (tiny, base); replaces stageN.preset.")
-@click.option("--dataset-path", default=None, help="Dataset file; replaces general.dataset_path.")
-@click.option("--dataset-type", type=click.Choice(DATASET_TYPES), default=None)
-@click.option("--dataset-size", type=click.IntRange(min=1), default=None, help="Use only the first N samples.")
-@click.option("--unsafe-pickle-runs-code", "allow_pickle", is_flag=True, default=None,
-              help="Allow fairseq's pickled .npy datasets: unpickling runs code from the file.")
+@config_options(without="the tiny S2T on generated data")
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed forwards per stage before timing.")
 @click.option("--repeat", type=click.IntRange(min=1), default=None, help="Timed forwards per sample.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads, pinned the same on every backend.")
@@ -55,32 +41,16 @@ def bench(backend_name, config_path, model_type, sets, preset, dataset_path, dat
     Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input; 130
     interrupted (the --output file keeps what was measured).
     """
-    from speechperf.config import default_config, load_config
-
     overrides = dict(
         backend=backend_name, model_type=model_type, dataset_path=dataset_path, dataset_type=dataset_type,
         dataset_size=dataset_size, unsafe_pickle_runs_code=allow_pickle, warmup=warmup, repeat=repeat,
         threads=threads, device=device, seed=seed, meters=meters, dump_speech_waveforms_dir=dump_speech_waveforms_dir,
         dump_waveform_file_prefix=dump_waveform_file_prefix, target_sr=target_sr,
     )
-    if dataset_path is not None and dataset_type is None:
-        overrides["dataset_type"] = _type_from_suffix(dataset_path)
-    stage_overrides = {"preset": preset}
-    cfg = (load_config(config_path, overrides, stage_overrides, sets) if config_path
-           else default_config(overrides, stage_overrides, sets))
+    cfg = config_from_options(config_path, overrides, preset, sets)
     from speechperf.benchmark.runner import run_benchmark
 
     code = run_benchmark(cfg, memory_method=memory_method, output=output, csv_path=csv_path, md_path=md_path,
                          workdir=cache_dir(), progress=not quiet)
     sys.exit(code)
 
-
-def _type_from_suffix(path: str) -> str:
-    from speechperf.errors import SpeechperfError
-
-    suffix = Path(path).suffix
-    types = {".tsv": "raw", ".npz": "npz", ".npy": "npy", ".txt": "text"}
-    if suffix not in types:
-        raise SpeechperfError(f"cannot tell the dataset type of {path} from its suffix {suffix!r}; pass "
-                              "--dataset-type (raw for .tsv, npz, npy, text for .txt)")
-    return types[suffix]

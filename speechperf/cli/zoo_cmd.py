@@ -21,7 +21,7 @@ def zoo() -> None:
 @_preset
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-    help="Output folder (default: the cache, ~/.cache/speechperf/zoo/<preset>, or $SPEECHPERF_ZOO_DIR/<preset>).",
+    help="Output folder (default: the cache, ~/.cache/speechperf/zoo/<preset>, or $SPEECHPERF_CACHE_DIR/zoo/<preset>).",
 )
 @click.option(
     "--model", "models", multiple=True, type=click.Choice(MODEL_MODULES), help="Only this model (repeatable)."

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -28,14 +27,13 @@ import attrs
 
 from speechperf import __version__
 from speechperf.backend import ModelSpec, TensorInfo
+from speechperf import cache
 from speechperf.errors import ModelFileError, SpeechperfError
 from speechperf.registry import get_backend
 from speechperf.zoo.catalog import MODEL_MODULES, ReferenceModel, check_preset, get_model
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = 1
-#: Overrides the root of the built-model cache (``<root>/<preset>/<model>``).
-CACHE_ENV = "SPEECHPERF_ZOO_DIR"
 
 #: Every format a component is built in: name -> (backend that loads it, file inside the model folder or None for
 #: a factory + weights). ``torch-eager`` is the reference the parity tests compare the others with.
@@ -73,8 +71,8 @@ class TorchBuild:
 
 
 def cache_root() -> Path:
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "speechperf" / "zoo"
+    """Built models live in ``<cache>/zoo/<preset>/<model>`` (see speechperf.cache)."""
+    return cache.cache_dir() / "zoo"
 
 
 def cache_dir(preset: str) -> Path:
