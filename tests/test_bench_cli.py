@@ -327,3 +327,15 @@ stage1: {{path: {model}, inputs: [{{name: wave, source: audio}}], outputs: [out]
     assert stage["role"] == "s2s" and stage["rtf"]["audio"] == "input"
     audio, rate = sf.read(dump / "_1_pred.wav")  # fairseq's name with an empty prefix
     assert rate == 8000 and len(audio) == 8000 and 0.05 < np.abs(audio).max() < 0.5
+
+
+def test_flops_of_the_default_are_equal_on_every_backend(tmp_path):
+    """paddle runs the inference program, which its counter cannot walk; it counts the same model's layers."""
+    counts = {}
+    for backend in BACKENDS:
+        data = bench_json(tmp_path, "--backend", backend, "--meters", "flops", "--dataset-size", "2", "--quiet")
+        flops = data["result"]["stages"][0]["flops"]
+        assert flops["source"] == "analytic"
+        counts[backend] = flops["per_sample"]
+    assert counts["paddle"] == counts["torch"] == counts["onnxruntime"]
+    assert all(v > 0 for v in counts["torch"].values())

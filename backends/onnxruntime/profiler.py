@@ -12,10 +12,11 @@ sends the calls there (that first step warms the new session up and is left out)
             session(feeds)
             prof.step(num_samples=len(feeds["x"]))
 
-With one session call per step, step N is the N-th call; a step may also make several calls (a decoding loop).
-ORT's JSON is read back: each ``model_run`` is assigned to the step that made it, the events of recorded steps are
-kept, a ``ProfilerStep#N`` event is added around each step, and the result is written as a Chrome trace to
-``profile_path`` (ORT's own timestamped file is removed). The op table has one row per node type
+With one session call per step, step N is the N-th call; a step may also make several calls (a decoding loop),
+and a loop may attach several sessions (an encoder and a decoder step): each gets its own profiling twin, and their
+traces are merged on one clock (``get_profiling_start_time_ns``). ORT's JSON is read back: each ``model_run`` is
+assigned to the step that made it, the events of recorded steps are kept, a ``ProfilerStep#N`` event is added around
+each step, and the result is written as a Chrome trace to ``profile_path`` (ORT's own timestamped file is removed). The op table has one row per node type
 (``args.op_name``: ``FusedConv``, ``MatMul``), kernel time. ``state=GPU`` needs a session on cuda; ``tracer_option``
 has no ORT equivalent.
 """
@@ -59,10 +60,8 @@ class OnnxRuntimeStepProfiler(StepProfiler):
 
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
-        self._proxy: ProfiledSession | None = None
-        self._profiled: OnnxRuntimeSession | None = None
-        self._first_call = 0
-        self._bounds: dict[int, int] = {}
+        self._proxies: list[ProfiledSession] = []
+        self._bounds: dict[int, tuple[int, ...]] = {}  # step -> each proxy's call count as the step began
         self._trace: Path | None = None
 
     def attach(self, session):
@@ -78,37 +77,56 @@ class OnnxRuntimeStepProfiler(StepProfiler):
                 f"state='GPU' needs a session on device 'cuda'; this one runs on {session.device!r}; "
                 "use state=CPU or state=All"
             )
-        self._proxy = ProfiledSession(session)
-        return self._proxy
+        self._proxies.append(ProfiledSession(session))
+        return self._proxies[-1]
 
     def _open(self, step: int) -> None:
-        if self._proxy is None:
+        if not self._proxies:
             raise ProfilerError(
                 f"step {step}: no session to profile; onnxruntime profiles a session: call "
                 "`session = prof.attach(session)` and run that session in the loop"
             )
-        spec, threads, providers = self._proxy.original.loaded_with
         self._trace = self.trace_file("onnxruntime_trace.json")
         self._trace.unlink(missing_ok=True)
-        prefix = self._trace.with_name(self._trace.name + ".ort")
-        options = {**spec.options, "enable_profiling": True, "profile_file_prefix": str(prefix)}
-        self._profiled = load_onnx(attrs.evolve(spec, options=options), self._proxy.device, threads, providers)
-        self._proxy.current = self._profiled
-        self._first_call = self._proxy.calls
-        self._bounds = {step: self._proxy.calls}
+        for i, proxy in enumerate(self._proxies):
+            spec, threads, providers = proxy.original.loaded_with
+            prefix = self._trace.with_name(f"{self._trace.name}.ort{i}")
+            options = {**spec.options, "enable_profiling": True, "profile_file_prefix": str(prefix)}
+            proxy.current = load_onnx(attrs.evolve(spec, options=options), proxy.device, threads, providers)
+        self._bounds = {step: self._calls()}
+
+    def _calls(self) -> tuple[int, ...]:
+        return tuple(proxy.calls for proxy in self._proxies)
 
     def _advance(self, step: int, num_samples: int | None) -> None:
-        self._bounds[step] = self._proxy.calls
+        self._bounds[step] = self._calls()
 
     def _close(self) -> Recorded:
-        self._bounds[self.step_num] = self._proxy.calls
-        raw = Path(self._profiled.session.end_profiling())
-        self._proxy.current = self._proxy.original
-        self._profiled = None
-        with open(raw) as f:
-            events = json.load(f)
-        raw.unlink()
-        kept, steps = self._recorded_events(events)
+        self._bounds[self.step_num] = self._calls()
+        first = min(self._bounds)
+        events, starts = [], []
+        for proxy in self._proxies:
+            profiled, proxy.current = proxy.current, proxy.original
+            starts.append(profiled.session.get_profiling_start_time_ns())
+            raw = Path(profiled.session.end_profiling())
+            with open(raw) as f:
+                events.append(json.load(f))
+            raw.unlink()
+        kept: list[dict] = []
+        marks: dict[int, list[dict]] = {}
+        for i, session_events in enumerate(events):
+            shift = (starts[i] - min(starts)) // 1000  # ORT's ts are microseconds from the session's own start
+            for e in session_events:
+                if "ts" in e:
+                    e["ts"] += shift
+            bounds = {step: calls[i] - self._bounds[first][i] for step, calls in self._bounds.items()}
+            mine, session_marks = self._recorded_events(session_events, bounds)
+            kept.extend(mine)
+            for mark in session_marks:
+                marks.setdefault(mark["args"]["step"], []).append(mark)
+        step_marks = [_merged_mark(step, marks[step]) for step in sorted(marks)]
+        steps = tuple(sorted(marks))
+        kept = step_marks + kept
         self._trace.write_text(json.dumps({"traceEvents": kept, "displayTimeUnit": "ms"}))
         ops = aggregate(
             (e["args"].get("op_name", e["name"]), round(e["dur"] * 1000)) for e in kept if e.get("cat") == "Node"
@@ -118,15 +136,18 @@ class OnnxRuntimeStepProfiler(StepProfiler):
             notes = (f"tracer_option={self.options.tracer_option} has no onnxruntime equivalent; it was ignored",)
         return Recorded(ops=ops, steps=steps, trace_path=self._trace, notes=notes)
 
-    def _recorded_events(self, events: list[dict]) -> tuple[list[dict], tuple[int, ...]]:
-        """The events of the recorded steps' runs, with a ProfilerStep#N event around each step."""
+    def _recorded_events(self, events: list[dict], bounds: dict[int, int]) -> tuple[list[dict], list[dict]]:
+        """One session's events of the recorded steps' runs, and a step mark per step that made runs.
+
+        ``bounds``: step -> this session's profiled calls made before the step began.
+        """
         runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
-        marks = sorted(self._bounds.items())
+        marks = sorted(bounds.items())
         kept_runs, step_marks = [], []
         for (step, begin), (_, end) in zip(marks, marks[1:]):
             if not self._start <= step < self._end:
                 continue
-            mine = runs[begin - self._first_call : end - self._first_call]
+            mine = runs[begin:end]
             if not mine:
                 continue
             kept_runs.extend(mine)
@@ -140,7 +161,7 @@ class OnnxRuntimeStepProfiler(StepProfiler):
                     "dur": last["ts"] + last["dur"] - first["ts"],
                     "pid": first.get("pid", 0),
                     "tid": first.get("tid", 0),
-                    "args": {"runs": len(mine)},
+                    "args": {"runs": len(mine), "step": step},
                 }
             )
         starts = [r["ts"] for r in kept_runs]  # runs do not overlap: they are sorted and disjoint
@@ -150,8 +171,15 @@ class OnnxRuntimeStepProfiler(StepProfiler):
             return i >= 0 and e["ts"] <= kept_runs[i]["ts"] + kept_runs[i]["dur"]
 
         kept = [e for e in events if e.get("ph") == "X" and in_a_run(e)]
-        steps = tuple(int(m["name"].split("#")[1]) for m in step_marks)
-        return step_marks + kept, steps
+        return kept, step_marks
+
+
+def _merged_mark(step: int, marks: list[dict]) -> dict:
+    """One ProfilerStep#N event around every session's runs of step N."""
+    begin = min(m["ts"] for m in marks)
+    end = max(m["ts"] + m["dur"] for m in marks)
+    runs = sum(m["args"]["runs"] for m in marks)
+    return {**marks[0], "ts": begin, "dur": end - begin, "args": {"runs": runs}}
 
 
 def make_step_profiler(backend, options, **kwargs) -> OnnxRuntimeStepProfiler:

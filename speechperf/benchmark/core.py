@@ -117,7 +117,7 @@ class BenchmarkingBase:
         self._meters[stage]["flops"] = meter
         s = self.stages[stage]
         self._each(stage, "flops", lambda sid, inp: meter.measure(sid, lambda sessions: s.run(sessions, inp),
-                                                                   dict(s.sessions)))
+                                                                   dict(s.flops_sessions())))
         return meter.result()
 
     def gather_all_metrics(self, dataset: Sequence[Sample]) -> BenchResult:

@@ -215,16 +215,30 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
     preset = stage_cfg.preset
     hparams = model.hparams(preset)
     label = f"{model.name}/{preset}"
-    sessions = load_sessions(model.name, preset, backend, device, threads, stage_cfg.format, where)
+    vocoder_name = stage_cfg.vocoder or DEFAULT_VOCODER
+
+    def sessions_in(fmt: str | None) -> dict[str, Session]:
+        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where)
+        if role == "tts":
+            sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where)["generator"]
+        return sessions
+
+    sessions = sessions_in(stage_cfg.format)
     if role in ("s2t", "s2u", "mt"):
-        return Seq2SeqStage(role, label, sessions, hparams, stage_cfg)
-    if role == "tts":
-        vocoder_name = stage_cfg.vocoder or DEFAULT_VOCODER
-        vocoder = get_model(vocoder_name)
-        sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, stage_cfg.format,
-                                            where)["generator"]
-        return TTSStage(f"{label}+{vocoder_name}", sessions, hparams, vocoder.hparams(preset))
-    return UnitVocoderStage(label, sessions, hparams, stage_cfg.dur_prediction)
+        stage = Seq2SeqStage(role, label, sessions, hparams, stage_cfg)
+    elif role == "tts":
+        stage = TTSStage(f"{label}+{vocoder_name}", sessions, hparams, get_model(vocoder_name).hparams(preset))
+    else:
+        stage = UnitVocoderStage(label, sessions, hparams, stage_cfg.dur_prediction)
+    counted_as = COUNTED_AS.get(zoo_format(backend.name, stage_cfg.format, where))
+    if counted_as is not None:
+        stage.flops_twin = lambda: sessions_in(counted_as)
+    return stage
+
+
+#: Formats whose graphs the backend's FLOP counter cannot walk at given shapes, and the format of the same model
+#: and weights that it counts instead: a paddle inference program keeps -1 for batch and time.
+COUNTED_AS = {"paddle-inference": "paddle-eager"}
 
 
 #: The zoo format each backend runs by default: how that framework's users usually deploy.

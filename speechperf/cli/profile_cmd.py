@@ -1,58 +1,105 @@
-"""``speechperf profile``: profile the inference of a model file with the uniform step profiler.
+"""``speechperf profile``: profile inference of a model file, or of a config's stages, with the uniform step profiler.
 
     speechperf profile --backend onnxruntime --model model.onnx --input x:4x80x100 \
         --profiler-options "batch_range=[10,20]; profile_path=/tmp/ort.json"
+    speechperf profile --backend torch --config configs/S2T.yaml --preset tiny --dataset-size 3 \
+        --profiler-options "batch_range=[2,5]; profile_path=/tmp/s2t_trace.json"
 
-Each step is one call of the model on seeded random inputs; the run lasts until ``batch_range`` ends, and the
-summary table, step time / ips and the trace path are printed. (Profiling a config's stages plugs into
-``speechperf.profiler.workload.profile_stages`` the same way, one stage per config stage.)
+With ``--model`` each step is one call of the model on seeded random inputs. With ``--config`` the stages are built
+and the dataset read exactly as ``speechperf bench`` does, and each step is one sample through the whole pipeline:
+every stage's forward, decoding loop included (the unit a speech engineer measures). The inputs of every stage are
+made before the profiler starts, as ``bench`` does, so the hand-off between stages is not in the steps. Step ``k``
+runs sample ``k mod N``: the loop cycles over the samples until ``batch_range`` ends, and the steps before
+``batch_range[0]`` are the warm-up. The summary table, step time / ips (samples/s) and the trace path are printed.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
+from speechperf.cli.config_options import config_from_options, config_options
 from speechperf.cli.options import backend_option, device_option, threads_option
+from speechperf.errors import SpeechperfError
+
+#: Options that only pick or change a config; meaningless with --model.
+_CONFIG_ONLY = ("model_type", "sets", "preset", "dataset_path", "dataset_type", "dataset_size", "allow_pickle")
+#: Options that only describe a model file's random inputs; a config's stages make their own inputs.
+_MODEL_ONLY = ("input_specs", "fmt")
 
 
 @click.command()
 @backend_option
-@click.option("--model", "model_path", required=True, type=click.Path(path_type=Path), help="The model file.")
+@click.option("--model", "model_path", default=None, type=click.Path(path_type=Path), help="The model file.")
+@config_options(without="give --model FILE")
 @click.option(
     "--input",
     "input_specs",
     multiple=True,
     metavar="NAME:SHAPE[:DTYPE]",
-    help="Shape (and dtype) of a random input, e.g. x:4x80x100 or tokens:1x12:int64; needed for dynamic axes.",
+    help="With --model: shape (and dtype) of a random input, e.g. x:4x80x100 or tokens:1x12:int64.",
 )
-@click.option("--format", "fmt", default=None, help="The model format, when the suffix does not tell.")
+@click.option("--format", "fmt", default=None, help="With --model: the model format, when the suffix does not tell.")
 @device_option
 @threads_option
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random inputs (--model) or general.seed (--config).")
 @click.option(
     "--profiler-options",
     default="",
     help='PaddleSpeech-style options, e.g. "batch_range=[10,20]; sorted_key=total; profile_path=/tmp/profile".',
 )
-def profile(
-    backend_name: str,
-    model_path: Path,
-    input_specs: tuple[str, ...],
-    fmt: str | None,
-    device: str,
-    threads: int,
-    seed: int,
-    profiler_options: str,
-) -> None:
-    """Profile inference of a model file: op table, step time / ips and a Chrome trace."""
-    from speechperf.backend import ModelSpec
+@click.pass_context
+def profile(ctx: click.Context, backend_name: str, model_path: Path | None, config_path: Path | None,
+            input_specs: tuple[str, ...], fmt: str | None, device: str, threads: int, seed: int,
+            profiler_options: str, **config_args) -> None:
+    """Profile inference of a model file (--model) or of a config's stages (--config): op table, step time / ips
+    and the framework's trace. With --config one step is one sample through every stage, decoding included."""
     from speechperf.profiler import ProfilerOptions
+
+    options = ProfilerOptions.parse(profiler_options)  # a bad string fails before any model is loaded
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT}
+    if model_path is not None and config_path is not None:
+        raise SpeechperfError(f"--model {model_path} and --config {config_path} exclude each other: profile one "
+                              "model file (--model) or the stages of one config (--config)")
+    if model_path is None and config_path is None:
+        raise SpeechperfError("nothing to profile: give --model FILE (one model on random inputs) or --config FILE "
+                              "(a config's stages on its dataset)")
+    if model_path is not None:
+        stray = [n for n in _CONFIG_ONLY if n in given]
+        if stray:
+            raise SpeechperfError(f"{_flag(stray[0])} applies to --config; with --model the inputs are random "
+                                  "(use --input NAME:SHAPE)")
+        _profile_model(backend_name, model_path, input_specs, fmt, device, threads, seed, options)
+        return
+    stray = [n for n in _MODEL_ONLY if n in given]
+    if stray:
+        raise SpeechperfError(f"{_flag(stray[0])} applies to --model; a config's stages make their inputs from "
+                              "the dataset (set stageN.inputs / stageN.format in the config)")
+    overrides = dict(
+        backend=backend_name, model_type=config_args["model_type"], dataset_path=config_args["dataset_path"],
+        dataset_type=config_args["dataset_type"], dataset_size=config_args["dataset_size"],
+        unsafe_pickle_runs_code=config_args["allow_pickle"],
+        # --threads/--device/--seed replace the config's values only when given
+        threads=threads if "threads" in given else None, device=device if "device" in given else None,
+        seed=seed if "seed" in given else None,
+    )
+    cfg = config_from_options(config_path, overrides, config_args["preset"], config_args["sets"])
+    _profile_config(cfg, options)
+
+
+def _flag(param: str) -> str:
+    return {"sets": "--set", "allow_pickle": "--unsafe-pickle-runs-code", "input_specs": "--input",
+            "fmt": "--format"}.get(param, "--" + param.replace("_", "-"))
+
+
+def _profile_model(backend_name, model_path, input_specs, fmt, device, threads, seed, options) -> None:
+    from speechperf.backend import ModelSpec
     from speechperf.profiler.workload import ProfileStage, parse_input_spec, profile_stages, random_feeds
     from speechperf.registry import require_backend
 
-    options = ProfilerOptions.parse(profiler_options)  # a bad string fails before any model is loaded
     given = {}
     for text in input_specs:
         name, shape, dtype = parse_input_spec(text)
@@ -61,4 +108,39 @@ def profile(
     session = backend.load(ModelSpec(model_path, format=fmt), device=device, threads=threads)
     feeds = random_feeds(session.inputs, given, seed)
     click.echo(f"profiling {model_path} on {backend_name}: {options!r}", err=True)
-    profile_stages(backend, [ProfileStage(model_path.name, session, feeds)], options)
+    profile_stages(backend, [ProfileStage.of_session(model_path.name, session, feeds)], options)
+
+
+def _profile_config(cfg, options) -> None:
+    """Build the config's stages and inputs as ``bench`` does, then profile one sample per step."""
+    from speechperf.benchmark import build
+    from speechperf.benchmark.core import benchmark_for
+    from speechperf.cache import cache_dir
+    from speechperf.data import load_dataset
+    from speechperf.profiler.workload import ProfileStage, profile_stages
+    from speechperf.registry import require_backend
+
+    general = cfg.general
+    dataset = load_dataset(general, cfg.roles[0])
+    backend = require_backend(general.backend)
+    workdir = cache_dir()
+    with build.stdout_to_stderr():
+        build.prepare_stages(cfg, backend.name, workdir, sys.stderr)
+        backend.set_threads(general.threads)
+        backend.seed(general.seed)
+        stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
+        pipeline = benchmark_for(general.model_type, stages, backend, device=general.device,
+                                 threads=general.threads, meters=())
+        pipeline.generate_stage_inputs(dataset)  # untimed, before the profiler starts, as bench does
+    for sid, message in pipeline.failed.items():
+        click.echo(f"note: left out of the profile: {message}", err=True)
+    sids = [sid for sid in pipeline.inputs[-1] if sid not in pipeline.failed]
+    if not sids:
+        raise SpeechperfError(f"{cfg.source}: no sample could be prepared for profiling; first failure: "
+                              f"{next(iter(pipeline.failed.values()), 'the dataset is empty')}")
+    profiled = [ProfileStage.of_stage(stage, [pipeline.inputs[i][sid] for sid in sids])
+                for i, stage in enumerate(stages)]
+    chain = " -> ".join(f"stage{i} {s.label}" for i, s in enumerate(stages, 1))
+    click.echo(f"profiling {cfg.source} ({general.model_type}) on {backend.name}, {general.threads} thread(s): "
+               f"one step = one sample through {chain}, cycling over {len(sids)} sample(s); {options!r}", err=True)
+    profile_stages(backend, profiled, options)

@@ -1,13 +1,16 @@
-"""Profile inference through the step profiler: each step calls every stage once on its feeds.
+"""Profile inference through the step profiler: each step runs every stage once, in order.
 
-``speechperf profile`` builds the stages from a model file and random inputs; a config's stages (a cascade) plug
-in the same way, one ``ProfileStage`` per stage.
+``speechperf profile --model FILE`` makes one stage of a model file on random inputs
+(``ProfileStage.of_session``); ``speechperf profile --config FILE`` makes one stage per config stage, each with its
+inputs for every sample of the dataset (``ProfileStage.of_stage``). Step ``k`` runs sample ``k mod n`` through the
+whole pipeline, so the loop cycles over the samples until ``batch_range`` has ended.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -20,25 +23,44 @@ from speechperf.profiler.summary import ProfileSummary
 
 @attrs.frozen
 class ProfileStage:
+    """One stage of a profiled step: ``run(sessions, inputs[k % len(inputs)])`` is its forward in step ``k``.
+
+    ``batch`` is the number of samples one forward processes (``num_samples`` of a step, for samples/s).
+    """
+
     name: str
-    session: Session
-    feeds: Mapping[str, np.ndarray]
+    sessions: Mapping[str, Session]
+    run: Callable[[Mapping[str, Session], Any], object]
+    inputs: Sequence[Any]
+    batch: int = 1
+
+    @classmethod
+    def of_session(cls, name: str, session: Session, feeds: Mapping[str, np.ndarray]) -> ProfileStage:
+        """A model file called on fixed feeds; its batch is axis 0 of its first input."""
+        first = next(iter(feeds.values()), None)
+        batch = int(first.shape[0]) if first is not None and first.ndim else 1
+        return cls(name, {name: session}, lambda sessions, f: sessions[name](f), (feeds,), batch)
+
+    @classmethod
+    def of_stage(cls, stage, inputs: Sequence[Any]) -> ProfileStage:
+        """A benchmark stage (``speechperf.benchmark.stage.Stage``): one sample per forward, decoding included."""
+        return cls(stage.label, stage.sessions, stage.run, tuple(inputs), 1)
 
 
 def profile_stages(backend, stages: Sequence[ProfileStage], options: ProfilerOptions | str | None) -> ProfileSummary:
-    """Run the stages step after step until ``batch_range`` has ended; return the summary (also printed).
-
-    ``num_samples`` of a step is the batch size: axis 0 of the first stage's first input.
-    """
+    """Run the stages step after step until ``batch_range`` has ended; return the summary (also printed)."""
     options = ProfilerOptions.coerce(options)
-    first = next(iter(stages[0].feeds.values()), None) if stages else None
-    batch = int(first.shape[0]) if first is not None and first.ndim else 1
+    if not stages or any(not stage.inputs for stage in stages):
+        raise SpeechperfError("nothing to profile: every stage needs at least one input")
     with backend.step_profiler(options) as prof:
-        sessions = [prof.attach(stage.session) for stage in stages]
+        # a backend that profiles sessions rather than the process (onnxruntime) hands back stand-ins to call
+        attached = [{key: prof.attach(s) for key, s in stage.sessions.items()} for stage in stages]
+        k = 0
         while not prof.finished:
-            for session, stage in zip(sessions, stages):
-                session(stage.feeds)
-            prof.step(num_samples=batch)
+            for stage, sessions in zip(stages, attached):
+                stage.run(sessions, stage.inputs[k % len(stage.inputs)])
+            prof.step(num_samples=stages[0].batch)
+            k += 1
     return prof.summary
 
 

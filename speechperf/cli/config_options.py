@@ -1,0 +1,58 @@
+"""The options that pick a benchmark config and its data, shared by ``bench`` and ``profile``, and the config
+they make (moved here from ``bench_cmd.py``, unchanged, so both commands read a config the same way)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from speechperf.config.schema import DATASET_TYPES, MODEL_TYPES
+
+
+def config_options(without: str):
+    """--config, --model-type, --set, --preset and the --dataset-* options; ``without``: what runs with no --config."""
+    options = [
+        click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help=f"Benchmark YAML (see `speechperf config keys`). Without it: {without}."),
+        click.option("--model-type", type=click.Choice(tuple(MODEL_TYPES)), default=None,
+                     help="Replaces general.model_type."),
+        click.option("--set", "sets", multiple=True, metavar="SECTION.KEY=VALUE",
+                     help="Replace one config key, e.g. --set stage1.max_len_b=10 (repeatable; the value is YAML)."),
+        click.option("--preset", default=None,
+                     help="Size preset of every reference model (tiny, base); replaces stageN.preset."),
+        click.option("--dataset-path", default=None, help="Dataset file; replaces general.dataset_path."),
+        click.option("--dataset-type", type=click.Choice(DATASET_TYPES), default=None),
+        click.option("--dataset-size", type=click.IntRange(min=1), default=None, help="Use only the first N samples."),
+        click.option("--unsafe-pickle-runs-code", "allow_pickle", is_flag=True, default=None,
+                     help="Allow fairseq's pickled .npy datasets: unpickling runs code from the file."),
+    ]
+
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
+def config_from_options(config_path: Path | None, overrides: dict, preset: str | None, sets):
+    """The merged config: ``config_path`` (or the built-in default) with the command line's values over it."""
+    from speechperf.config import default_config, load_config
+
+    if overrides.get("dataset_path") is not None and overrides.get("dataset_type") is None:
+        overrides["dataset_type"] = _type_from_suffix(overrides["dataset_path"])
+    stage_overrides = {"preset": preset}
+    return (load_config(config_path, overrides, stage_overrides, sets) if config_path
+            else default_config(overrides, stage_overrides, sets))
+
+
+def _type_from_suffix(path: str) -> str:
+    from speechperf.errors import SpeechperfError
+
+    suffix = Path(path).suffix
+    types = {".tsv": "raw", ".npz": "npz", ".npy": "npy", ".txt": "text"}
+    if suffix not in types:
+        raise SpeechperfError(f"cannot tell the dataset type of {path} from its suffix {suffix!r}; pass "
+                              "--dataset-type (raw for .tsv, npz, npy, text for .txt)")
+    return types[suffix]
