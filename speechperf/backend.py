@@ -193,12 +193,59 @@ class Backend(Protocol):
 
 
 class BackendBase:
-    """Shared checks for backends. A plugin may subclass it or implement the Backend protocol on its own."""
+    """The shared shape of a backend. A plugin may subclass it or implement the Backend protocol on its own.
+
+    A subclass names its framework and formats and implements ``_load``, ``set_threads``, ``get_threads``,
+    ``seed``, ``synchronize`` and, where it declares a ``cuda`` device, ``require_cuda``. ``load`` does every check
+    that can be made before the framework reads a file, the same way on every backend.
+    """
 
     name: str = ""
     #: The pip extra that installs the framework: ``pip install "speechperf[<extra>]"``.
     extra: str = ""
+    #: The module imported to use the framework, and the distribution that installs it.
+    framework_module: str = ""
+    framework_package: str = ""
     capabilities: Capabilities = Capabilities()
+    #: File suffix -> format, for a spec that does not name its format.
+    suffix_formats: Mapping[str, str] = {}
+    #: The format of a spec built from a ``factory`` (None where the backend loads no factories).
+    factory_format: str | None = None
+
+    def import_framework(self):
+        import importlib
+
+        return importlib.import_module(self.framework_module)
+
+    def availability(self) -> Availability:
+        try:
+            framework = self.import_framework()
+        except ImportError as exc:
+            return Availability(
+                False, f"{self.framework_package} is not installed ({exc}); install it with: {self.install_hint()}"
+            )
+        return Availability(True, "", framework.__version__)
+
+    def load(self, spec: ModelSpec, device: str = "cpu", threads: int | None = None) -> Session:
+        self.require_available()
+        self.check_device(device)
+        if device == "cuda":
+            self.require_cuda()
+        if check_threads(threads) is not None:
+            self.set_threads(threads)
+        if spec.format:
+            fmt = spec.format
+        elif spec.factory:
+            fmt = self.factory_format
+        else:
+            fmt = self.suffix_formats.get(spec.path.suffix if spec.path else "")
+        return self._load(spec, self.check_format(spec, fmt), device)
+
+    def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
+        raise NotImplementedError
+
+    def require_cuda(self) -> None:
+        raise DeviceError(f"backend {self.name!r} has no CUDA support; use device 'cpu'")
 
     # Each optional capability lives in its own module of the backend's package (profiler.py, flops.py,
     # memory.py); these methods only dispatch to it, so every backend is laid out the same way.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from speechperf.backend import Availability, BackendBase, Capabilities, ModelSpec, Session, check_threads
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
 from speechperf.errors import DeviceError
 
 
@@ -15,25 +15,28 @@ class OnnxRuntimeBackend(BackendBase):
         profilers=("session profiling",),
     )
 
+    framework_module = "onnxruntime"
+    framework_package = "onnxruntime"
+    suffix_formats = {".onnx": "onnx"}
+
     def __init__(self) -> None:
         self._threads: int | None = None
 
-    def availability(self) -> Availability:
-        try:
-            import onnxruntime
-        except ImportError as exc:
-            return Availability(False, f"onnxruntime is not installed ({exc}); install it with: {self.install_hint()}")
-        return Availability(True, "", onnxruntime.__version__)
-
-    def load(self, spec: ModelSpec, device: str = "cpu", threads: int | None = None) -> Session:
-        self.require_available()
-        self.check_device(device)
-        threads = check_threads(threads) or self._threads
-        fmt = spec.format or ("onnx" if spec.path is not None and spec.path.suffix == ".onnx" else None)
-        self.check_format(spec, fmt)
+    def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         from speechperf.backends.onnxruntime.session import load_onnx
 
-        return load_onnx(spec, device, threads, self._providers(device, spec))
+        return load_onnx(spec, device, self._threads, self._providers(device, spec))
+
+    def require_cuda(self) -> None:
+        import onnxruntime
+
+        available = onnxruntime.get_available_providers()
+        if "CUDAExecutionProvider" not in available:
+            raise DeviceError(
+                f"device 'cuda' was requested, but onnxruntime {onnxruntime.__version__} has no "
+                f"CUDAExecutionProvider (available: {', '.join(available)}); install onnxruntime-gpu "
+                "on a machine with a GPU, or use device 'cpu'"
+            )
 
     def set_threads(self, n: int) -> None:
         # ORT fixes its thread pools when a session is created: this applies to sessions loaded from now on.
@@ -54,17 +57,6 @@ class OnnxRuntimeBackend(BackendBase):
         return None
 
     def _providers(self, device: str, spec: ModelSpec) -> list[str]:
-        import onnxruntime
-
         if "providers" in spec.options:
             return list(spec.options["providers"])
-        if device == "cpu":
-            return ["CPUExecutionProvider"]
-        available = onnxruntime.get_available_providers()
-        if "CUDAExecutionProvider" not in available:
-            raise DeviceError(
-                f"device 'cuda' was requested, but onnxruntime {onnxruntime.__version__} has no "
-                f"CUDAExecutionProvider (available: {', '.join(available)}); install onnxruntime-gpu "
-                "on a machine with a GPU, or use device 'cpu'"
-            )
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        return ["CPUExecutionProvider"] if device == "cpu" else ["CUDAExecutionProvider", "CPUExecutionProvider"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from speechperf.backend import Availability, BackendBase, Capabilities, ModelSpec, Session, check_threads
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
 from speechperf.errors import DeviceError
 
 SUFFIX_FORMATS = {".json": "inference", ".pdmodel": "inference"}
@@ -37,25 +37,18 @@ class PaddleBackend(BackendBase):
         profilers=("paddle.profiler (api=new)", "legacy (api=legacy)"),
     )
 
+    framework_module = "paddle"
+    framework_package = "paddlepaddle"
+    suffix_formats = SUFFIX_FORMATS
+    factory_format = "layer"
+
     def __init__(self) -> None:
         self._threads: int | None = None
 
-    def availability(self) -> Availability:
-        try:
-            paddle = import_paddle()
-        except ImportError as exc:
-            return Availability(False, f"paddlepaddle is not installed ({exc}); install it with: {self.install_hint()}")
-        return Availability(True, "", paddle.__version__)
+    def import_framework(self):
+        return import_paddle()
 
-    def load(self, spec: ModelSpec, device: str = "cpu", threads: int | None = None) -> Session:
-        self.require_available()
-        self.check_device(device)
-        if device == "cuda":
-            self._require_cuda()
-        if threads is not None:
-            self.set_threads(threads)
-        fmt = spec.format or ("layer" if spec.factory else SUFFIX_FORMATS.get(spec.path.suffix if spec.path else ""))
-        fmt = self.check_format(spec, fmt)
+    def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         from speechperf.backends.paddle import session
 
         return session.LOADERS[fmt](spec, device, self._threads)
@@ -75,7 +68,7 @@ class PaddleBackend(BackendBase):
         if device == "cuda":
             import_paddle().device.synchronize()
 
-    def _require_cuda(self) -> None:
+    def require_cuda(self) -> None:
         paddle = import_paddle()
         if not paddle.device.is_compiled_with_cuda() or paddle.device.cuda.device_count() == 0:
             raise DeviceError(

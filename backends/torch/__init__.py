@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from speechperf.backend import Availability, BackendBase, Capabilities, ModelSpec, Session, check_threads
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
 from speechperf.errors import DeviceError
 
 #: File suffix -> format. ``.pt`` is TorchScript; weights for a factory are given as ``weights``.
@@ -18,27 +18,12 @@ class TorchBackend(BackendBase):
         profilers=("torch.profiler",),
     )
 
-    def __init__(self) -> None:
-        self._threads: int | None = None
+    framework_module = "torch"
+    framework_package = "torch"
+    suffix_formats = SUFFIX_FORMATS
+    factory_format = "module"
 
-    def availability(self) -> Availability:
-        try:
-            import torch
-        except ImportError as exc:
-            return Availability(False, f"torch is not installed ({exc}); install it with: {self.install_hint()}")
-        return Availability(True, "", torch.__version__)
-
-    def load(self, spec: ModelSpec, device: str = "cpu", threads: int | None = None) -> Session:
-        self.require_available()
-        self.check_device(device)
-        if device == "cuda":
-            self._require_cuda()
-        if threads is not None:
-            self.set_threads(threads)
-        elif self._threads is not None:
-            self.set_threads(self._threads)
-        fmt = spec.format or ("module" if spec.factory else SUFFIX_FORMATS.get(spec.path.suffix if spec.path else ""))
-        fmt = self.check_format(spec, fmt)
+    def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         from speechperf.backends.torch import session
 
         return session.LOADERS[fmt](spec, device)
@@ -53,7 +38,6 @@ class TorchBackend(BackendBase):
             torch.set_num_interop_threads(1)
         except RuntimeError:
             pass
-        self._threads = n
 
     def get_threads(self) -> int:
         import torch
@@ -71,7 +55,7 @@ class TorchBackend(BackendBase):
 
             torch.cuda.synchronize()
 
-    def _require_cuda(self) -> None:
+    def require_cuda(self) -> None:
         import torch
 
         if not torch.cuda.is_available():
