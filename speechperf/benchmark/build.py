@@ -50,12 +50,13 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None)
         start = time.perf_counter()
         code = ("import sys; from speechperf.zoo.build import ensure_built; "
                 "ensure_built(sys.argv[1], sys.argv[2])")
-        log.flush()
-        # The child's output goes to file descriptor 2: it is status, never data.
-        done = subprocess.run([sys.executable, "-c", code, model, preset], stdout=2, stderr=2)
+        # The exporters print pages of progress; keep them, and show them only when the build fails.
+        done = subprocess.run([sys.executable, "-c", code, model, preset], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
         if done.returncode != 0:
+            print("\n".join(done.stdout.splitlines()[-40:]), file=log)
             raise StageError(f"building reference model {model}/{preset} failed (exit {done.returncode}); "
-                             "see the messages above")
+                             "its last messages are above")
         print(f"built {model}/{preset} in {time.perf_counter() - start:.1f} s", file=log)
     if any(s.model == SILERO for s in cfg.stages) and backend_name == "paddle":
         from speechperf.adapters.vad import silero_model_spec
