@@ -28,9 +28,19 @@ def _busy_cpu_seconds() -> float:
     return t.user + t.system + getattr(t, "nice", 0.0) + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
 
 
-def measure_thread_use(work: Callable[[], object], min_seconds: float = 0.5, max_calls: int = 10_000) -> ThreadUse:
-    """Run ``work`` repeatedly for at least ``min_seconds`` and report how many cores it kept busy."""
-    work()  # the first call may spawn thread pools or compile; leave it out
+def measure_thread_use(
+    work: Callable[[], object], min_seconds: float = 0.5, max_calls: int = 10_000, warmup_seconds: float = 0.3
+) -> ThreadUse:
+    """Run ``work`` repeatedly for at least ``min_seconds`` and report how many cores it kept busy.
+
+    Calls during the first ``warmup_seconds`` are left out: the first may spawn thread pools or compile, and
+    OpenMP workers of earlier parallel work in the process keep spinning for up to ~200 ms after it ends.
+    """
+    start = time.perf_counter()
+    for _ in range(max_calls):
+        work()
+        if time.perf_counter() - start >= warmup_seconds:
+            break
     system0 = _busy_cpu_seconds()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     for _ in range(max_calls):

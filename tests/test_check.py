@@ -50,7 +50,7 @@ def test_exact_memory_rows_pass_and_memory_profiler_is_shown_beside_them():
 def test_runtime_overhead_rows_compare_with_a_bare_loop():
     rows = check_runtime_overhead(quick=True)
     assert "do-nothing" in rows[0].check and "bare loop" in rows[0].check
-    assert rows[1].measured.startswith("median ratio ") and rows[1].target == "0.98 .. 1.02"
+    assert rows[1].measured.startswith("median ratio ") and rows[1].target == "0.95 .. 1.02"
     ratio = float(rows[1].measured.split()[-1])
     assert 0.5 < ratio < 2.0  # the status depends on the machine's load; the ratio must be sane
 

@@ -5,7 +5,7 @@ Rows, by meter:
 - runtime: the timer's resolution (``time.perf_counter_ns``, smallest step seen, target <= 1 us); the runtime meter's
   per-call cost on a do-nothing session versus a bare ``perf_counter_ns`` loop over it (target <= 1 us more); and on a
   real numpy session of about 1 ms (single-threaded elementwise compute), the meter's median over the bare loop's
-  median (target 0.98 .. 1.02: below 0.98 the machine is too noisy to tell), the two measured in alternating blocks
+  median (target 0.95 .. 1.02: below 0.95 the machine is too noisy to tell), the two measured in alternating blocks
   so that drift hits both.
 - memory: each method against a known allocation: a session that allocates and touches N MiB (50 and 200) and holds
   it for about 5 ms must read ``delta = N`` within 5%. The exact method ("hwm") decides the verdict; fairseq's
@@ -42,6 +42,8 @@ DEFAULT_METERS = ("runtime", "memory", "flops", "threads")
 MEMORY_SIZES_MIB = (50, 200)
 MEMORY_TOLERANCE = 0.05
 RUNTIME_RATIO_TARGET = 1.02
+#: Below this the two loops differ by more than any overhead could explain: the timings are noise.
+RUNTIME_NOISE_FLOOR = 0.95
 THREAD_RATIO_TARGET = 1.3
 
 
@@ -174,16 +176,20 @@ def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
     forward = lambda: session(feeds)  # noqa: E731
     bare_ns, meter_ns = [], []
     blocks, per_block = (4, 25) if quick else (8, 40)
-    for _ in range(blocks):
-        bare_ns += bare_loop_ns(forward, per_block)
+    for block in range(blocks):
+        # Alternate which loop goes first, so that drift (allocator state, clock speed) favours neither.
         meter = RuntimeMeter(warmup=0, repeat=per_block)
-        meter_ns += list(meter.measure("matmul", forward).ns)
+        for first in ((0, 1) if block % 2 else (1, 0)):
+            if first:
+                bare_ns += bare_loop_ns(forward, per_block)
+            else:
+                meter_ns += list(meter.measure("compute", forward).ns)
     ratio = statistics.median(meter_ns) / statistics.median(bare_ns)
     # The meter cannot be faster than the bare loop: a ratio well below 1 is noise, and noise hides overhead too.
-    ok = 2 - RUNTIME_RATIO_TARGET <= ratio <= RUNTIME_RATIO_TARGET
+    ok = RUNTIME_NOISE_FLOOR <= ratio <= RUNTIME_RATIO_TARGET
     rows.append(CheckRow(
         "runtime", f"meter vs bare loop, real session ({statistics.median(bare_ns) / 1e6:.2f} ms of numpy compute)",
-        f"median ratio {ratio:.3f}", f"{2 - RUNTIME_RATIO_TARGET:.2f} .. {RUNTIME_RATIO_TARGET}", PASS if ok else FAIL,
+        f"median ratio {ratio:.3f}", f"{RUNTIME_NOISE_FLOOR:.2f} .. {RUNTIME_RATIO_TARGET}", PASS if ok else FAIL,
         note="" if ok or ratio > 1 else "timings too noisy to validate the meter here: rerun on a quieter machine",
     ))
     return rows
