@@ -53,6 +53,13 @@ class TestPaddleJitConformance(BackendConformance):
     def build_affine_model(self, directory, weight, bias):
         return ModelSpec(save_inference_model(directory, weight, bias), outputs=Y, options={"api": "jit"})
 
+    def test_two_threads_use_two_cores(self, backend, heavy):
+        """A paddle.jit.load layer uses one core whatever it is told, so asking it for two is refused, saying so."""
+        from speechperf.errors import SpeechperfError
+
+        with pytest.raises(SpeechperfError, match=r"threads=2: a model loaded with paddle.jit.load .* one CPU core"):
+            backend.load(heavy[0], threads=2)
+
 
 class TestPaddleLayerConformance(BackendConformance):
     """An nn.Layer factory plus framework-neutral weights (.npz, never pickle)."""

@@ -10,7 +10,7 @@ import numpy as np
 from speechperf.backend import ModelSpec, Session, TensorInfo
 from speechperf.backends.paddle import import_paddle
 from speechperf.backends.paddle.weights import load_weights
-from speechperf.errors import ModelFileError, first_line
+from speechperf.errors import ModelFileError, SpeechperfError, first_line
 
 paddle = import_paddle()
 from paddle import inference  # noqa: E402
@@ -113,7 +113,7 @@ def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session
     model = spec.existing(spec.path)
     params = _params_path(spec, model)
     if spec.options.get("api", "predictor") == "jit":
-        return _load_jit(spec, model, device)
+        return _load_jit(spec, model, device, threads)
     config = inference.Config(str(model), str(params))
     config.disable_glog_info()
     if device == "cuda":
@@ -130,7 +130,14 @@ def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session
     return PredictorSession(predictor, spec, device)
 
 
-def _load_jit(spec: ModelSpec, model: Path, device: str) -> Session:
+def _load_jit(spec: ModelSpec, model: Path, device: str, threads: int | None) -> Session:
+    if device == "cpu" and threads is not None and threads > 1:
+        # Measured on paddlepaddle 3.3.1: a paddle.jit.load layer keeps one core busy whatever set_num_threads,
+        # OMP_NUM_THREADS or the executor flags say, so a multi-thread figure from it would be a one-thread one.
+        raise SpeechperfError(
+            f"threads={threads}: a model loaded with paddle.jit.load (api 'jit') runs on one CPU core in paddle "
+            f"{paddle.__version__}; use threads=1, or the inference predictor (api 'predictor') for more threads"
+        )
     paddle.set_device("gpu:0" if device == "cuda" else "cpu")
     try:
         layer = paddle.jit.load(str(model.with_suffix("")))
