@@ -329,14 +329,3 @@ def benchmark_for(model_type: str, stages: Sequence[Stage], backend, **kwargs) -
         raise SpeechperfError(f"unknown model_type {model_type!r}; allowed: {', '.join(CLASSES)}")
     return CLASSES[model_type](stages, backend, model_type=model_type, **kwargs)
 
-
-__all__ = [
-    "CLASSES",
-    "BenchmarkingBase",
-    "Cascaded2StageS2ST",
-    "Cascaded3StageS2ST",
-    "Processing",
-    "S2UT",
-    "SpeechGeneration",
-    "benchmark_for",
-]
