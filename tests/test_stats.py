@@ -1,0 +1,55 @@
+"""The comparison statistics against numbers computed by hand (and by scipy's reference t-test formula)."""
+
+import math
+
+import pytest
+
+from speechperf import stats
+
+
+def test_speed_ratio_is_ratio_of_means_with_propagated_sigma():
+    fast = [1.0, 2.0, 3.0]  # mean 2, stdev 1
+    slow = [4.0, 6.0, 8.0]  # mean 6, stdev 2
+    r = stats.speed_ratio(fast, slow)
+    assert r.value == pytest.approx(3.0)
+    # 3 * sqrt((1/2)^2 + (2/6)^2) = 3 * sqrt(0.25 + 0.111...) = 1.80277...
+    assert r.sigma == pytest.approx(3 * math.sqrt(0.25 + 1 / 9))
+
+
+def test_speed_ratio_has_no_sigma_from_a_single_run():
+    r = stats.speed_ratio([2.0], [5.0, 5.0])
+    assert r.value == pytest.approx(2.5) and r.sigma is None
+
+
+def test_welch_p_value_matches_the_hand_computed_t_test():
+    a = [1.0, 2.0, 3.0, 4.0]  # mean 2.5, var 5/3
+    b = [2.0, 4.0, 6.0, 8.0, 10.0]  # mean 6, var 10
+    va, vb, na, nb = 5 / 3, 10.0, 4, 5
+    t = (2.5 - 6) / math.sqrt(va / na + vb / nb)
+    dof = (va / na + vb / nb) ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    from scipy.stats import t as student_t
+
+    expected = 2 * student_t.sf(abs(t), dof)
+    assert stats.welch_p_value(a, b) == pytest.approx(expected, rel=1e-9)
+    assert 0.01 < expected < 0.1  # a sanity anchor on the hand computation itself
+
+
+def test_not_significant_is_said():
+    c = stats.compare("a", [1.0, 1.2, 0.9, 1.1], "b", [1.05, 1.15, 0.95, 1.1])
+    assert c.significant is False
+    assert "not significant" in c.sentence()
+
+
+def test_rank_puts_the_fastest_first_and_says_how_much_faster():
+    ranked = stats.rank({"torch": [2.0, 2.1, 1.9], "onnxruntime": [1.0, 1.05, 0.95], "paddle": [3.0, 3.1, 2.9]})
+    assert [c.slow for c in ranked] == ["torch", "paddle"]
+    assert all(c.fast == "onnxruntime" for c in ranked)
+    # 2 * sqrt((0.05/1)^2 + (0.1/2)^2) = 0.14
+    assert ranked[0].sentence().startswith("onnxruntime ran 2.00 ± 0.14 times faster than torch")
+
+
+def test_outliers_by_modified_z_score():
+    values = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 30.0]
+    assert stats.outliers(values) == [6]
+    assert "1 of 7" in stats.outlier_warning(values, "torch runs")
+    assert stats.outlier_warning([1.0, 1.0, 1.0], "x") is None
