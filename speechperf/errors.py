@@ -25,6 +25,11 @@ class DeviceError(SpeechperfError):
     pass
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with a note on what was kept (e.g. which files hold the measurements so far). The CLI prints
+    "interrupted" once, with the note, and exits with 130."""
+
+
 def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message: frameworks often add pages of C++ context."""
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]

@@ -284,8 +284,8 @@ def test_default_run_exports_and_dump(tmp_path):
     timings = data["result"]["stages"][0]["runtime"]["samples"]
     assert [len(t["ns"]) for t in timings] == [3, 3]
     assert data["environment"]["packages"]["onnxruntime"] and data["environment"]["cpu_count"] >= 1
-    assert csv_path.read_text().splitlines()[1].startswith("stage1 s2t,s2t/tiny,2,0,")
-    assert "| total | S2T | 2 | 0 |" in md_path.read_text()
+    assert csv_path.read_text().splitlines()[1].startswith("onnxruntime,stage1 s2t,s2t/tiny,2,0,")
+    assert "| onnxruntime | total | S2T | 2 | 0 |" in md_path.read_text()
 
 
 @pytest.mark.slow

@@ -174,11 +174,13 @@ def test_reports_json_csv_markdown(tmp_path):
     raw = loaded["result"]["stages"][0]["runtime"]["samples"][0]
     assert len(raw["ns"]) == 2 and all(isinstance(v, int) and v > 0 for v in raw["ns"])  # every raw timing
     assert [r["stage"] for r in loaded["summary"]] == ["stage1 s2t", "stage2 tts", "total"]
+    assert {r["backend"] for r in loaded["summary"]} == {"fake"}
     csv_text = report.to_csv(result)
-    assert csv_text.splitlines()[0].startswith("stage,model,ok,failed,runtime_mean_ms")
-    assert len(csv_text.splitlines()) == 4
+    assert csv_text.splitlines()[0].startswith("backend,stage,model,ok,failed,runtime_mean_ms")
+    assert [line.split(",")[0] for line in csv_text.splitlines()[1:]] == ["fake"] * 3
     md = report.to_markdown(result)
-    assert md.splitlines()[0].startswith("| stage | model |") and "| total | 2StageS2ST |" in md
+    assert md.splitlines()[0].startswith("| backend | stage | model |")
+    assert "| fake | total | 2StageS2ST |" in md
 
 
 def test_interrupt_keeps_what_was_measured(tmp_path, monkeypatch):
@@ -190,13 +192,16 @@ def test_interrupt_keeps_what_was_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "prepare_stages", lambda *a, **k: None)
     monkeypatch.setattr(build, "build_stages", lambda *a, **k: [FakeStage("s2t", interrupt_on="gen2")])
     cfg = default_config({"backend": "fake", "dataset_size": 3, "generated_seconds": [0.25, 0.5]})
-    out = tmp_path / "partial.json"
+    out, csv_path, md_path = tmp_path / "partial.json", tmp_path / "partial.csv", tmp_path / "partial.md"
     try:
-        with pytest.raises(KeyboardInterrupt):
-            runner.run_benchmark(cfg, output=out, workdir=tmp_path, progress=False)
+        with pytest.raises(KeyboardInterrupt, match=r"what was measured is in .*partial.json, .*partial.csv"):
+            runner.run_benchmark(cfg, output=out, csv_path=csv_path, md_path=md_path, workdir=tmp_path,
+                                 progress=False)
     finally:
         unregister_backend("fake")
     data = json.loads(out.read_text())
     assert data["complete"] is False
     timed = data["result"]["stages"][0]["runtime"]["samples"]
     assert [s["sample_id"] for s in timed] == ["gen0", "gen1"]
+    assert csv_path.read_text().splitlines()[1].startswith("fake,stage1 s2t,fake-s2t,2,")
+    assert "| fake | total |" in md_path.read_text()

@@ -22,10 +22,11 @@ from typing import Any
 import attrs
 
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
+from speechperf.outputs import write_text_atomic
 
 PACKAGES = ("speechperf", "numpy", "torch", "paddlepaddle", "onnxruntime", "onnx", "paddle2onnx", "silero-vad",
             "soundfile", "soxr")
-COLUMNS = ("stage", "model", "ok", "failed", "runtime_mean_ms", "runtime_stdev_ms", "runtime_median_ms",
+COLUMNS = ("backend", "stage", "model", "ok", "failed", "runtime_mean_ms", "runtime_stdev_ms", "runtime_median_ms",
            "runtime_p90_ms", "rtf", "rtf_audio", "peak_rss_mib", "footprint_mib", "gflops_per_sample", "flops_source")
 
 
@@ -106,16 +107,13 @@ def to_json(result: BenchResult, config: dict[str, Any], env: dict[str, Any]) ->
     }
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+def write_json_atomic(path: Path, data: dict[str, Any], what: str = "--output") -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, allow_nan=False, default=str) + "\n", what)
 
 
 def rows(result: BenchResult) -> list[dict[str, Any]]:
-    """One row per stage, then a ``total`` row (runtime and FLOPs summed over stages, memory max)."""
+    """One row per stage, then a ``total`` row (runtime and FLOPs summed over stages, memory max); each names the
+    backend."""
     out = []
     for s in result.stages:
         stats = s.runtime.stats if s.runtime else None
@@ -128,7 +126,8 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
     t = result.totals
     out.append(_row("total", result.model_type, len(t.per_sample_s), len(result.failed), t.runtime, t.rtf, t.peak_mib,
                     t.footprint_mib, t.flops_per_sample, t.flops_source))
-    return out
+    # The backend on every row, so exports of several runs (torch, paddle, onnxruntime) can be concatenated.
+    return [{"backend": result.backend, **row} for row in out]
 
 
 def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """One benchmark run from a merged config: data, backend, stages, measurement, reports, waveform dump.
 
 The CLI's ``bench`` calls ``run_benchmark``; tests and notebooks can too. The JSON output is rewritten after each
-stage-meter pass, and on Ctrl-C the measurements so far are written with ``"complete": false``.
+stage-meter pass, and on Ctrl-C the measurements so far are written (JSON with ``"complete": false``, CSV,
+Markdown).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import sys
 from pathlib import Path
 
 from speechperf.config.schema import BenchConfig
-from speechperf.errors import SpeechperfError
+from speechperf.errors import Interrupted, SpeechperfError
+from speechperf.outputs import check_output_path, write_text_atomic
 
 
 def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path | None = None,
@@ -29,6 +31,10 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     if not general.backend:
         raise SpeechperfError(f"no backend given: pass --backend NAME (or general.backend); known backends: "
                               f"{', '.join(known_backends())}")
+    exports = {what: path for what, path in (("--output", output), ("--csv", csv_path), ("--markdown", md_path))
+               if path is not None}
+    for what, path in exports.items():  # before anything is loaded: a bad path must not cost a whole run
+        check_output_path(path, what)
     dataset = load_dataset(general, cfg.roles[0])
     backend = require_backend(general.backend)  # imports the framework
     with build.stdout_to_stderr():
@@ -56,18 +62,12 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     except KeyboardInterrupt:
         if show:
             show.close()
-        if output is not None:
-            report.write_json_atomic(output, report.to_json(bench.snapshot(complete=False), config_dict, env))
-            print(f"interrupted; what was measured is in {output}", file=err)
-        raise
+        _write_exports(bench.snapshot(complete=False), config_dict, env, output, csv_path, md_path)
+        # The CLI prints "interrupted" and this note on one line; printing it here too would say it twice.
+        raise Interrupted(f"what was measured is in {', '.join(map(str, exports.values()))}" if exports else "")
     if show:
         show.close()
-    if output is not None:
-        report.write_json_atomic(output, report.to_json(result, config_dict, env))
-    if csv_path is not None:
-        _write_text(csv_path, report.to_csv(result))
-    if md_path is not None:
-        _write_text(md_path, report.to_markdown(result))
+    _write_exports(result, config_dict, env, output, csv_path, md_path)
     report.print_table(result, file=out)
     for stage in result.stages:
         if stage.first_call_s is not None:
@@ -95,14 +95,15 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     return 1 if result.failed else 0
 
 
-def _write_text(path: Path, text: str) -> None:
-    import os
+def _write_exports(result, config_dict, env, output, csv_path, md_path) -> None:
+    from speechperf.benchmark import report
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    if output is not None:
+        report.write_json_atomic(output, report.to_json(result, config_dict, env))
+    if csv_path is not None:
+        write_text_atomic(csv_path, report.to_csv(result), "--csv")
+    if md_path is not None:
+        write_text_atomic(md_path, report.to_markdown(result), "--markdown")
 
 
 class _Progress:

@@ -12,7 +12,7 @@ import sys
 import click
 
 from speechperf import __version__
-from speechperf.errors import SpeechperfError
+from speechperf.errors import Interrupted, SpeechperfError
 
 
 class InputError(click.ClickException):
@@ -27,8 +27,9 @@ class SpeechperfGroup(click.Group):
             return super().invoke(ctx)
         except SpeechperfError as exc:
             raise InputError(str(exc)) from None
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+        except KeyboardInterrupt as exc:
+            note = str(exc) if isinstance(exc, Interrupted) else ""
+            click.echo(f"interrupted; {note}" if note else "interrupted", err=True)
             sys.exit(130)
 
 

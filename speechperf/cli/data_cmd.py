@@ -46,7 +46,9 @@ def subset(path: Path, dataset_type: str | None, kind: str, n: int, output: Path
            allow_pickle: bool) -> None:
     """Write the N random, shortest or longest samples of PATH to OUTPUT (same format; .npy becomes .npz)."""
     from speechperf.data.subsets import choose, index_dataset, stats, write_subset
+    from speechperf.outputs import check_output_path
 
+    check_output_path(output, "--output")
     index = index_dataset(path, _type_of(path, dataset_type), allow_pickle=allow_pickle)
     chosen = choose(index, kind, n, seed)
     write_subset(index, chosen, output)

@@ -14,6 +14,7 @@ import numpy as np
 
 from speechperf.data.formats import DatasetError, load_npy, load_npz, load_text, read_manifest
 from speechperf.errors import SpeechperfError
+from speechperf.outputs import atomic_path, write_text_atomic
 
 SUBSET_KINDS = ("random", "short", "long")
 
@@ -84,34 +85,26 @@ def choose(index: DatasetIndex, kind: str, n: int, seed: int = 1) -> list[Entry]
 
 def write_subset(index: DatasetIndex, entries: list[Entry], out: Path) -> Path:
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     if index.dataset_type == "raw":
         root = Path(index.root_line.strip())
         if not root.is_absolute():  # keep the subset pointing at the same files wherever it is written
             root = (index.path.parent / root).resolve()
         text = "\n".join([str(root)] + [e.line for e in entries]) + "\n"
-        _atomic_write_text(out, text)
+        write_text_atomic(out, text)
         wrd = index.path.with_suffix(".wrd")
         if wrd.is_file():  # carry the transcripts of the chosen lines along
             lines = wrd.read_text(encoding="utf-8").splitlines()
             position = {e.id: i for i, e in enumerate(index.entries)}
-            _atomic_write_text(out.with_suffix(".wrd"),
+            write_text_atomic(out.with_suffix(".wrd"),
                                "".join(lines[position[e.id]] + "\n" for e in entries if position[e.id] < len(lines)))
     elif index.dataset_type == "text":
-        _atomic_write_text(out, "".join(e.line + "\n" for e in entries))
+        write_text_atomic(out, "".join(e.line + "\n" for e in entries))
     else:
         if out.suffix != ".npz":
             raise SpeechperfError(f"an {index.dataset_type} subset is written as .npz; got output {out}")
-        tmp = out.with_name(out.name + ".partial.npz")
-        np.savez(tmp, **{e.id: index.arrays[e.id] for e in entries})
-        tmp.replace(out)
+        with atomic_path(out, "--output") as tmp:
+            np.savez(tmp, **{e.id: index.arrays[e.id] for e in entries})
     return out
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 @attrs.frozen
