@@ -183,3 +183,46 @@ def test_synth_makes_reproducible_real_speech(tmp_path):
                                          "a speech model turns sound into words"]
     assert all(1.0 < s.seconds < 6.0 for s in samples)
     assert (tmp_path / "a" / "sentences.txt").read_text().count("\n") == 2
+
+
+def _one_line_exit_2(args: list[str], *needles: str) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    for needle in needles:
+        assert needle in result.output, result.output
+
+
+def test_stats_refuses_what_bench_refuses(tmp_path):
+    """A corrupt wav and a wrong num_samples are errors (naming the file and both numbers), not "not audio"."""
+    manifest = make_manifest(tmp_path, {"a.wav": (tone(300, 0.2, 16000), 16000)}, counts={"a.wav": 999999999})
+    _one_line_exit_2(["data", "stats", str(manifest)],
+                     f"{manifest}:2: manifest says 999999999 samples but", "a.wav has 3200")
+    (tmp_path / "audio" / "bad.wav").write_bytes(b"RIFF not really a wave file")
+    manifest.write_text("audio\nbad.wav\t10\n")
+    _one_line_exit_2(["data", "stats", str(manifest)], f"{manifest}:2: cannot read audio file", "bad.wav")
+    _one_line_exit_2(["data", "subset", str(manifest), "-n", "1", "-o", str(tmp_path / "s.tsv")], "bad.wav")
+
+
+def test_binary_files_read_as_raw_are_one_line(tmp_path):
+    npz = tmp_path / "x.npz"
+    np.savez(npz, a=np.zeros(3))
+    for path in (npz, Path(shutil.which("ls") or "/bin/ls")):
+        _one_line_exit_2(["data", "stats", "--type", "raw", str(path)], f"{path} is not a raw manifest",
+                         "--dataset-type npz")
+        _one_line_exit_2(["bench", "-b", "onnxruntime", "--dataset-type", "raw", "--dataset-path", str(path)],
+                         f"{path} is not a raw manifest")
+
+
+def test_bom_is_read_and_a_folder_is_named(tmp_path):
+    manifest = make_manifest(tmp_path, {"a.wav": (tone(300, 0.2, 16000), 16000)})
+    manifest.write_bytes(b"\xef\xbb\xbf" + manifest.read_bytes())  # as Notepad saves UTF-8
+    assert [s.id for s in load_raw(manifest, 16000)] == ["a"]
+    result = CliRunner().invoke(main, ["data", "stats", str(manifest)])
+    assert result.exit_code == 0 and "total_audio\t0.20 s" in result.output, result.output
+    out = tmp_path / "sub.tsv"
+    assert CliRunner().invoke(main, ["data", "subset", str(manifest), "-n", "1", "-o", str(out)]).exit_code == 0
+    assert not out.read_text().startswith("\ufeff") and [s.id for s in load_raw(out, 16000)] == ["a"]
+    for args in (["data", "stats", str(tmp_path)], ["data", "stats", "--type", "npz", str(tmp_path)],
+                 ["bench", "-b", "onnxruntime", "--dataset-path", str(tmp_path)]):
+        _one_line_exit_2(args, f"{tmp_path} is a folder; give the file itself (it holds sub.tsv, train.tsv)")

@@ -44,6 +44,11 @@ def test_timer_only(tmp_path, tiny_onnx):  # noqa: F811
         ([], "input 'x' has no fixed shape (?x80x?); give it with --input x:SHAPE"),
         (["--input", "x:2by80"], "--input 'x:2by80' is not NAME:SHAPE[:DTYPE]"),
         (["--input", "y:2x80x30"], "--input 'y': the model has no such input; its inputs: x"),
+        (["--input", "x:2x80x30", "--seed", "-5"], "Invalid value for '--seed': -5 is not in the range x>=0"),
+        (["--input", "x:2x80x30", "--profiler-options", "profile_path=/proc/t.json"],
+         "profile_path /proc/t.json: its folder /proc is not writable"),
+        (["--input", "x:2x80x30", "--profiler-options", "profile_path=/dev/full"],
+         "profile_path /dev/full is a character device; only a regular file (or a new path) is written"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(tiny_onnx, args, message):  # noqa: F811

@@ -48,8 +48,10 @@ def config_from_options(config_path: Path | None, overrides: dict, preset: str |
 
 
 def _type_from_suffix(path: str) -> str:
+    from speechperf.data.formats import require_file
     from speechperf.errors import SpeechperfError
 
+    require_file(Path(path))
     suffix = Path(path).suffix
     types = {".tsv": "raw", ".npz": "npz", ".npy": "npy", ".txt": "text"}
     if suffix not in types:

@@ -13,8 +13,10 @@ _SUFFIX_TYPES = {".tsv": "raw", ".npz": "npz", ".npy": "npy", ".txt": "text"}
 
 
 def _type_of(path: Path, given: str | None) -> str:
+    from speechperf.data.formats import require_file
     from speechperf.errors import SpeechperfError
 
+    require_file(path)
     if given:
         return given
     if path.suffix in _SUFFIX_TYPES:

@@ -44,7 +44,7 @@ _MODEL_ONLY = ("input_specs", "fmt")
 @click.option("--format", "fmt", default=None, help="With --model: the model format, when the suffix does not tell.")
 @device_option
 @threads_option
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the random inputs (--model) or general.seed (--config).")
 @click.option(
     "--profiler-options",
@@ -60,6 +60,7 @@ def profile(ctx: click.Context, backend_name: str, model_path: Path | None, conf
     from speechperf.profiler import ProfilerOptions
 
     options = ProfilerOptions.parse(profiler_options)  # a bad string fails before any model is loaded
+    _check_trace_path(options)
     given = {name for name in ctx.params if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT}
     if model_path is not None and config_path is not None:
         raise SpeechperfError(f"--model {model_path} and --config {config_path} exclude each other: profile one "
@@ -88,6 +89,16 @@ def profile(ctx: click.Context, backend_name: str, model_path: Path | None, conf
     )
     cfg = config_from_options(config_path, overrides, config_args["preset"], config_args["sets"])
     _profile_config(cfg, options)
+
+
+def _check_trace_path(options) -> None:
+    """Refuse a trace path that cannot be written before profiling, not after it (a folder takes the trace inside)."""
+    from speechperf.outputs import check_output_path
+
+    if options.timer_only:
+        return
+    path = Path(options.profile_path).expanduser()
+    check_output_path(path / "trace.json" if path.is_dir() else path, "profile_path")
 
 
 def _flag(param: str) -> str:

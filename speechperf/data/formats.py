@@ -30,9 +30,13 @@ def read_manifest(path: Path) -> tuple[Path, list[tuple[int, str, int]]]:
 
     A relative root is taken relative to the manifest's folder, so a dataset folder can be moved as a whole.
     """
-    if not path.is_file():
-        raise DatasetError(f"manifest not found: {path}")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    require_file(path, "manifest")
+    try:  # utf-8-sig: a byte-order mark (as some Windows editors write) is not part of the root folder
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not a raw manifest: byte {exc.start} is not UTF-8 text; a raw dataset is a TSV "
+                           "whose first line is the audio root folder (for .npz / .npy / text files pass "
+                           "--dataset-type npz, npy or text)") from None
     if not lines or not lines[0].strip():
         raise DatasetError(f"{path}:1: the first line must be the root folder of the audio files")
     root = Path(lines[0].strip())
@@ -53,6 +57,32 @@ def read_manifest(path: Path) -> tuple[Path, list[tuple[int, str, int]]]:
     return root, entries
 
 
+def require_file(path: Path, what: str = "dataset file") -> None:
+    """Refuse a missing path or a folder with a message that says which, and what is expected instead."""
+    if path.is_dir():
+        inside = sorted(p.name for p in path.glob("*.tsv"))[:3]
+        hint = f" (it holds {', '.join(inside)})" if inside else ""
+        raise DatasetError(f"{what} {path} is a folder; give the file itself{hint}")
+    if not path.is_file():
+        raise DatasetError(f"{what} not found: {path}")
+
+
+def audio_frames(where: str, audio_path: Path, count: int) -> tuple[int, int]:
+    """Frames and rate of a manifest entry's audio file, which must exist, be readable and have ``count`` frames."""
+    import soundfile as sf
+
+    if not audio_path.is_file():
+        raise AudioError(f"{where}: audio file not found: {audio_path}")
+    try:
+        info = sf.info(str(audio_path))
+    except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / TypeError on corrupt files
+        raise AudioError(f"{where}: cannot read audio file {audio_path}: {str(exc).strip().splitlines()[0]}") from None
+    if info.frames != count:
+        raise DatasetError(f"{where}: manifest says {count} samples but {audio_path} has {info.frames}; "
+                           "regenerate the manifest or fix the count")
+    return info.frames, info.samplerate
+
+
 def transcripts_of(manifest: Path) -> list[str] | None:
     """The ``.wrd`` transcripts beside a manifest (one line per entry, wav2vec2 style), if there are any."""
     wrd = manifest.with_suffix(".wrd")
@@ -60,25 +90,13 @@ def transcripts_of(manifest: Path) -> list[str] | None:
 
 
 def load_raw(path: Path, sample_rate: int, size: int | None = None) -> list[Sample]:
-    import soundfile as sf
-
     root, entries = read_manifest(path)
     texts = transcripts_of(path)
     samples = []
     for index, (number, rel, count) in enumerate(entries[:size] if size else entries):
         where = f"{path}:{number}"
         audio_path = root / rel
-        if not audio_path.is_file():
-            raise AudioError(f"{where}: audio file not found: {audio_path}")
-        try:
-            frames = sf.info(str(audio_path)).frames
-        except Exception as exc:
-            raise AudioError(f"{where}: cannot read audio file {audio_path}: {str(exc).strip().splitlines()[0]}") from None
-        if frames != count:
-            raise DatasetError(
-                f"{where}: manifest says {count} samples but {audio_path} has {frames}; "
-                "regenerate the manifest or fix the count"
-            )
+        audio_frames(where, audio_path, count)
         audio = read_audio(audio_path, sample_rate, where)
         text = texts[index] if texts and index < len(texts) else None
         sample_id = Path(rel).with_suffix("").as_posix()  # the relative path: unique where file names repeat
@@ -92,8 +110,7 @@ def load_raw(path: Path, sample_rate: int, size: int | None = None) -> list[Samp
 def load_npz(path: Path, sample_rate: int, feat_dim: int, size: int | None = None) -> list[Sample]:
     """Each array of the ``.npz`` is one sample, keyed by its id: float (frames, feat_dim) = features,
     integer (length,) = token ids, float (length,) = a waveform at ``sample_rate``."""
-    if not path.is_file():
-        raise DatasetError(f"dataset file not found: {path}")
+    require_file(path)
     try:
         archive = np.load(str(path), allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
@@ -135,8 +152,7 @@ def load_npy(path: Path, sample_rate: int, feat_dim: int, allow_pickle: bool, si
 
     Unpickling runs code stored in the file, so it happens only when the user passes the explicit flag.
     """
-    if not path.is_file():
-        raise DatasetError(f"dataset file not found: {path}")
+    require_file(path)
     try:
         data = np.load(str(path), allow_pickle=False)
     except ValueError:
@@ -171,8 +187,7 @@ def load_npy(path: Path, sample_rate: int, feat_dim: int, allow_pickle: bool, si
 
 def load_text(path: Path, size: int | None = None) -> list[Sample]:
     """One sentence per non-empty line (MT and TTS inputs); the id is the line number."""
-    if not path.is_file():
-        raise DatasetError(f"dataset file not found: {path}")
+    require_file(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:

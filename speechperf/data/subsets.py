@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from speechperf.data.formats import DatasetError, load_npy, load_npz, load_text, read_manifest
+from speechperf.data.formats import DatasetError, audio_frames, load_npy, load_npz, load_text, read_manifest
 from speechperf.errors import SpeechperfError
 from speechperf.outputs import atomic_path, write_text_atomic
 
@@ -41,19 +41,14 @@ def index_dataset(path: Path, dataset_type: str, sample_rate: int = 16000, feat_
                   allow_pickle: bool = False) -> DatasetIndex:
     path = Path(path)
     if dataset_type == "raw":
-        import soundfile as sf
-
-        _, entries = read_manifest(path)
-        root_line = path.read_text(encoding="utf-8").splitlines()[0]
+        root, entries = read_manifest(path)
         rows = []
-        root, _ = read_manifest(path)
         for number, rel, count in entries:
-            try:
-                rate = sf.info(str(root / rel)).samplerate
-            except Exception:
-                rate = None  # stats still show lengths in samples; a bench run will name the bad line
+            # a missing or corrupt file, or a count that is not the file's, is an error here as it is in bench
+            _, rate = audio_frames(f"{path}:{number}", root / rel, count)
             sample_id = Path(rel).with_suffix("").as_posix()
-            rows.append(Entry(sample_id, count, count / rate if rate else None, f"{rel}\t{count}"))
+            rows.append(Entry(sample_id, count, count / rate, f"{rel}\t{count}"))
+        root_line = path.read_text(encoding="utf-8-sig").splitlines()[0]
         return DatasetIndex(path, "raw", "samples", tuple(rows), root_line=root_line)
     if dataset_type in ("npz", "npy"):
         samples = (load_npz(path, sample_rate, feat_dim) if dataset_type == "npz"
