@@ -210,3 +210,83 @@ def test_config_show_prints_the_merged_config():
     assert merged["general"]["model_type"] == "3StageS2ST"
     assert [merged[f"stage{i}"]["max_len_b"] for i in (1, 2, 3)] == [50, 50, 50]  # general's value in every stage
     assert merged["stage3"]["vocoder"] == "mel_vocoder" and merged["stage1"]["preset"] == "base"
+
+
+_USER_FILE = "general: {{model_type: S2T}}\nstage1: {{path: {path}, inputs: [{{name: x, source: features{dtype}}}], " \
+             "outputs: [y]}}\n"
+
+
+@pytest.mark.parametrize("text,message", [
+    (_USER_FILE.format(path="nothere.onnx", dtype=""), "stage1: model file not found: nothere.onnx"),
+    (_USER_FILE.format(path="model.xyz", dtype=""), "cannot tell the format of model.xyz from its suffix"),
+    (_USER_FILE.format(path="model.onnx", dtype=", dtype: int65"),
+     "stage1.inputs[0].dtype = 'int65'; allowed: float16, float32"),
+    ("stage1: {model: s2tt, preset: tiny}\n", "stage1: unknown reference model 's2tt' (did you mean 's2t'?)"),
+    ("stage1: {model: s2t, preset: huge}\n", "stage1: unknown preset 'huge'; known presets: tiny, base"),
+    ("general: {generated_seconds: [3, 1]}\nstage1: {model: s2t, preset: tiny}\n",
+     "generated_seconds [3.0, 1.0] must be [shortest, longest]"),
+    ("general: {model_type: VAD}\nstage1: {model: silero_vad, vad_threshold: 0}\n",
+     "stage1.vad_threshold = 0; must be > 0 and < 1"),
+    ("general: {model_type: VAD}\nstage1: {model: silero_vad, vad_threshold: 1.5}\n",
+     "stage1.vad_threshold = 1.5; must be > 0 and < 1"),
+    ("general: {model_type: S2T, dataset_type: raw, dataset_path: nothere.tsv}\nstage1: {model: s2t, preset: tiny}\n",
+     "manifest not found: nothere.tsv"),
+])
+def test_config_check_rejects_what_bench_rejects(tmp_path, monkeypatch, text, message):
+    """The same one-line error, exit 2, from `config check` and from `bench` before it loads anything."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.xyz").write_bytes(b"\0")
+    (tmp_path / "model.onnx").write_bytes(b"\0")
+    path = write(tmp_path, text)
+    lines = []
+    for args in (["config", "check", str(path)], ["config", "check", "-b", "onnxruntime", str(path)],
+                 ["bench", "-b", "onnxruntime", "--quiet", "--config", str(path)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith("Error: ") and len(result.output.strip().splitlines()) == 1, result.output
+        assert message in result.output
+        lines.append(result.output)
+    assert lines[1] == lines[2]  # with the same backend, check and bench say the same line
+
+
+def test_vad_threshold_range_is_the_documented_one(tmp_path):
+    row = next(line for line in markdown().splitlines() if "`stageN.vad_threshold`" in line)
+    assert "| > 0 and < 1 |" in row
+    for value, ok in ((0.001, True), (0.999, True), (1, False), (-0.1, False)):
+        path = write(tmp_path, f"general: {{model_type: VAD}}\nstage1: {{model: silero_vad, vad_threshold: {value}}}\n")
+        result = CliRunner().invoke(main, ["config", "check", str(path)])
+        assert result.exit_code == (0 if ok else 2), result.output
+        assert ok or "must be > 0 and < 1" in result.output
+
+
+def test_config_check_with_a_backend_checks_its_formats(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.onnx").write_bytes(b"\0")
+    path = write(tmp_path, _USER_FILE.format(path="model.onnx", dtype=""))
+    assert CliRunner().invoke(main, ["config", "check", str(path)]).exit_code == 0
+    result = CliRunner().invoke(main, ["config", "check", "--backend", "torch", str(path)])
+    assert result.exit_code == 2 and "backend 'torch' loads: torchscript, export, module" in result.output
+    result = CliRunner().invoke(main, ["config", "check", "--backend", "torchh", str(path)])
+    assert result.exit_code == 2 and "unknown backend 'torchh' (did you mean 'torch'?)" in result.output
+
+
+@pytest.mark.parametrize("inputs,message", [
+    ("[{name: scales, value: [1, 2], source: audio}]", "needs exactly one of source"),
+    ("[{name: scales}]", "needs exactly one of source"),
+    ("[{name: scales, value: [[1, 2], [3]]}]", "expected a number or a rectangular nested list of numbers"),
+    ("[{name: scales, value: [a, b]}]", "expected a number or a rectangular nested list of numbers"),
+    ("[{name: n, value: [1.5], dtype: int64}]", "does not fit dtype int64 exactly"),
+])
+def test_constant_input_values_are_checked(tmp_path, inputs, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_config(f"general: {{model_type: TTS}}\nstage1: {{path: m.onnx, inputs: {inputs}, outputs: [y]}}\n",
+                     "c.yaml")
+
+
+def test_output_sample_rate_only_for_a_speech_output_file(tmp_path):
+    cfg = parse_config("general: {model_type: TTS}\nstage1: {path: m.onnx, output_sample_rate: 22050, inputs: "
+                       "[{name: t, source: tokens, dtype: int64}, {name: s, value: [0.667, 1, 0.8]}], outputs: [y]}\n",
+                       "c.yaml")
+    assert cfg.stages[0].output_sample_rate == 22050 and cfg.stages[0].inputs[1].value == pytest.approx([0.667, 1, 0.8])
+    with pytest.raises(ConfigError, match="output_sample_rate applies to your own model file"):
+        parse_config("stage1: {model: s2t, output_sample_rate: 22050}\n", "c.yaml")

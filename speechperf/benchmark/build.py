@@ -16,9 +16,8 @@ from pathlib import Path
 
 from speechperf.backend import ModelSpec, TensorInfo
 from speechperf.benchmark.stage import Stage, StageError
+from speechperf.benchmark.validate import SILERO, check_stage_model
 from speechperf.config.schema import BenchConfig, StageConfig
-
-SILERO = "silero_vad"
 
 
 def reference_models(cfg: BenchConfig) -> list[tuple[str, str]]:
@@ -106,22 +105,15 @@ def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig,
         )
         session = backend.load(spec, device=device, threads=threads)
         feature_fn = _feature_fn() if any(i.source.startswith("feature") for i in stage_cfg.inputs) else None
-        return FileStage(role, session, stage_cfg, cfg.general.sample_rate, feature_fn)
+        return FileStage(role, session, stage_cfg, cfg.general.sample_rate, feature_fn, where)
+    check_stage_model(stage_cfg, role, where)
     if stage_cfg.model == SILERO:
-        if role != "vad":
-            raise StageError(f"{where}: model {SILERO!r} is a VAD; this stage is the {role} model")
         from speechperf.adapters.vad import silero_model_spec
         from speechperf.benchmark.file_stage import VadStage
 
         workdir.mkdir(parents=True, exist_ok=True)
         session = backend.load(silero_model_spec(backend.name, workdir), device=device, threads=threads)
         return VadStage(session, stage_cfg.vad_threshold)
-    if role == "s2s":
-        raise StageError(f"{where}: there is no reference direct speech-to-speech model; give your own file as "
-                         "`path` (or use model_type S2UT: s2ut + unit_vocoder)")
-    if role == "vad":
-        raise StageError(f"{where}: the VAD stage takes model {SILERO!r} or your own file (path); "
-                         f"got model {stage_cfg.model!r}")
     from speechperf.benchmark.reference import reference_stage
 
     return reference_stage(stage_cfg, role, where, backend, device, threads)

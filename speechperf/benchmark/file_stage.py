@@ -13,20 +13,22 @@ from speechperf.data.sample import Sample
 
 
 class FileStage(Stage):
-    """A user's model file run once per sample. Its declared inputs are fed from the sample's arrays (batch of 1);
-    its first declared output is the stage's result: token ids for s2t / mt / s2u, a waveform (at
-    ``sample_rate``) for tts / unit_vocoder / s2s."""
+    """A user's model file run once per sample. Its declared inputs are fed from the sample's arrays (batch of 1)
+    or, with ``value``, a constant; its first declared output is the stage's result: token ids for s2t / mt / s2u,
+    a waveform for tts / unit_vocoder / s2s, at the stage's ``output_sample_rate`` (default ``sample_rate``)."""
 
-    def __init__(self, role: str, session: Session, config, sample_rate: int, feature_fn=None):
+    def __init__(self, role: str, session: Session, config, sample_rate: int, feature_fn=None, where: str = ""):
         self.role = role
         self.label = config.path
         self.sessions = {"model": session}
         self.config = config
         self.sample_rate = sample_rate
+        self.output_rate = config.output_sample_rate or sample_rate
         self.feature_fn = feature_fn  # audio -> (frames, 80) features, needed only for a `features` input
+        self.constants = _constants(config.inputs, session, where or self.label)
 
     def _sources(self) -> set[str]:
-        return {i.source for i in self.config.inputs}
+        return {i.source for i in self.config.inputs if i.source}
 
     def from_sample(self, sample: Sample) -> StageIO:
         inp: StageIO = {}
@@ -64,15 +66,36 @@ class FileStage(Stage):
         return value[None]
 
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
-        feeds = {i.name: self._array(i.source, inp).astype(i.dtype) for i in self.config.inputs}
+        feeds = dict(self.constants)
+        feeds.update({i.name: self._array(i.source, inp).astype(i.dtype) for i in self.config.inputs if i.source})
         outputs = sessions["model"](feeds)
         first = np.asarray(outputs[self.config.outputs[0]])
         result: StageIO = {"outputs": outputs}
         if self.role in ("tts", "unit_vocoder", "s2s"):
-            result["waveform"], result["sample_rate"] = first.reshape(-1).astype(np.float32), self.sample_rate
+            result["waveform"], result["sample_rate"] = first.reshape(-1).astype(np.float32), self.output_rate
         elif np.issubdtype(first.dtype, np.integer):
             result["units" if self.role == "s2u" else "tokens"] = first.reshape(-1).astype(np.int64)
         return result
+
+
+def _constants(inputs, session: Session, where: str) -> dict[str, np.ndarray]:
+    """The ``value`` inputs as arrays, checked now against the dtype and shape the loaded model declares, so a
+    wrong constant fails before measuring, naming the key."""
+    from speechperf.backend import check_feeds
+    from speechperf.errors import FeedError
+
+    declared = {t.name: t for t in session.inputs}
+    constants = {}
+    for index, i in enumerate(inputs):
+        if i.value is None:
+            continue
+        constants[i.name] = np.asarray(i.value, dtype=i.dtype)
+        if i.name in declared:
+            try:
+                check_feeds((declared[i.name],), {i.name: constants[i.name]})
+            except FeedError as exc:
+                raise StageError(f"{where}.inputs[{index}].value = {i.value!r}: {exc}") from None
+    return constants
 
 
 class VadStage(Stage):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from speechperf.benchmark.validate import check_config
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
 from speechperf.outputs import check_output_path, write_text_atomic
@@ -31,6 +32,7 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     if not general.backend:
         raise SpeechperfError(f"no backend given: pass --backend NAME (or general.backend); known backends: "
                               f"{', '.join(known_backends())}")
+    check_config(cfg)  # everything `speechperf config check` checks, before anything is loaded
     exports = {what: path for what, path in (("--output", output), ("--csv", csv_path), ("--markdown", md_path))
                if path is not None}
     for what, path in exports.items():  # before anything is loaded: a bad path must not cost a whole run

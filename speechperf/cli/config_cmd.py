@@ -32,12 +32,17 @@ def show(path: str | None) -> None:
 
 @config.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def check(paths: tuple[str, ...]) -> None:
-    """Check config files; print one line per file and exit 2 on the first bad one."""
+@click.option("--backend", "-b", "backend_name", metavar="NAME", default=None,
+              help="Also check what this backend loads (default: general.backend, if set).")
+def check(paths: tuple[str, ...], backend_name: str | None) -> None:
+    """Check config files as bench does before measuring (keys, models, presets, model files, dataset path); print
+    one line per file and exit 2 on the first bad one."""
+    from speechperf.benchmark.validate import check_config
     from speechperf.config import load_config
 
     for path in paths:
         cfg = load_config(path)
+        check_config(cfg, backend_name)
         click.echo(f"{path}: ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))")
 
 

@@ -126,12 +126,14 @@ def _profile_config(cfg, options) -> None:
     """Build the config's stages and inputs as ``bench`` does, then profile one sample per step."""
     from speechperf.benchmark import build
     from speechperf.benchmark.core import benchmark_for
+    from speechperf.benchmark.validate import check_config
     from speechperf.cache import cache_dir
     from speechperf.data import load_dataset
     from speechperf.profiler.workload import ProfileStage, profile_stages
     from speechperf.registry import require_backend
 
     general = cfg.general
+    check_config(cfg)
     dataset = load_dataset(general, cfg.roles[0])
     backend = require_backend(general.backend)
     workdir = cache_dir()

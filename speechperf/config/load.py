@@ -25,6 +25,7 @@ from speechperf.config.schema import (
     GeneralConfig,
     InputConfig,
     StageConfig,
+    bounds_text,
 )
 from speechperf.errors import SpeechperfError
 
@@ -190,6 +191,10 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
     if stage.path and not stage.inputs:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `inputs` declared: a list of "
                           "{name, source, dtype}")
+    if stage.output_sample_rate is not None and not (stage.path and role in ("tts", "unit_vocoder", "s2s")):
+        raise ConfigError(f"{at}: {section}.output_sample_rate applies to your own model file (path) of a tts, "
+                          f"unit_vocoder or s2s stage; this is the {role} stage"
+                          f"{'' if stage.path else ' of a reference model, whose rate is known'}")
     if stage.path and not stage.outputs:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
 
@@ -211,7 +216,7 @@ def _build(cls, values: dict[str, Any], where, section: str):
 _KIND_TEXT = {
     "str": "a string", "str?": "a string or null", "int": "an integer", "int?": "an integer or null",
     "float": "a number", "bool": "true or false", "list[str]": "a list of strings", "list[float]": "a list of numbers",
-    "inputs": "a list of {name, source, dtype} mappings",
+    "inputs": "a list of {name, source, dtype} mappings", "array?": "a number or a nested list of numbers",
 }
 
 
@@ -257,6 +262,8 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         ):
             raise bad(_KIND_TEXT[kind])
         out = tuple(float(v) for v in value)
+    elif base == "array":  # checked against the input's dtype in _input, which knows it
+        out = value
     elif base == "inputs":
         if not isinstance(value, list):
             raise bad(_KIND_TEXT[kind])
@@ -268,8 +275,14 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
             if item not in choices:
                 raise ConfigError(f"{at}: {name} = {value!r}; allowed: {', '.join(choices)}"
                                   f"{_suggest(str(item), list(choices))}")
-    if minimum is not None and out < minimum:
-        raise ConfigError(f"{at}: {name} = {value!r}; must be >= {minimum:g}")
+    if minimum is not None or meta.get("maximum") is not None:
+        low, high = meta["minimum"], meta.get("maximum")
+        if meta.get("exclusive"):
+            inside = (low is None or out > low) and (high is None or out < high)
+        else:
+            inside = (low is None or out >= low) and (high is None or out <= high)
+        if not inside:
+            raise ConfigError(f"{at}: {name} = {value!r}; must be {bounds_text(meta)}")
     return out
 
 
@@ -280,9 +293,29 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
     for k in value:
         if k not in allowed:
             raise ConfigError(f"{at}: unknown key {name}.{k}{_suggest(str(k), allowed)}; allowed: {', '.join(allowed)}")
-    for k in ("name", "source"):
-        if k not in value:
-            raise ConfigError(f"{at}: {name} has no {k!r}; each input needs name and source")
+    if "name" not in value:
+        raise ConfigError(f"{at}: {name} has no 'name'; each input needs name and source (or value)")
+    if ("source" in value) == ("value" in value):
+        raise ConfigError(f"{at}: {name} ({value['name']!r}) needs exactly one of source (an array of the sample) "
+                          "and value (a constant)")
     kwargs = {f.name: check_value(f, value[f.name], f"{name}.{f.name}", at) for f in attrs.fields(InputConfig)
               if f.name in value}
+    if "value" in kwargs:
+        kwargs["value"] = _constant(kwargs["value"], kwargs.get("dtype", "float32"), f"{name}.value", at)
     return InputConfig(**kwargs)
+
+
+def _constant(value: Any, dtype: str, name: str, at: str) -> Any:
+    """A constant input as a plain nested list of ``dtype`` values; refused if not numbers or not exact in it."""
+    import numpy as np
+
+    try:
+        given = np.asarray(value)
+    except ValueError:  # a ragged nested list
+        given = np.asarray(None, dtype=object)
+    if given.dtype.kind not in "biuf" or given.size == 0:
+        raise ConfigError(f"{at}: {name} = {value!r}; expected a number or a rectangular nested list of numbers")
+    cast = given.astype(dtype)
+    if np.dtype(dtype).kind in "biu" and not np.array_equal(cast, given):
+        raise ConfigError(f"{at}: {name} = {value!r} does not fit dtype {dtype} exactly")
+    return cast.tolist()

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import attrs
 
-from speechperf.config.schema import MODEL_TYPES, GeneralConfig, InputConfig, StageConfig
+from speechperf.config.schema import MODEL_TYPES, GeneralConfig, InputConfig, StageConfig, bounds_text
 
 _KIND_DOC = {
     "str": "string", "str?": "string or null", "int": "integer", "int?": "integer or null", "float": "number",
     "bool": "bool", "list[str]": "list of strings", "list[float]": "list of numbers", "inputs": "list of inputs",
+    "array?": "number, nested list or null",
 }
 
 
@@ -29,9 +30,8 @@ def _table(cls, section: str) -> list[str]:
     rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     for f in attrs.fields(cls):
         meta = f.metadata
-        allowed = ", ".join(meta["choices"]) if meta["choices"] else (
-            f">= {meta['minimum']:g}" if meta["minimum"] is not None else "")
-        default = "required" if f.default is None and cls is InputConfig and f.name != "dtype" else _default(f.default)
+        allowed = ", ".join(meta["choices"]) if meta["choices"] else bounds_text(meta)
+        default = "required" if cls is InputConfig and f.name == "name" else _default(f.default)
         rows.append(f"| `{section}{f.name}` | {_KIND_DOC[meta['kind']]} | {default} | {allowed} | {meta['help']} |")
     return rows
 

@@ -30,13 +30,25 @@ METERS = ("runtime", "memory", "flops")
 DEVICES = ("cpu", "cuda")
 INPUT_SOURCES = ("audio", "audio_length", "features", "feature_length", "tokens", "token_length")
 MAX_STAGES = 3
+#: numpy dtypes a user's model file input may declare.
+DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
-def key(default: Any, help: str, kind: str, choices: tuple[str, ...] | None = None, minimum: float | None = None):
-    """An attrs field with what the loader checks (``kind``, ``choices``, ``minimum``) and the doc line."""
+def key(default: Any, help: str, kind: str, choices: tuple[str, ...] | None = None, minimum: float | None = None,
+        maximum: float | None = None, exclusive: bool = False):
+    """An attrs field with what the loader checks (``kind``, ``choices``, ``minimum`` / ``maximum``, both bounds
+    excluded when ``exclusive``) and the doc line."""
     return attrs.field(
-        default=default, metadata={"help": help, "kind": kind, "choices": choices, "minimum": minimum}
+        default=default, metadata={"help": help, "kind": kind, "choices": choices, "minimum": minimum,
+                                   "maximum": maximum, "exclusive": exclusive}
     )
+
+
+def bounds_text(meta) -> str:
+    """The allowed range of a number key, as the docs and the loader's errors both say it: ``> 0 and < 1``."""
+    low, high = (">", "<") if meta.get("exclusive") else (">=", "<=")
+    parts = [f"{op} {meta[k]:g}" for op, k in ((low, "minimum"), (high, "maximum")) if meta.get(k) is not None]
+    return " and ".join(parts)
 
 
 @attrs.frozen
@@ -44,8 +56,10 @@ class InputConfig:
     """One declared input of a user's own model file and which array of the sample feeds it."""
 
     name: str = key(None, "input name in the model file", "str")
-    source: str = key(None, "which array of the sample feeds it", "str", INPUT_SOURCES)
-    dtype: str = key("float32", "numpy dtype the model expects", "str")
+    source: str | None = key(None, "which array of the sample feeds it (or give `value`)", "str?", INPUT_SOURCES)
+    dtype: str = key("float32", "numpy dtype the model expects", "str", DTYPES)
+    value: Any = key(None, "instead of `source`: a constant fed on every call, a number or nested list checked "
+                     "against dtype and the model's shape (e.g. Piper's scales: [0.667, 1.0, 0.8])", "array?")
 
 
 @attrs.frozen
@@ -79,7 +93,12 @@ class StageConfig:
     min_len: int = key(1, "decoding: EOS is not allowed before this many tokens (fairseq's --min-len)", "int",
                        minimum=0)
     dur_prediction: bool = key(True, "unit vocoder: predict a duration per unit instead of repeating units", "bool")
-    vad_threshold: float = key(0.5, "VAD: speech probability above which a window is speech", "float", minimum=0)
+    output_sample_rate: int | None = key(
+        None, "with `path` for a tts / unit_vocoder / s2s stage: rate of its output waveform (e.g. 22050 for Piper); "
+        "RTF divides by the audio seconds at this rate (default general.sample_rate)", "int?", minimum=1
+    )
+    vad_threshold: float = key(0.5, "VAD: speech probability above which a window is speech", "float", minimum=0,
+                               maximum=1, exclusive=True)
 
 
 @attrs.frozen

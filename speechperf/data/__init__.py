@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from speechperf.data.audio import AudioError, read_audio, resample, write_wav
-from speechperf.data.formats import DatasetError, load_npy, load_npz, load_raw, load_text
+from speechperf.data.formats import DatasetError, load_npy, load_npz, load_raw, load_text, require_file
 from speechperf.data.generated import generated_audio, generated_text
 from speechperf.data.sample import Sample
 
@@ -15,22 +15,14 @@ AUDIO_ROLES = ("s2t", "s2u", "vad", "s2s")
 
 def load_dataset(general, first_role: str) -> list[Sample]:
     """The samples a run measures, read as ``general`` (a GeneralConfig) says, for a first stage of ``first_role``."""
+    check_dataset_config(general)
     kind, size = general.dataset_type, general.dataset_size
     if kind == "generated":
-        if general.dataset_path:
-            raise DatasetError(f"dataset_path {general.dataset_path!r} is set but dataset_type is 'generated'; "
-                               "set dataset_type (--dataset-type raw|npz|npy|text)")
-        seconds = tuple(general.generated_seconds)
-        if len(seconds) != 2 or not 0 < seconds[0] <= seconds[1]:
-            raise DatasetError(f"generated_seconds {list(seconds)} must be [shortest, longest] with "
-                               "0 < shortest <= longest")
         n = size or 8
-        lo, hi = seconds
+        lo, hi = general.generated_seconds
         if first_role in AUDIO_ROLES:
             return generated_audio(n, general.sample_rate, (lo, hi), general.seed)
         return generated_text(n, (lo, hi), general.seed)
-    if not general.dataset_path:
-        raise DatasetError(f"dataset_type {kind!r} needs a dataset path (--dataset-path or general.dataset_path)")
     path = Path(general.dataset_path)
     if kind == "raw":
         samples = load_raw(path, general.sample_rate, size)
@@ -46,6 +38,23 @@ def load_dataset(general, first_role: str) -> list[Sample]:
         raise DatasetError(f"{path} holds no samples")
     check_fits(samples, first_role, f"{path} ({kind})")
     return samples
+
+
+def check_dataset_config(general) -> None:
+    """What can be checked of the dataset keys without reading the dataset (``config check`` runs this too)."""
+    kind = general.dataset_type
+    if kind == "generated":
+        if general.dataset_path:
+            raise DatasetError(f"dataset_path {general.dataset_path!r} is set but dataset_type is 'generated'; "
+                               "set dataset_type (--dataset-type raw|npz|npy|text)")
+        seconds = tuple(general.generated_seconds)
+        if len(seconds) != 2 or not 0 < seconds[0] <= seconds[1]:
+            raise DatasetError(f"generated_seconds {list(seconds)} must be [shortest, longest] with "
+                               "0 < shortest <= longest")
+        return
+    if not general.dataset_path:
+        raise DatasetError(f"dataset_type {kind!r} needs a dataset path (--dataset-path or general.dataset_path)")
+    require_file(Path(general.dataset_path), "manifest" if kind == "raw" else "dataset file")
 
 
 #: What the first stage of each role can take.
@@ -69,6 +78,7 @@ __all__ = [
     "AudioError",
     "DatasetError",
     "Sample",
+    "check_dataset_config",
     "generated_audio",
     "generated_text",
     "load_dataset",

@@ -1,0 +1,95 @@
+"""Every check of a benchmark config that can be made before anything is loaded or measured.
+
+``speechperf bench``, ``speechperf profile --config`` and ``speechperf config check`` all call ``check_config``, so
+``config check`` says ok to exactly the configs bench would start measuring (up to what only loading can tell: a
+model file that the framework cannot parse, a dataset line whose audio is corrupt). No framework is imported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from speechperf.benchmark.stage import StageError
+from speechperf.config.schema import BenchConfig, StageConfig
+from speechperf.errors import ModelFileError, SpeechperfError
+
+SILERO = "silero_vad"
+
+
+def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
+    """Raise a one-line SpeechperfError for the first thing in ``cfg`` bench would refuse; ``backend_name`` (or
+    general.backend) adds the backend's own checks (known name, device, model formats it loads)."""
+    from speechperf.data import check_dataset_config
+    from speechperf.registry import get_backend
+
+    backend_name = backend_name or cfg.general.backend
+    backend = get_backend(backend_name) if backend_name else None  # registered, not imported
+    if backend is not None and hasattr(backend, "check_device"):
+        backend.check_device(cfg.general.device)
+    check_dataset_config(cfg.general)
+    for index, (stage, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
+        where = f"{cfg.source}: stage{index}"
+        check_stage_model(stage, role, where)
+        if stage.path:
+            _check_model_file(stage, where, backend)
+        elif stage.model != SILERO:
+            try:
+                _check_reference(stage, role)
+            except SpeechperfError as exc:
+                raise type(exc)(f"{where}: {exc}") from None
+
+
+def check_stage_model(stage: StageConfig, role: str, where: str) -> None:
+    """The stage's model fits its role: the real silero VAD only as a VAD, no reference model where none exists."""
+    if stage.path:
+        return
+    if stage.model == SILERO and role != "vad":
+        raise StageError(f"{where}: model {SILERO!r} is a VAD; this stage is the {role} model")
+    if role == "s2s":
+        raise StageError(f"{where}: there is no reference direct speech-to-speech model; give your own file as "
+                         "`path` (or use model_type S2UT: s2ut + unit_vocoder)")
+    if role == "vad" and stage.model != SILERO:
+        raise StageError(f"{where}: the VAD stage takes model {SILERO!r} or your own file (path); "
+                         f"got model {stage.model!r}")
+
+
+def _check_reference(stage: StageConfig, role: str) -> None:
+    from speechperf.zoo.catalog import check_preset, get_model
+
+    get_model(stage.model)  # an unknown name fails with the known names
+    check_preset(stage.preset)
+    if role == "tts" and stage.vocoder:
+        get_model(stage.vocoder)
+
+
+def _check_model_file(stage: StageConfig, where: str, backend) -> None:
+    path = Path(stage.path)
+    if not path.exists():
+        raise ModelFileError(f"{where}: model file not found: {path}")
+    if backend is not None and hasattr(backend, "check_format"):
+        from speechperf.backend import ModelSpec
+
+        backend.check_format(ModelSpec(path), stage.format or dict(backend.suffix_formats).get(path.suffix))
+        return
+    suffixes, formats = _known_formats()
+    if stage.format is None and path.suffix not in suffixes:
+        raise ModelFileError(f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; known "
+                             f"suffixes: {', '.join(sorted(suffixes))} (or set the stage's format)")
+    if stage.format is not None and stage.format not in formats:
+        raise ModelFileError(f"{where}: format {stage.format!r} is not loaded by any backend; known formats: "
+                             f"{', '.join(sorted(formats))}")
+
+
+def _known_formats() -> tuple[set[str], set[str]]:
+    """The file suffixes and formats some registered backend loads (a broken plugin adds none)."""
+    from speechperf.registry import get_backend, known_backends
+
+    suffixes, formats = set(), set()
+    for name in known_backends():
+        try:
+            backend = get_backend(name)
+        except SpeechperfError:
+            continue
+        suffixes |= set(getattr(backend, "suffix_formats", {}))
+        formats |= set(backend.capabilities.formats)
+    return suffixes, formats
