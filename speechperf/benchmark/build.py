@@ -104,7 +104,7 @@ def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig,
             outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
         )
         session = backend.load(spec, device=device, threads=threads)
-        feature_fn = _feature_fn() if any(i.source.startswith("feature") for i in stage_cfg.inputs) else None
+        feature_fn = _feature_fn() if any((i.source or "").startswith("feature") for i in stage_cfg.inputs) else None
         return FileStage(role, session, stage_cfg, cfg.general.sample_rate, feature_fn, where)
     check_stage_model(stage_cfg, role, where)
     if stage_cfg.model == SILERO:

@@ -39,7 +39,7 @@ def bench(backend_name, config_path, model_type, sets, preset, dataset_path, dat
     """Measure runtime, RTF, peak memory and FLOPs of a model (or a cascade) on one backend.
 
     Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input; 130
-    interrupted (the --output file keeps what was measured).
+    interrupted (--output, --csv and --markdown keep what was measured).
     """
     overrides = dict(
         backend=backend_name, model_type=model_type, dataset_path=dataset_path, dataset_type=dataset_type,

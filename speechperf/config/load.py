@@ -306,7 +306,7 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
 
 
 def _constant(value: Any, dtype: str, name: str, at: str) -> Any:
-    """A constant input as a plain nested list of ``dtype`` values; refused if not numbers or not exact in it."""
+    """A constant input as a plain nested list; refused if not numbers, or not exact in an integer ``dtype``."""
     import numpy as np
 
     try:
@@ -318,4 +318,4 @@ def _constant(value: Any, dtype: str, name: str, at: str) -> Any:
     cast = given.astype(dtype)
     if np.dtype(dtype).kind in "biu" and not np.array_equal(cast, given):
         raise ConfigError(f"{at}: {name} = {value!r} does not fit dtype {dtype} exactly")
-    return cast.tolist()
+    return given.tolist()  # as written (0.667, not float32's 0.6669999957); cast to dtype when fed
