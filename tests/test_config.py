@@ -290,3 +290,11 @@ def test_output_sample_rate_only_for_a_speech_output_file(tmp_path):
     assert cfg.stages[0].output_sample_rate == 22050 and cfg.stages[0].inputs[1].value == pytest.approx([0.667, 1, 0.8])
     with pytest.raises(ConfigError, match="output_sample_rate applies to your own model file"):
         parse_config("stage1: {model: s2t, output_sample_rate: 22050}\n", "c.yaml")
+
+
+@pytest.mark.parametrize("meters", ["", " , "])
+def test_empty_meters_is_an_error(meters):
+    result = CliRunner().invoke(main, ["bench", "-b", "onnxruntime", "--quiet", "--meters", meters])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: <built-in default.yaml>: general.meters = {meters!r} is empty; allowed: one or "
+                             "more of runtime, memory, flops\n")

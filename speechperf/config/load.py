@@ -224,6 +224,7 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
     """Convert and check one value against its field's kind, choices and minimum; raise one clear line if bad."""
     meta = field.metadata
     kind, choices, minimum = meta["kind"], meta["choices"], meta["minimum"]
+    given = value
 
     def bad(allowed: str) -> ConfigError:
         return ConfigError(f"{at}: {name} = {value!r} ({type(value).__name__}); expected {allowed}")
@@ -271,6 +272,8 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
     else:  # pragma: no cover - a schema bug
         raise AssertionError(kind)
     if choices is not None:
+        if out == ():  # e.g. --meters "": a run that measures nothing is a mistake, not a request
+            raise ConfigError(f"{at}: {name} = {given!r} is empty; allowed: one or more of {', '.join(choices)}")
         for item in out if isinstance(out, tuple) else (out,):
             if item not in choices:
                 raise ConfigError(f"{at}: {name} = {value!r}; allowed: {', '.join(choices)}"
