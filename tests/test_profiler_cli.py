@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -55,3 +56,29 @@ def test_bad_input_is_one_line_exit_2(tiny_onnx, args, message):  # noqa: F811
     result = CliRunner().invoke(main, ["profile", "-b", "onnxruntime", "--model", str(tiny_onnx), *args])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+
+
+S2T_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "S2T.yaml"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch_range,steps", [("[0,2]", {0, 1}), ("[1,3]", {1, 2})])
+def test_a_range_from_step_0_or_1_records_the_same_steps_on_every_backend(tmp_path, batch_range, steps):
+    """The range may start before the loop has attached its sessions (ORT profiles a session, not the process)."""
+    import re
+
+    recorded = {}
+    for backend in ("torch", "paddle", "onnxruntime"):
+        pytest.importorskip({"torch": "torch", "paddle": "paddle", "onnxruntime": "onnxruntime"}[backend])
+        trace = tmp_path / f"{backend}.json"
+        result = CliRunner().invoke(main, [
+            "profile", "-b", backend, "--config", str(S2T_CONFIG), "--preset", "tiny", "--dataset-size", "2",
+            "--profiler-options", f"batch_range={batch_range}; profile_path={trace}"])
+        assert result.exit_code == 0, result.output
+        assert "steps timed: 2" in result.output
+        events = json.loads(trace.read_text())
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        # ProfilerStep#N (torch, onnxruntime), ProfileStep#N[... ms] (paddle)
+        recorded[backend] = {int(m.group(1)) for e in events
+                             if (m := re.match(r"Profiler?Step#(\d+)", str(e.get("name", ""))))}
+    assert recorded == {"torch": steps, "paddle": steps, "onnxruntime": steps}

@@ -105,8 +105,9 @@ def test_timer_only_gives_ips_and_no_trace(tmp_path, tiny_onnx):
 
 def test_a_loop_without_an_attached_session_is_told_how(tiny_onnx):
     prof = get_backend("onnxruntime").step_profiler("batch_range=[0,2]")
-    with pytest.raises(Exception, match=r"call `session = prof.attach\(session\)`"):
-        prof.__enter__()
+    with pytest.raises(Exception, match=r"step 1: no session to profile; .* call `session = prof.attach\(session\)`"):
+        with prof:
+            prof.step()
 
 
 def test_state_gpu_needs_a_cuda_session(tiny_onnx):

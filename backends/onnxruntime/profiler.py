@@ -77,25 +77,35 @@ class OnnxRuntimeStepProfiler(StepProfiler):
                 f"state='GPU' needs a session on device 'cuda'; this one runs on {session.device!r}; "
                 "use state=CPU or state=All"
             )
-        self._proxies.append(ProfiledSession(session))
-        return self._proxies[-1]
+        proxy = ProfiledSession(session)
+        self._proxies.append(proxy)
+        if self._trace is not None:
+            # Attached after profiling began: batch_range starting at 0 or 1 opens the profiler as the loop is
+            # entered, before the loop attaches its sessions. This one made no call before any step.
+            self._bounds = {step: calls + (0,) for step, calls in self._bounds.items()}
+            self._profile(len(self._proxies) - 1, proxy)
+        return proxy
 
     def _open(self, step: int) -> None:
-        if not self._proxies:
-            raise ProfilerError(
-                f"step {step}: no session to profile; onnxruntime profiles a session: call "
-                "`session = prof.attach(session)` and run that session in the loop"
-            )
         self._trace = self.trace_file("onnxruntime_trace.json")
         self._trace.unlink(missing_ok=True)
         for i, proxy in enumerate(self._proxies):
-            spec, threads, providers = proxy.original.loaded_with
-            prefix = self._trace.with_name(f"{self._trace.name}.ort{i}")
-            options = {**spec.options, "enable_profiling": True, "profile_file_prefix": str(prefix)}
-            proxy.current = load_onnx(attrs.evolve(spec, options=options), proxy.device, threads, providers)
-        self._bounds = {step: self._calls()}
+            self._profile(i, proxy)
+        self._bounds = {step: tuple(proxy.calls for proxy in self._proxies)}  # none yet when the range starts at 0, 1
+
+    def _profile(self, i: int, proxy: ProfiledSession) -> None:
+        """Send ``proxy``'s calls to a twin of its session with ORT profiling on."""
+        spec, threads, providers = proxy.original.loaded_with
+        prefix = self._trace.with_name(f"{self._trace.name}.ort{i}")
+        options = {**spec.options, "enable_profiling": True, "profile_file_prefix": str(prefix)}
+        proxy.current = load_onnx(attrs.evolve(spec, options=options), proxy.device, threads, providers)
 
     def _calls(self) -> tuple[int, ...]:
+        if not self._proxies:
+            raise ProfilerError(
+                f"step {self.step_num}: no session to profile; onnxruntime profiles a session: call "
+                "`session = prof.attach(session)` and run that session in the loop"
+            )
         return tuple(proxy.calls for proxy in self._proxies)
 
     def _advance(self, step: int, num_samples: int | None) -> None:
