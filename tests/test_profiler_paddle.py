@@ -48,6 +48,13 @@ def train(prof, steps, batch=4):
     return prof.summary
 
 
+def by_fastest_call(summary):
+    """Ops, slowest fastest-call first. Load from other processes only adds time to a call, and it rarely hits all
+    ten calls of an op, so the fastest call ranks ops by their own cost where totals (one preempted call of a cheap
+    op can outweigh the conv) flake on a busy machine. The conv is over 3x any other op's fastest call here."""
+    return sorted(summary.ops, key=lambda o: o.min_ns, reverse=True)
+
+
 def test_new_api_records_steps_10_to_19_of_30(tmp_path):
     trace = tmp_path / "paddle trace.json"
     s = train(get_backend("paddle").step_profiler(f"batch_range=[10,20]; api=new; profile_path={trace}"), 30)
@@ -58,7 +65,7 @@ def test_new_api_records_steps_10_to_19_of_30(tmp_path):
     assert s.op("conv2d dygraph").calls == 10  # Conv1D runs as conv2d in paddle
     assert s.op("Global_Conv2dGradNodeFinal").calls == 10
     assert s.op("matmul dygraph").calls == 10
-    assert {"conv2d dygraph", "Global_Conv2dGradNodeFinal"} <= {o.name for o in s.top(6)}
+    assert {o.name for o in by_fastest_call(s)[:2]} == {"conv2d dygraph", "Global_Conv2dGradNodeFinal"}
     assert s.timing.steps == 10 and s.timing.ips_unit == "samples/s"
 
 
@@ -74,7 +81,8 @@ def test_legacy_api_records_steps_10_to_19_of_30(tmp_path, capfd):
     assert s.steps == tuple(range(10, 20))
     assert s.op("conv2d pybind_imperative_func").calls == 10
     assert s.op("backward").calls == 10
-    assert "conv2d pybind_imperative_func" in {o.name for o in s.top(4)}
+    # "backward" holds the conv's gradient: of the ops outside it, the conv is the heaviest
+    assert [o.name for o in by_fastest_call(s) if o.name != "backward"][0] == "conv2d pybind_imperative_func"
     # paddle's own report went to stdout, and the Chrome trace beside the profile parses
     assert "Profiling Report" in capfd.readouterr().out
     assert len(json.load(open(s.trace_path))["traceEvents"]) == len(events)
