@@ -51,7 +51,8 @@ def _type_from_suffix(path: str) -> str:
     from speechperf.data.formats import require_file
     from speechperf.errors import SpeechperfError
 
-    require_file(Path(path))
+    if Path(path).is_dir():
+        require_file(Path(path))  # says it is a folder and which manifests it holds
     suffix = Path(path).suffix
     types = {".tsv": "raw", ".npz": "npz", ".npy": "npy", ".txt": "text"}
     if suffix not in types:
