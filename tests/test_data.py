@@ -217,7 +217,11 @@ def test_binary_files_read_as_raw_are_one_line(tmp_path):
 def test_bom_is_read_and_a_folder_is_named(tmp_path):
     manifest = make_manifest(tmp_path, {"a.wav": (tone(300, 0.2, 16000), 16000)})
     manifest.write_bytes(b"\xef\xbb\xbf" + manifest.read_bytes())  # as Notepad saves UTF-8
-    assert [s.id for s in load_raw(manifest, 16000)] == ["a"]
+    manifest.with_suffix(".wrd").write_bytes("\ufeffhello world\n".encode())
+    assert [(s.id, s.text) for s in load_raw(manifest, 16000)] == [("a", "hello world")]
+    text = tmp_path / "sentences.txt"
+    text.write_bytes("\ufeffone two\n".encode())
+    assert [s.text for s in load_text(text)] == ["one two"]
     result = CliRunner().invoke(main, ["data", "stats", str(manifest)])
     assert result.exit_code == 0 and "total_audio\t0.20 s" in result.output, result.output
     out = tmp_path / "sub.tsv"

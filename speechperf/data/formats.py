@@ -86,7 +86,7 @@ def audio_frames(where: str, audio_path: Path, count: int) -> tuple[int, int]:
 def transcripts_of(manifest: Path) -> list[str] | None:
     """The ``.wrd`` transcripts beside a manifest (one line per entry, wav2vec2 style), if there are any."""
     wrd = manifest.with_suffix(".wrd")
-    return wrd.read_text(encoding="utf-8").splitlines() if wrd.is_file() else None
+    return wrd.read_text(encoding="utf-8-sig").splitlines() if wrd.is_file() else None
 
 
 def load_raw(path: Path, sample_rate: int, size: int | None = None) -> list[Sample]:
@@ -189,7 +189,7 @@ def load_text(path: Path, size: int | None = None) -> list[Sample]:
     """One sentence per non-empty line (MT and TTS inputs); the id is the line number."""
     require_file(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path} is not UTF-8 text: {exc}") from None
     samples = [Sample(id=str(n), text=line.strip()) for n, line in enumerate(lines, 1) if line.strip()]

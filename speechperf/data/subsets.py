@@ -88,7 +88,7 @@ def write_subset(index: DatasetIndex, entries: list[Entry], out: Path) -> Path:
         write_text_atomic(out, text)
         wrd = index.path.with_suffix(".wrd")
         if wrd.is_file():  # carry the transcripts of the chosen lines along
-            lines = wrd.read_text(encoding="utf-8").splitlines()
+            lines = wrd.read_text(encoding="utf-8-sig").splitlines()
             position = {e.id: i for i, e in enumerate(index.entries)}
             write_text_atomic(out.with_suffix(".wrd"),
                                "".join(lines[position[e.id]] + "\n" for e in entries if position[e.id] < len(lines)))
