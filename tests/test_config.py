@@ -273,6 +273,7 @@ def test_config_check_with_a_backend_checks_its_formats(tmp_path, monkeypatch):
 @pytest.mark.parametrize("inputs,message", [
     ("[{name: scales, value: [1, 2], source: audio}]", "needs exactly one of source"),
     ("[{name: scales}]", "needs exactly one of source"),
+    ("[{name: scales, value: null}]", "needs exactly one of source"),
     ("[{name: scales, value: [[1, 2], [3]]}]", "expected a number or a rectangular nested list of numbers"),
     ("[{name: scales, value: [a, b]}]", "expected a number or a rectangular nested list of numbers"),
     ("[{name: n, value: [1.5], dtype: int64}]", "does not fit dtype int64 exactly"),

@@ -298,7 +298,7 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
             raise ConfigError(f"{at}: unknown key {name}.{k}{_suggest(str(k), allowed)}; allowed: {', '.join(allowed)}")
     if "name" not in value:
         raise ConfigError(f"{at}: {name} has no 'name'; each input needs name and source (or value)")
-    if ("source" in value) == ("value" in value):
+    if (value.get("source") is None) == (value.get("value") is None):
         raise ConfigError(f"{at}: {name} ({value['name']!r}) needs exactly one of source (an array of the sample) "
                           "and value (a constant)")
     kwargs = {f.name: check_value(f, value[f.name], f"{name}.{f.name}", at) for f in attrs.fields(InputConfig)
