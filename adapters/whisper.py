@@ -154,7 +154,8 @@ def transcribe_features(
     batch = features.shape[0]
     tokens = np.tile(np.array(vocab.prompt, dtype=np.int64), (batch, 1))
     layers, d = cross["cross_k"].shape[0], cross["cross_k"].shape[-1]
-    self_k = self_v = np.zeros((layers, batch, 0, d), dtype=np.float32)
+    # One masked slot, not an empty cache (speechperf.zoo.whisper.EMPTY_CACHE).
+    self_k = self_v = np.zeros((layers, batch, 1, d), dtype=np.float32)
     eot = vocab.eot
     out = np.zeros((batch, 0), dtype=np.int64)
     finished = np.zeros(batch, dtype=bool)

@@ -11,8 +11,10 @@ Three graphs, so that decoding with a KV cache is numpy code shared by all backe
 - ``encoder``: ``features`` [B, 80, 3000] -> ``encoder_out`` [B, 1500, 384].
 - ``cross_kv``: ``encoder_out`` -> the cross-attention keys and values of every decoder layer, [4, B, 1500, 384]
   each, computed once per utterance.
-- ``decoder_step``: new ``tokens`` [B, n] and the self-attention cache [4, B, past, 384] (``past`` may be 0) ->
+- ``decoder_step``: new ``tokens`` [B, n] and the self-attention cache [4, B, 1 + past, 384] ->
   ``logits`` of the last new token [B, 51864] and the cache grown by n. Positions come from the cache length.
+  The cache starts as one zero slot that attention always masks out (``EMPTY_CACHE``), never as a zero-length
+  tensor: the paddle predictor cannot broadcast over an empty axis, and speechperf refuses empty feeds.
 
 The model has one size; it is listed under the ``base`` preset (the default of every config) and built only when a
 config or ``speechperf zoo build --model whisper-tiny-en`` asks for it.
@@ -49,6 +51,8 @@ class WhisperHparams:
 
 
 TINY_EN = WhisperHparams()
+#: Length of the self-attention cache before the first token: one slot, always masked.
+EMPTY_CACHE = 1
 
 
 def model_dir() -> Path:
@@ -151,7 +155,7 @@ def _feeds(component: str, hp: WhisperHparams, batch: int, length: int, rng: np.
     if component == "cross_kv":
         return {"encoder_out": rng.standard_normal((batch, hp.audio_ctx, hp.d_model)).astype(np.float32)}
     new = 2 if length % 2 == 0 else 1
-    cache = (hp.decoder_layers, batch, length, hp.d_model)
+    cache = (hp.decoder_layers, batch, EMPTY_CACHE + length, hp.d_model)
     kv = (hp.decoder_layers, batch, hp.audio_ctx, hp.d_model)
     return {
         "tokens": rng.integers(0, hp.vocab_size, (batch, new), dtype=np.int64),

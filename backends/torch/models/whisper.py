@@ -93,8 +93,8 @@ class Decoder(nn.Module):
         return torch.stack(keys), torch.stack(values)
 
     def step(self, tokens, self_k, self_v, cross_k, cross_v):
-        # Positions continue from the cache: past = number of cached positions, read from the cache's values.
-        past = torch.ones_like(self_k[0, :, :, 0]).sum(1, keepdim=True)  # (batch, 1)
+        # The cache starts with one masked slot (see speechperf.zoo.whisper); positions continue after the others.
+        past = torch.ones_like(self_k[0, :, :, 0]).sum(1, keepdim=True) - 1.0  # (batch, 1)
         query_pos = past + torch.ones_like(tokens, dtype=torch.float32).cumsum(1) - 1.0  # (batch, new)
         x = self.token_embedding(tokens) + F.embedding(query_pos.to(torch.int64), self.positions)
         new_k, new_v = [], []
@@ -103,14 +103,15 @@ class Decoder(nn.Module):
             k, v = torch.cat([self_k[i], k], dim=1), torch.cat([self_v[i], v], dim=1)
             new_k.append(k)
             new_v.append(v)
-            key_pos = torch.ones_like(k[:, :, 0]).cumsum(1) - 1.0  # (batch, total)
-            bias = (key_pos.unsqueeze(1) > query_pos.unsqueeze(2)).to(torch.float32) * MASKED
+            key_pos = torch.ones_like(k[:, :, 0]).cumsum(1) - 2.0  # (batch, total); the empty slot is -1
+            hidden = (key_pos.unsqueeze(1) > query_pos.unsqueeze(2)) | (key_pos < 0).unsqueeze(1)
+            bias = hidden.to(torch.float32) * MASKED
             x = x + layer.attn.out(attend(q, k, v, layer.attn.heads, bias))
             q = layer.cross.query(layer.cross_ln(x))
             x = x + layer.cross.out(attend(q, cross_k[i], cross_v[i], layer.cross.heads))
             x = layer.mlp(x)
         last = self.ln(x[:, -1])
-        logits = torch.matmul(last, self.token_embedding.weight.t())
+        logits = F.linear(last, self.token_embedding.weight)  # Gemm transB in ONNX: one copy of the table
         return logits, torch.stack(new_k), torch.stack(new_v)
 
 
