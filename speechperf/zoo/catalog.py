@@ -167,6 +167,11 @@ def known_models() -> list[str]:
     return [*MODEL_MODULES, *PRETRAINED_MODELS]
 
 
+def models_at(preset: str) -> list[str]:
+    """The models built at ``preset``: every seeded one, and the pretrained ones that have that preset."""
+    return [*MODEL_MODULES, *(name for name in PRETRAINED_MODELS if preset in get_model(name).presets)]
+
+
 def definition_module(name: str) -> str:
     """The module that defines model ``name``, under ``speechperf.zoo`` and each backend's ``models`` package."""
     if name in PRETRAINED_MODELS:
