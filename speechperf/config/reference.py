@@ -10,6 +10,7 @@ from speechperf.config.schema import MODEL_TYPES, GeneralConfig, InputConfig, St
 _KIND_DOC = {
     "str": "string", "str?": "string or null", "int": "integer", "int?": "integer or null", "float": "number",
     "bool": "bool", "list[str]": "list of strings", "list[float]": "list of numbers", "inputs": "list of inputs",
+    "options?": "mapping or null",
 }
 
 
@@ -56,4 +57,20 @@ def markdown() -> str:
     lines += ["", "## general", ""] + _table(GeneralConfig, "general.")
     lines += ["", "## stage1, stage2, stage3", ""] + _table(StageConfig, "stageN.")
     lines += ["", "## inputs of a user's model file (`stageN.inputs[]`)", ""] + _table(InputConfig, "")
+    lines += ["", "## backend options (`stageN.options.<backend>`)", ""] + _backend_options()
     return "\n".join(lines) + "\n"
+
+
+def _backend_options() -> list[str]:
+    """The options each installed backend declares (its ``options_class``); plugins add theirs."""
+    from speechperf.config.backend_options import options_doc
+    from speechperf.registry import get_backend, known_backends
+
+    lines = []
+    for name in known_backends(include_overrides=False):
+        try:
+            doc = options_doc(get_backend(name))
+        except Exception:  # a broken plugin is listed by `speechperf backends`, not here
+            continue
+        lines += [f"`{name}`:", ""] + (doc or ["- takes no options"]) + [""]
+    return lines[:-1]

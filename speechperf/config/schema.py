@@ -80,6 +80,10 @@ class StageConfig:
                        minimum=0)
     dur_prediction: bool = key(True, "unit vocoder: predict a duration per unit instead of repeating units", "bool")
     vad_threshold: float = key(0.5, "VAD: speech probability above which a window is speech", "float", minimum=0)
+    options: dict | None = key(
+        None, "backend settings, per backend: {onnxruntime: {graph_optimization_level: basic}, paddle: {api: jit}}; "
+        "each backend's keys are listed below and checked for every backend named", "options?"
+    )
 
 
 @attrs.frozen
