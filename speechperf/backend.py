@@ -372,7 +372,7 @@ class BackendBase:
 
     def check_options(self, options: Mapping[str, Any], where: str = "") -> Mapping[str, Any]:
         """``options`` checked against ``options_class``; the same mapping, every value converted and valid."""
-        from speechperf.backend_options import check_options
+        from speechperf.config.backend_options import check_options
 
         return check_options(self, options, where)
 
