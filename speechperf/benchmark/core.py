@@ -115,7 +115,8 @@ class BenchmarkingBase:
 
         from speechperf.meters.flops_cache import DiskFlopCache
 
-        meter = FlopsMeter(_ShapeCachedFlops(DiskFlopCache(self.backend)), source="auto")
+        disk = DiskFlopCache(self.backend)
+        meter = FlopsMeter(_ShapeCachedFlops(disk), source="auto")
         self._meters[stage]["flops"] = meter
         s = self.stages[stage]
         has = getattr(self.backend, "has_capability", None)
@@ -128,6 +129,8 @@ class BenchmarkingBase:
         self.progress(s.label, what + " ...", 0, 0)
         self._each(stage, "flops", lambda sid, inp: meter.measure(sid, lambda sessions: s.run(sessions, inp),
                                                                    dict(s.flops_sessions())), display=what)
+        if disk.hits or disk.misses:
+            self.progress(s.label, f"FLOP counts: {disk.hits} read from the cache, {disk.misses} counted", 0, 0)
         return meter.result()
 
     def gather_all_metrics(self, dataset: Sequence[Sample]) -> BenchResult:

@@ -64,16 +64,9 @@ def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> di
                           "e.g. {onnxruntime: {graph_optimization_level: basic}}")
     checked = {}
     for name, settings in options.items():
-        backend = get_backend(str(name))  # an unknown backend is one line naming the known ones
+        try:
+            backend = get_backend(str(name))
+        except SpeechperfError as exc:  # an unknown or broken backend: one line naming the known ones
+            raise OptionError(f"{at}: {section}.options: {exc}") from None
         checked[str(name)] = check_options(backend, settings or {}, f"{at}: {section}.options.{name}")
     return checked
-
-
-def options_doc(backend) -> list[str]:
-    """One Markdown line per option of ``backend``: name, kind, default, allowed values and meaning."""
-    lines = []
-    for f in option_fields(backend):
-        meta = f.metadata
-        allowed = f"; allowed: {', '.join(meta['choices'])}" if meta.get("choices") else ""
-        lines.append(f"- `{f.name}` ({meta['kind']}, default `{f.default!r}`{allowed}): {meta['help']}")
-    return lines

@@ -57,20 +57,23 @@ def markdown() -> str:
     lines += ["", "## general", ""] + _table(GeneralConfig, "general.")
     lines += ["", "## stage1, stage2, stage3", ""] + _table(StageConfig, "stageN.")
     lines += ["", "## inputs of a user's model file (`stageN.inputs[]`)", ""] + _table(InputConfig, "")
-    lines += ["", "## backend options (`stageN.options.<backend>`)", ""] + _backend_options()
+    lines += ["", "## backend options (`stageN.options.<backend>`)", "",
+              "A stage's `options` maps a backend name to its settings, e.g. `options: {onnxruntime: "
+              "{graph_optimization_level: basic}, paddle: {api: jit}}`;", "the backend a run uses takes its own; a key a "
+              "backend does not take, or a bad value, is an error (also from `speechperf config check`).", ""]
+    lines += _backend_options()
     return "\n".join(lines) + "\n"
 
 
 def _backend_options() -> list[str]:
-    """The options each installed backend declares (its ``options_class``); plugins add theirs."""
-    from speechperf.config.backend_options import options_doc
+    """A table of the options each installed backend declares (its ``options_class``); plugins add theirs."""
     from speechperf.registry import get_backend, known_backends
 
     lines = []
     for name in known_backends(include_overrides=False):
         try:
-            doc = options_doc(get_backend(name))
+            cls = getattr(get_backend(name), "options_class", None)
         except Exception:  # a broken plugin is listed by `speechperf backends`, not here
             continue
-        lines += [f"`{name}`:", ""] + (doc or ["- takes no options"]) + [""]
+        lines += [f"`{name}`:", ""] + (_table(cls, f"options.{name}.") if cls else ["takes no options"]) + [""]
     return lines[:-1]
