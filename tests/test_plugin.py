@@ -16,6 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -213,6 +214,19 @@ def test_profile_without_profiler_module_is_one_line(plugin_path):
             backend.step_profiler("batch_range=[1,2]")
         assert str(info.value) == "backend 'ortwrap': capability 'profiler' is unavailable (no module ortwrap.profiler)"
         assert backend.capability("memory").DeviceMemory().reason == "ortwrap exposes no device allocator"
+
+        class Elsewhere(OrtWrapBackend):  # defined here, in the test module: its package holds no capability modules
+            name = "elsewhere"
+            capability_modules = {"known_graph": "ortwrap.known", "profiler": "ortwrap.memory"}
+
+        elsewhere = Elsewhere()
+        assert elsewhere.has_capability("known_graph") and not elsewhere.has_capability("memory")
+        graph = __import__("speechperf.meters.flops", fromlist=["KnownGraph"]).KnownGraph("matmul")
+        session = elsewhere.known_session(graph, 1)
+        np.testing.assert_allclose(session(graph.feeds())["y"], graph.reference(graph.feeds()), rtol=1e-4)
+        with pytest.raises(CapabilityUnavailableError, match=r"^backend 'elsewhere': capability 'profiler' is "
+                           r"unavailable \(ortwrap.memory defines no make_step_profiler\)$"):
+            elsewhere.step_profiler("")
     finally:
         unregister_backend("ortwrap")
         sys.path.remove(str(plugin_path))
