@@ -6,14 +6,13 @@ call returned (zeros before the first), and returns one speech probability. Beca
 same audio is framed and the state carried identically on every backend.
 
 The model files come from the installed ``silero-vad`` wheel; they are found without importing its package (that
-would import torch). The paddle port reads the weights of the TorchScript file, exported once through the torch
-backend and cached.
+would import torch). A backend loads the file whose format it loads; the paddle backend instead ports the network and
+reads the weights of the TorchScript file (its ``silero_vad_spec`` hook).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,8 +30,6 @@ FRAME_SECONDS = CHUNK / SAMPLE_RATE
 
 INPUTS = (TensorInfo("input", "float32", (None, CONTEXT + CHUNK)), TensorInfo("state", "float32", (2, None, HIDDEN)))
 OUTPUTS = (TensorInfo("output"), TensorInfo("stateN"))
-PADDLE_FACTORY = "speechperf.backends.paddle.silero_vad:build"
-BACKENDS = ("onnxruntime", "paddle", "torch")
 
 
 def silero_data_dir() -> Path:
@@ -44,33 +41,35 @@ def silero_data_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
-def silero_model_spec(backend_name: str, workdir: Path) -> ModelSpec:
-    """What ``backend_name`` loads to run the 16 kHz silero VAD; the paddle weights are exported into ``workdir``."""
-    data = silero_data_dir()
-    if backend_name == "torch":
-        return ModelSpec(path=data / "silero_vad.jit", entry="_model", inputs=INPUTS, outputs=OUTPUTS)
-    if backend_name == "onnxruntime":
-        return ModelSpec(path=data / "silero_vad.onnx")  # the file names input, state, sr -> output, stateN
-    if backend_name == "paddle":
-        return ModelSpec(factory=PADDLE_FACTORY, weights=export_paddle_weights(Path(workdir)), inputs=INPUTS,
-                         outputs=OUTPUTS)
-    raise SpeechperfError(f"no silero VAD model for backend {backend_name!r}; allowed: {', '.join(BACKENDS)}")
+def silero_files(data: Path) -> dict[str, ModelSpec]:
+    """The silero-vad wheel's 16 kHz model, per file format: TorchScript (its ``_model`` takes input and state)
+    and ONNX (the file names input, state, sr -> output, stateN)."""
+    return {
+        "torchscript": ModelSpec(path=data / "silero_vad.jit", format="torchscript", entry="_model", inputs=INPUTS,
+                                 outputs=OUTPUTS),
+        "onnx": ModelSpec(path=data / "silero_vad.onnx", format="onnx"),
+    }
 
 
-def export_paddle_weights(workdir: Path) -> Path:
-    """The TorchScript model's weights as ``.safetensors`` in ``workdir``, written once per silero-vad version."""
-    try:
-        tag = version("silero-vad")
-    except PackageNotFoundError:
-        tag = "unknown"
-    out = workdir / f"silero_vad_{tag}_16k.safetensors"
-    if not out.exists():
-        # Written under another name and renamed, so an interrupted export never leaves a half file in the cache.
-        partial = out.with_name(out.stem + ".partial.safetensors")
-        source = ModelSpec(path=silero_data_dir() / "silero_vad.jit", entry="_model")
-        get_backend("torch").export_weights(source, partial)
-        partial.replace(out)
-    return out
+def silero_model_spec(backend, workdir: Path) -> ModelSpec:
+    """What ``backend`` (a Backend or its name) loads to run the 16 kHz silero VAD.
+
+    Picked by file format, in the backend's order of ``capabilities.formats``: any backend that loads ONNX or
+    TorchScript runs the wheel's own file. A backend that loads neither may port the network: its
+    ``silero_vad_spec(files, workdir)`` hook gets those specs and returns its own (writing into ``workdir``).
+    """
+    if isinstance(backend, str):
+        backend = get_backend(backend)
+    files = silero_files(silero_data_dir())
+    hook = getattr(backend, "silero_vad_spec", None)
+    if hook is not None:
+        return hook(files, Path(workdir))
+    for fmt in backend.capabilities.formats:
+        if fmt in files:
+            return files[fmt]
+    raise SpeechperfError(f"no silero VAD model for backend {backend.name!r}: it loads "
+                          f"{', '.join(backend.capabilities.formats) or 'nothing'}; the silero files are "
+                          f"{', '.join(files)}")
 
 
 def _check_audio(audio: np.ndarray, sample_rate: int) -> np.ndarray:

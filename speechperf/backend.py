@@ -8,6 +8,8 @@ and keeping it inside the call is what makes numbers from different backends com
 from __future__ import annotations
 
 import abc
+import importlib
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -84,6 +86,23 @@ class ModelSpec:
 
     def output_names(self, default: list[str]) -> list[str]:
         return [t.name for t in self.outputs] if self.outputs else default
+
+
+@attrs.frozen
+class ZooFormat:
+    """One format the reference models of ``speechperf.zoo`` are built in, declared by the backend that builds it.
+
+    Any backend whose ``capabilities.formats`` holds ``format`` runs it: ``"onnx"`` files built by torch run on
+    onnxruntime and on any plugin that loads ONNX. ``path`` is the file inside a model's folder (``{component}``
+    filled in), or None for ``factory`` (``"module:callable"``) + the shared weights. ``counted_as`` names the zoo
+    format of the same model and weights that FLOP counters walk instead (a paddle inference program keeps -1 for
+    batch and time, so its shapes cannot be counted).
+    """
+
+    format: str
+    path: str | None = None
+    factory: str | None = None
+    counted_as: str | None = None
 
 
 @attrs.frozen
@@ -166,13 +185,29 @@ def _shape_text(shape: tuple[int | str | None, ...]) -> str:
     return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
 
 
+#: Optional capabilities a backend may have: name -> (module of the backend's package that provides it, what it
+#: must define there, the Backend methods that reach it). A backend without one says so in one line ("unavailable").
+OPTIONAL_CAPABILITIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "profiler": ("profiler", ("make_step_profiler",), ("step_profiler",)),
+    "flops": ("flops", ("count_flops",), ("count_flops",)),
+    "known_graph": ("known", ("known_session",), ("known_session",)),
+    "memory": ("memory", ("DeviceMemory",), ("device_memory",)),
+}
+
+
+class CapabilityUnavailableError(SpeechperfError):
+    """A backend lacks an optional capability (see OPTIONAL_CAPABILITIES)."""
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A framework binding. Found by name through the ``speechperf.backends`` entry-point group.
 
     Importing the module that defines a backend must not import its framework; ``availability()`` and ``load()``
-    do. Optional methods declared by later layers (``step_profiler``, ``count_flops``, ``device_memory``) are
-    listed in ``capabilities``.
+    do. Beyond the methods below, a backend may have the optional capabilities of ``OPTIONAL_CAPABILITIES``
+    (``step_profiler``, ``count_flops``, ``known_session``, ``device_memory``); ``has_capability(name)`` says
+    which. ``BackendBase`` finds each in a module of the plugin's package (``mypkg/flops.py`` beside
+    ``mypkg/backend.py``), or where its ``capability_modules`` says.
     """
 
     name: str
@@ -191,6 +226,10 @@ class Backend(Protocol):
 
     def synchronize(self, device: str = "cpu") -> None: ...
 
+    def has_capability(self, name: str) -> bool: ...
+
+    def install_hint(self) -> str: ...
+
 
 class BackendBase:
     """The shared shape of a backend. A plugin may subclass it or implement the Backend protocol on its own.
@@ -201,8 +240,22 @@ class BackendBase:
     """
 
     name: str = ""
-    #: The pip extra that installs the framework: ``pip install "speechperf[<extra>]"``.
+    #: The pip extra of speechperf that installs the framework: ``pip install "speechperf[<extra>]"`` (built-ins).
     extra: str = ""
+    #: What to run to install this backend's framework. A plugin sets it; unset, it is ``pip install <the
+    #: distribution that registered the entry point>`` (the registry fills ``distribution``).
+    install_command: str | None = None
+    distribution: str | None = None
+    #: Optional capability -> module providing it, where it is not ``<the plugin's package>.<module>``.
+    capability_modules: Mapping[str, str] = {}
+    #: The attrs class of the backend's ``options:`` (a stage config's per-backend settings); None takes none.
+    options_class: type | None = None
+    #: Zoo formats (see speechperf.zoo.build) this backend builds: name -> ZooFormat. The backend that builds
+    #: the reference weights from the catalog's seeds sets ``builds_reference_weights``.
+    zoo_formats: Mapping[str, Any] = {}
+    builds_reference_weights: bool = False
+    #: The zoo format this backend runs when a stage names none; None: the first zoo format it can load.
+    default_zoo_format: str | None = None
     #: The module imported to use the framework, and the distribution that installs it.
     framework_module: str = ""
     framework_package: str = ""
@@ -233,13 +286,17 @@ class BackendBase:
             self.require_cuda()
         if check_threads(threads) is not None:
             self.set_threads(threads)
+        if spec.options:
+            spec = attrs.evolve(spec, options=self.check_options(spec.options))
         if spec.format:
             fmt = spec.format
         elif spec.factory:
             fmt = self.factory_format
         else:
             fmt = self.suffix_formats.get(spec.path.suffix if spec.path else "")
-        return self._load(spec, self.check_format(spec, fmt), device)
+        session = self._load(spec, self.check_format(spec, fmt), device)
+        session.spec = spec  # what it was loaded from: FLOP counts are cached on disk by its files' content
+        return session
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         raise NotImplementedError
@@ -247,38 +304,77 @@ class BackendBase:
     def require_cuda(self) -> None:
         raise DeviceError(f"backend {self.name!r} has no CUDA support; use device 'cpu'")
 
-    # Each optional capability lives in its own module of the backend's package (profiler.py, flops.py,
+    # Each optional capability lives in its own module of the backend's package (profiler.py, flops.py, known.py,
     # memory.py); these methods only dispatch to it, so every backend is laid out the same way.
 
     def step_profiler(self, options):
         """A StepProfiler driven by a PaddleSpeech-style option string (see speechperf.profiler)."""
-        return self._part("profiler").make_step_profiler(self, options)
+        return self.capability("profiler").make_step_profiler(self, options)
 
     def count_flops(self, session, feeds):
         """An analytic FlopCount of one call of ``session`` on ``feeds`` (see speechperf.meters.flops)."""
-        return self._part("flops").count_flops(session, feeds)
+        return self.capability("flops").count_flops(session, feeds)
 
     def known_session(self, graph, threads: int | None = None):
         """A session over a speechperf.meters.flops.KnownGraph built in this framework (for ``speechperf check``)."""
-        return self._part("flops").known_session(graph, threads)
+        return self.capability("known_graph").known_session(graph, threads)
 
     def device_memory(self, device: str = "cpu"):
         """The device allocator's peak since the last reset (see speechperf.meters.memory)."""
-        return self._part("memory").DeviceMemory(device)
+        return self.capability("memory").DeviceMemory(device)
 
-    def _part(self, module: str):
-        import importlib
+    def capability_module_name(self, name: str) -> str:
+        """Where capability ``name`` lives: ``capability_modules[name]``, else ``<package>.<module>`` where the
+        package is the one holding the module that defines the class (``mypkg`` for ``mypkg.backend``)."""
+        if name not in OPTIONAL_CAPABILITIES:
+            raise SpeechperfError(f"unknown capability {name!r}; known: {', '.join(OPTIONAL_CAPABILITIES)}")
+        if name in self.capability_modules:
+            return self.capability_modules[name]
+        defining = sys.modules.get(type(self).__module__)
+        package = getattr(defining, "__package__", None) or type(self).__module__.rpartition(".")[0]
+        module = OPTIONAL_CAPABILITIES[name][0]
+        return f"{package}.{module}" if package else module
 
-        package = type(self).__module__
+    def capability(self, name: str):
+        """The module providing optional capability ``name``; a one-line error saying it is unavailable if none."""
+        module_name = self.capability_module_name(name)
         try:
-            return importlib.import_module(f"{package}.{module}")
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name != f"{package}.{module}":
-                raise
-            raise SpeechperfError(f"backend {self.name!r} has no {module} support (no module {package}.{module})") from None
+            if exc.name is None or not module_name.startswith(exc.name):
+                raise  # the module exists but imports something missing: that is its own error
+            raise CapabilityUnavailableError(
+                f"backend {self.name!r}: capability {name!r} is unavailable (no module {module_name})"
+            ) from None
+        missing = [attr for attr in OPTIONAL_CAPABILITIES[name][1] if not hasattr(module, attr)]
+        if missing:
+            raise CapabilityUnavailableError(
+                f"backend {self.name!r}: capability {name!r} is unavailable ({module_name} defines no "
+                f"{', '.join(missing)})"
+            )
+        return module
+
+    def has_capability(self, name: str) -> bool:
+        """Whether optional capability ``name`` is there, without importing its module (nor its framework)."""
+        import importlib.util
+
+        try:
+            return importlib.util.find_spec(self.capability_module_name(name)) is not None
+        except (ImportError, ValueError):
+            return False
 
     def install_hint(self) -> str:
+        if self.install_command:
+            return self.install_command
+        if self.distribution and self.distribution.lower() != "speechperf":
+            return f"pip install {self.distribution}"
         return f'pip install "speechperf[{self.extra}]"' if self.extra else "see the backend's documentation"
+
+    def check_options(self, options: Mapping[str, Any], where: str = "") -> Mapping[str, Any]:
+        """``options`` checked against ``options_class``; the same mapping, every value converted and valid."""
+        from speechperf.config.backend_options import check_options
+
+        return check_options(self, options, where)
 
     def require_available(self) -> Availability:
         status = self.availability()

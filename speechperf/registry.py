@@ -13,7 +13,7 @@ from importlib.metadata import EntryPoint, entry_points
 
 import attrs
 
-from speechperf.backend import Availability, Backend, Capabilities
+from speechperf.backend import OPTIONAL_CAPABILITIES, Availability, Backend, Capabilities
 from speechperf.errors import BackendUnavailableError, UnknownBackendError
 
 GROUP = "speechperf.backends"
@@ -40,8 +40,9 @@ def unregister_backend(name: str) -> None:
     _instances.pop(name, None)
 
 
-def known_backends() -> list[str]:
-    return sorted(set(_entry_points()) | set(_overrides))
+def known_backends(include_overrides: bool = True) -> list[str]:
+    """Names of the registered backends: entry points, and those registered in-process unless told not to."""
+    return sorted(set(_entry_points()) | (set(_overrides) if include_overrides else set()))
 
 
 def get_backend(name: str) -> Backend:
@@ -64,8 +65,20 @@ def get_backend(name: str) -> Backend:
                 f"backend {name!r} is broken: its plugin {eps[name].value} failed to load: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        _note_distribution(backend, eps[name])
     _instances[name] = backend
     return backend
+
+
+def _note_distribution(backend: Backend, ep: EntryPoint) -> None:
+    """Tell the backend which distribution registered it, for its install hint (``pip install <dist>``)."""
+    dist = getattr(ep, "dist", None)
+    if dist is None or getattr(backend, "distribution", "") is not None:
+        return
+    try:
+        backend.distribution = dist.metadata["Name"]
+    except (AttributeError, KeyError, TypeError):
+        pass
 
 
 def require_backend(name: str) -> Backend:
@@ -84,6 +97,8 @@ class BackendStatus:
     reason: str
     version: str | None
     capabilities: Capabilities
+    #: The optional capabilities (speechperf.backend.OPTIONAL_CAPABILITIES) the backend has.
+    optional: tuple[str, ...] = ()
 
 
 def backend_table() -> list[BackendStatus]:
@@ -94,7 +109,9 @@ def backend_table() -> list[BackendStatus]:
             backend = get_backend(name)
             status = backend.availability()
             caps = backend.capabilities
+            has = getattr(backend, "has_capability", lambda _: False)
+            optional = tuple(c for c in OPTIONAL_CAPABILITIES if has(c))
         except Exception as exc:
-            status, caps = Availability(False, str(exc)), Capabilities(devices=())
-        rows.append(BackendStatus(name, status.ok, status.reason, status.version, caps))
+            status, caps, optional = Availability(False, str(exc)), Capabilities(devices=()), ()
+        rows.append(BackendStatus(name, status.ok, status.reason, status.version, caps, optional))
     return rows

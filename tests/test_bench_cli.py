@@ -339,3 +339,16 @@ def test_flops_of_the_default_are_equal_on_every_backend(tmp_path):
         counts[backend] = flops["per_sample"]
     assert counts["paddle"] == counts["torch"] == counts["onnxruntime"]
     assert all(v > 0 for v in counts["torch"].values())
+
+
+def test_vad_flops_are_equal_on_every_backend(tmp_path):
+    """The silero ONNX file is one If on `sr` whose branches hold the network: the branch taken is counted."""
+    counts = {}
+    for backend in BACKENDS:
+        data = bench_json(tmp_path, "--backend", backend, "--config", str(REPO / "configs" / "VAD.yaml"),
+                          "--meters", "flops", "--dataset-size", "2", "--quiet")
+        flops = data["result"]["stages"][0]["flops"]
+        assert flops["source"] == "analytic"
+        counts[backend] = flops["per_sample"]
+    assert counts["onnxruntime"] == counts["torch"] == counts["paddle"]
+    assert all(v > 0 for v in counts["onnxruntime"].values())

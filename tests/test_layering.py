@@ -1,4 +1,5 @@
-"""The import rules of DESIGN.md section 2, checked on the source and on a live interpreter."""
+"""The import rules of DESIGN.md section 2, checked on the source and on a live interpreter, and the rule behind
+them: the core and the adapters know no backend by name (what a backend can do is asked of the backend)."""
 
 import ast
 import subprocess
@@ -53,6 +54,55 @@ def test_backends_import_only_their_own_framework(path):
         if name.startswith("speechperf.backends."):
             assert name.split(".")[2] == own, f"{path.relative_to(ROOT)} imports another backend: {name}"
         assert not name.startswith("speechperf.adapters"), f"{path.relative_to(ROOT)} imports an adapter: {name}"
+
+
+def builtin_backend_names() -> set[str]:
+    from importlib.metadata import entry_points
+
+    return {ep.name for ep in entry_points(group="speechperf.backends") if ep.value.startswith("speechperf.backends.")}
+
+
+#: (file, the module-level name a backend name may be assigned to, why it is not backend knowledge).
+NAME_ALLOWED = {
+    ("speechperf/benchmark/report.py", "PACKAGES"): "distributions whose versions the result's environment records",
+    ("adapters/paddlespeech.py", "DEFAULT_BACKEND"): "the PaddleSpeech adapter runs PaddleSpeech's own framework",
+}
+
+
+def backend_names_in_code(source: str, names: set[str]) -> list[tuple[int, str, str | None]]:
+    """(line, name, module-level target or None) of every string constant equal to a backend name, docstrings
+    excepted: ``if name == "paddle"``, ``get_backend("torch")``, ``{"onnxruntime": ...}`` all count."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    targets = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            names_of = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            target = next((t.id for t in names_of if isinstance(t, ast.Name)), None)
+            for node in ast.walk(statement):
+                targets[id(node)] = target
+    return [(node.lineno, node.value, targets.get(id(node))) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings]
+
+
+def test_the_name_check_catches_backend_knowledge():
+    code = 'def pick(name):\n    """Not torch."""\n    if name == "paddle":\n        return get_backend("torch")\n'
+    assert backend_names_in_code(code, {"torch", "paddle"}) == [(3, "paddle", None), (4, "torch", None)]
+
+
+@pytest.mark.parametrize("path", sources("speechperf") + sources("adapters"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_and_adapters_name_no_builtin_backend(path):
+    """Which formats a backend loads, how it builds reference models, how it runs the silero VAD: hooks and
+    attributes of the backend class (speechperf.backend.BackendBase), never ``if name == "paddle"``."""
+    names = builtin_backend_names()
+    assert names >= {"torch", "paddle", "onnxruntime"}
+    where = path.relative_to(ROOT).as_posix()
+    for line, name, target in backend_names_in_code(path.read_text(), names):
+        assert (where, target) in NAME_ALLOWED, f"{where}:{line} names backend {name!r}; ask the backend instead"
 
 
 LIVE_CHECK = """

@@ -82,3 +82,14 @@ def test_backends_table_lists_versions():
     assert result.returncode == 0
     for name in ("torch", "paddle", "onnxruntime"):
         assert name in result.stdout
+
+
+def test_backends_table_shows_install_hints_with_brackets_whole(fake_backends):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(main, ["backends"])
+    assert result.exit_code == 0, result.output
+    # rich reads "[openvino]" as a style tag and drops it unless escaped
+    assert 'install it with: pip install "speechperf[openvino]"' in result.output

@@ -235,10 +235,24 @@ def test_bad_audio_is_rejected(audio, rate, message):
         chunks(audio, rate)
 
 
-def test_unknown_backend_has_no_silero_spec(tmp_path):
-    message = "no silero VAD model for backend 'tensorrt'; allowed: onnxruntime, paddle, torch"
+def test_silero_file_is_picked_by_the_format_a_backend_loads(tmp_path):
+    from speechperf.backend import BackendBase, Capabilities
+
+    class OnnxToo(BackendBase):
+        name = "onnx-too"
+        capabilities = Capabilities(formats=("openvino-ir", "onnx"))
+
+    class IrOnly(BackendBase):
+        name = "ir-only"
+        capabilities = Capabilities(formats=("openvino-ir",))
+
+    spec = silero_model_spec(OnnxToo(), tmp_path)
+    assert spec.format == "onnx" and spec.path.name == "silero_vad.onnx"
+    assert silero_model_spec("torch", tmp_path).path.name == "silero_vad.jit"
+    message = ("no silero VAD model for backend 'ir-only': it loads openvino-ir; the silero files are "
+               "torchscript, onnx")
     with pytest.raises(SpeechperfError, match=message):
-        silero_model_spec("tensorrt", tmp_path)
+        silero_model_spec(IrOnly(), tmp_path)
 
 
 def _probs(pattern: str) -> np.ndarray:

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+import attrs
+
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
+from speechperf.config.schema import key
 from speechperf.errors import DeviceError
+
+
+@attrs.frozen
+class OnnxRuntimeOptions:
+    """``options: {onnxruntime: {...}}`` of a stage (see speechperf.config.backend_options)."""
+
+    graph_optimization_level: str = key("all", "ORT graph optimisations applied when the session is made", "str",
+                                         ("disable", "basic", "extended", "all"))
+    providers: tuple[str, ...] = key((), "execution providers in order of preference (default: the CPU "
+                                            "one, or CUDA then CPU on device cuda)", "list[str]")
+    log_severity_level: int = key(3, "ORT log level: 0 verbose .. 4 fatal", "int", minimum=0)
+    enable_profiling: bool = key(False, "write ORT's own JSON profile of the session", "bool")
+    profile_file_prefix: str = key("onnxruntime_profile", "file name prefix of that profile", "str")
 
 
 class OnnxRuntimeBackend(BackendBase):
@@ -18,6 +34,8 @@ class OnnxRuntimeBackend(BackendBase):
     framework_module = "onnxruntime"
     framework_package = "onnxruntime"
     suffix_formats = {".onnx": "onnx"}
+    options_class = OnnxRuntimeOptions
+    default_zoo_format = "onnx-torch"
 
     def __init__(self) -> None:
         self._threads: int | None = None
@@ -57,6 +75,6 @@ class OnnxRuntimeBackend(BackendBase):
         return None
 
     def _providers(self, device: str, spec: ModelSpec) -> list[str]:
-        if "providers" in spec.options:
+        if spec.options.get("providers"):
             return list(spec.options["providers"])
         return ["CPUExecutionProvider"] if device == "cpu" else ["CUDAExecutionProvider", "CPUExecutionProvider"]

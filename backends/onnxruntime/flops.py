@@ -28,6 +28,9 @@ NO_ARITHMETIC = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Shape", "Gathe
                  "GatherElements", "ScatterND", "Tile", "Pad", "Unique", "NonZero", "Where", "Equal", "Less",
                  "Greater", "Not", "And", "Or", "ArgMax", "TopK"}
 
+#: If nodes nested deeper than this are left uncounted (each level costs one run of the graph).
+MAX_IF_NESTING = 16
+
 #: Initializers up to this many elements stay in the graph shape inference sees: they may be shapes it propagates.
 SMALL_INITIALIZER = 64
 
@@ -45,9 +48,13 @@ class _Counter:
         self.skeleton = _skeleton(model)
         self.counts: dict = {}
         self._probes: dict = {}
+        self._inlined: dict = {}
+        self._counters: dict = {}
 
     def count(self, feeds: Mapping[str, np.ndarray]) -> tuple[FlopCount, bool]:
         """(count, whether shape inference alone gave every shape it needed)."""
+        if any(node.op_type == "If" for node in self.model.graph.node):
+            return self._count_taken_branches(feeds), False
         shapes = _infer_shapes(self.skeleton, feeds)
         graph = self.model.graph
         needed = [n for node in graph.node if node.op_type in KINDS for n in _operands(node) if n not in shapes]
@@ -65,21 +72,45 @@ class _Counter:
                 uncounted.add(f"{node.op_type} (its subgraphs are not counted)" if has_subgraph else node.op_type)
         return FlopCount(total, "analytic", tuple(uncounted), by_kind=kinds), not needed
 
+    def _count_taken_branches(self, feeds) -> FlopCount:
+        """Count an ``If`` graph as it runs on ``feeds``: each If is replaced by the branch its condition takes
+        (read by running the graph), level by level, and the resulting flat graph is counted. Silero's ONNX file
+        is one If on ``sr`` whose branches hold the whole network; counting neither made its FLOPs 0."""
+        model, taken = self.model, ()
+        for _ in range(MAX_IF_NESTING):
+            ifs = [node for node in model.graph.node if node.op_type == "If"]
+            if not ifs:
+                break
+            if taken not in self._probes:
+                self._probes[taken] = _probe_session(model, tuple(node.input[0] for node in ifs))
+            values = self._run(self._probes[taken], feeds)
+            choice = tuple(bool(np.asarray(values[node.input[0]]).reshape(-1)[0]) for node in ifs)
+            taken = taken + (choice,)
+            if taken not in self._inlined:
+                self._inlined[taken] = _take_branches(model, ifs, choice)
+            model = self._inlined[taken]
+        if taken not in self._counters:
+            self._counters[taken] = _Counter(model)
+        return self._counters[taken].count(feeds)[0]
+
     def _run_for_shapes(self, feeds, names: list[str]) -> dict[str, tuple[int, ...]]:
         """Run the graph (optimisations off) with ``names`` as extra outputs; the probe session is made once."""
         key = tuple(sorted(set(names)))
         if key not in self._probes:
             self._probes[key] = _probe_session(self.model, key)
-        session = self._probes[key]
+        return {name: tuple(np.asarray(v).shape) for name, v in self._run(self._probes[key], feeds).items()}
+
+    @staticmethod
+    def _run(session, feeds) -> dict[str, np.ndarray]:
         outputs = [o.name for o in session.get_outputs()]
         try:
             values = session.run(outputs, dict(feeds))
         except Exception as exc:
             raise SpeechperfError(
-                f"cannot count FLOPs: shape inference left some shapes unknown and running the graph on these "
-                f"feeds failed ({first_line(exc)[:300]}); was the model exported with these input sizes fixed?"
+                f"cannot count FLOPs: running the graph on these feeds (for shapes or If conditions it needs) "
+                f"failed ({first_line(exc)[:300]}); was the model exported with these input sizes fixed?"
             ) from None
-        return {name: tuple(np.asarray(v).shape) for name, v in zip(outputs, values)}
+        return dict(zip(outputs, values))
 
 
 # session -> its _Counter
@@ -126,6 +157,28 @@ def _counter_of(session) -> _Counter:
 
 def count_model_flops(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> FlopCount:
     return _Counter(model).count(feeds)[0]
+
+
+def _take_branches(model: onnx.ModelProto, ifs: list, choice: tuple[bool, ...]) -> onnx.ModelProto:
+    """A copy of ``model`` with each If of ``ifs`` replaced by the nodes of the branch ``choice`` says it takes;
+    the branch outputs are renamed to the If's outputs through Identity nodes. Branch nodes may read any value of
+    the outer graph, which stays in scope where they are put."""
+    taken = {node.output[0]: ("then_branch" if c else "else_branch") for node, c in zip(ifs, choice)}
+    flat = onnx.ModelProto()
+    flat.CopyFrom(model)
+    nodes = []
+    for node in flat.graph.node:
+        if node.op_type != "If" or node.output[0] not in taken:
+            nodes.append(node)
+            continue
+        branch = next(a.g for a in node.attribute if a.name == taken[node.output[0]])
+        nodes.extend(branch.node)
+        flat.graph.initializer.extend(branch.initializer)
+        nodes.extend(onnx.helper.make_node("Identity", [inner.name], [outer])
+                     for inner, outer in zip(branch.output, node.output))
+    del flat.graph.node[:]
+    flat.graph.node.extend(nodes)
+    return flat
 
 
 def _skeleton(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -216,32 +269,3 @@ def _node_flops(node, shapes: Mapping[str, tuple[int, ...]]) -> int:
     x = shape(node.input[0])
     weights = math.prod(shape(node.input[1])) + math.prod(shape(node.input[2]))
     return 2 * x[0] * x[1] * weights
-
-
-def known_session(graph, threads: int | None = None):
-    """An OnnxRuntimeSession over a one-node graph computing a KnownGraph (``MatMul`` or ``Conv``)."""
-    import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
-
-    from speechperf.backends.onnxruntime.session import OnnxRuntimeSession
-
-    op = "MatMul" if graph.kind == "matmul" else "Conv"
-    node = helper.make_node(op, ["x", "w"], ["y"])
-    model = helper.make_model(
-        helper.make_graph(
-            [node], f"known_{graph.kind}",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(graph.input_shape))],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-            [numpy_helper.from_array(graph.weight(), "w")],
-        ),
-        opset_imports=[helper.make_opsetid("", 17)],
-    )
-    model.ir_version = 8
-    options = ort.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-    data = model.SerializeToString()
-    session = OnnxRuntimeSession(ort.InferenceSession(data, options, providers=["CPUExecutionProvider"]), "cpu")
-    _counters[session] = _Counter(model)
-    return session

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
+import attrs
+
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, ZooFormat, check_threads
+from speechperf.config.schema import key
 from speechperf.errors import DeviceError
 
 SUFFIX_FORMATS = {".json": "inference", ".pdmodel": "inference"}
@@ -28,6 +31,14 @@ def import_paddle():
     return paddle
 
 
+@attrs.frozen
+class PaddleOptions:
+    """``options: {paddle: {...}}`` of a stage (see speechperf.config.backend_options)."""
+
+    api: str = key("predictor", "how an inference model (.json/.pdmodel) runs: the paddle.inference predictor, or "
+                   "paddle.jit.load (one thread only)", "str", ("predictor", "jit"))
+
+
 class PaddleBackend(BackendBase):
     name = "paddle"
     extra = "paddle"
@@ -41,6 +52,14 @@ class PaddleBackend(BackendBase):
     framework_package = "paddlepaddle"
     suffix_formats = SUFFIX_FORMATS
     factory_format = "layer"
+    options_class = PaddleOptions
+    default_zoo_format = "paddle-inference"
+    zoo_formats = {
+        "paddle-eager": ZooFormat("layer", factory="speechperf.backends.paddle.zoo:load_component"),
+        # A paddle inference program keeps -1 for batch and time: FLOPs are counted on the eager layers instead.
+        "paddle-inference": ZooFormat("inference", "paddle/{component}.json", counted_as="paddle-eager"),
+        "onnx-paddle": ZooFormat("onnx", "paddle/{component}.onnx"),
+    }
 
     def __init__(self) -> None:
         self._threads: int | None = None
@@ -77,10 +96,35 @@ class PaddleBackend(BackendBase):
                 "machine with a GPU, or use device 'cpu'"
             )
 
-    def build_reference(self, model, preset, weights, folder):
+    def build_reference(self, model, preset, folder, weights):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""
         from pathlib import Path
 
         from speechperf.backends.paddle.zoo import build_reference
 
         return build_reference(model, preset, Path(weights), Path(folder))
+
+    def silero_vad_spec(self, files, workdir):
+        """The silero VAD as a paddle port of its network (speechperf.adapters.vad calls this hook): the weights of
+        the wheel's TorchScript file, exported once per silero-vad version into ``workdir`` through the backend
+        that loads TorchScript."""
+        from importlib.metadata import PackageNotFoundError, version
+        from pathlib import Path
+
+        import attrs
+
+        from speechperf.registry import get_backend
+
+        source = files["torchscript"]
+        try:
+            tag = version("silero-vad")
+        except PackageNotFoundError:
+            tag = "unknown"
+        out = Path(workdir) / f"silero_vad_{tag}_16k.safetensors"
+        if not out.exists():
+            # Written under another name and renamed, so an interrupted export never leaves a half file behind.
+            partial = out.with_name(out.stem + ".partial.safetensors")
+            get_backend("torch").export_weights(attrs.evolve(source, inputs=None, outputs=None), partial)
+            partial.replace(out)
+        return ModelSpec(factory="speechperf.backends.paddle.silero_vad:build", weights=out, inputs=source.inputs,
+                         outputs=source.outputs)

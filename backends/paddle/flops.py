@@ -114,30 +114,3 @@ def walk(program) -> FlopCount:
         total += flops
         kinds[kind] = kinds.get(kind, 0) + flops
     return FlopCount(total, "analytic", tuple(uncounted), by_kind=kinds)
-
-
-def known_session(graph, threads: int | None = None):
-    """A LayerSession computing a KnownGraph (matmul via ``paddle.matmul``, conv via ``nn.Conv1D`` without bias)."""
-    from speechperf.backend import TensorInfo
-    from speechperf.backends.paddle.session import LayerSession
-
-    if threads is not None:
-        paddle.base.core.set_num_threads(threads)
-    weight = paddle.to_tensor(graph.weight())
-    if graph.kind == "matmul":
-        layer = _MatMul(weight)
-    else:
-        layer = paddle.nn.Conv1D(graph.c_in, graph.c_out, graph.kernel, bias_attr=False)
-        layer.weight.set_value(weight)
-    layer.eval()
-    return LayerSession(layer, (TensorInfo("x", "float32"),), (TensorInfo("y"),), "cpu")
-
-
-class _MatMul(paddle.nn.Layer):
-    def __init__(self, weight):
-        super().__init__()
-        self.weight = self.create_parameter(weight.shape, dtype="float32")
-        self.weight.set_value(weight)
-
-    def forward(self, x):
-        return paddle.matmul(x, self.weight)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
+import attrs
+
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, ZooFormat, check_threads
+from speechperf.config.schema import key
 from speechperf.errors import DeviceError
 
 #: File suffix -> format. ``.pt`` is TorchScript; weights for a factory are given as ``weights``.
 SUFFIX_FORMATS = {".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscript", ".pt2": "export"}
+
+
+@attrs.frozen
+class TorchOptions:
+    """``options: {torch: {...}}`` of a stage (see speechperf.config.backend_options)."""
+
+    optimize_for_inference: bool = key(False, "TorchScript: freeze the module and apply "
+                                       "torch.jit.optimize_for_inference (fuses conv+bn, folds constants)", "bool")
 
 
 class TorchBackend(BackendBase):
@@ -22,6 +33,15 @@ class TorchBackend(BackendBase):
     framework_package = "torch"
     suffix_formats = SUFFIX_FORMATS
     factory_format = "module"
+    options_class = TorchOptions
+    default_zoo_format = "torch-eager"
+    #: The zoo's weights are written in torch's layout from the catalog's seeds; the other builders read them.
+    builds_reference_weights = True
+    zoo_formats = {
+        "torch-eager": ZooFormat("module", factory="speechperf.backends.torch.zoo:load_component"),
+        "torchscript": ZooFormat("torchscript", "torch/{component}.pt"),
+        "onnx-torch": ZooFormat("onnx", "torch/{component}.onnx"),
+    }
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         from speechperf.backends.torch import session
@@ -71,8 +91,9 @@ class TorchBackend(BackendBase):
 
         return export_weights(spec, out)
 
-    def build_reference(self, model, preset, folder):
-        """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""
+    def build_reference(self, model, preset, folder, weights=None):
+        """Build reference model ``model`` of the zoo at ``preset`` into ``folder``, weights included (see
+        speechperf.zoo.build); ``weights`` is None: this backend writes them."""
         from pathlib import Path
 
         from speechperf.backends.torch.zoo import build_reference

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -67,6 +68,13 @@ def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
         raise ModelFileError(f"cannot load {path} as TorchScript: {first_line(exc)}") from None
     module = _resolve_entry(root, spec.entry, path).eval()
     schema = module.forward.schema
+    if spec.options.get("optimize_for_inference"):
+        try:
+            with warnings.catch_warnings():  # both are marked deprecated in favour of torch.compile, and still work
+                warnings.simplefilter("ignore", DeprecationWarning)
+                module = torch.jit.optimize_for_inference(torch.jit.freeze(module))
+        except Exception as exc:
+            raise ModelFileError(f"cannot apply optimize_for_inference to {path}: {first_line(exc)}") from None
     if spec.inputs:
         inputs = tuple(spec.inputs)
     else:

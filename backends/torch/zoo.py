@@ -110,7 +110,7 @@ def export_component(
 
 def build_reference(name: str, preset: str, folder: Path):
     """Seeded weights into ``folder/weights.safetensors`` and every component exported into ``folder/torch``."""
-    from speechperf.zoo.build import Artifact, TorchBuild
+    from speechperf.zoo.build import Artifact, SourceBuild
     from speechperf.zoo.catalog import get_model
 
     model = get_model(name)
@@ -124,4 +124,4 @@ def build_reference(name: str, preset: str, folder: Path):
     for comp in model.components:
         for fmt, (path, secs) in export_component(model, comp, preset, components[comp.name], folder / "torch").items():
             artifacts.append(Artifact(path, "onnx-torch" if fmt == "onnx" else "torchscript", comp.name, secs))
-    return TorchBuild(parameter_count(components), written["weights"], tuple(artifacts))
+    return SourceBuild(parameter_count(components), written["weights"], tuple(artifacts))

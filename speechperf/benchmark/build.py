@@ -14,7 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
+
 from speechperf.backend import ModelSpec, TensorInfo
+from speechperf.benchmark.reference import backend_options
 from speechperf.benchmark.stage import Stage, StageError
 from speechperf.benchmark.validate import SILERO, check_stage_model
 from speechperf.config.schema import BenchConfig, StageConfig
@@ -57,11 +60,14 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None)
             raise StageError(f"building reference model {model}/{preset} failed (exit {done.returncode}); "
                              "its last messages are above")
         print(f"built {model}/{preset} in {time.perf_counter() - start:.1f} s", file=log)
-    if any(s.model == SILERO for s in cfg.stages) and backend_name == "paddle":
+    if any(s.model == SILERO for s in cfg.stages):
         from speechperf.adapters.vad import silero_model_spec
+        from speechperf.registry import get_backend
 
         workdir.mkdir(parents=True, exist_ok=True)
-        silero_model_spec(backend_name, workdir)  # exports the TorchScript weights for the paddle port, once
+        # Writes whatever the backend's silero files need written once (the paddle port exports the TorchScript
+        # weights), before any memory is measured.
+        silero_model_spec(get_backend(backend_name), workdir)
 
 
 @contextlib.contextmanager
@@ -101,7 +107,7 @@ def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig,
         spec = ModelSpec(
             path=stage_cfg.path, format=stage_cfg.format, entry=stage_cfg.entry,
             inputs=tuple(TensorInfo(i.name, i.dtype) for i in stage_cfg.inputs),
-            outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
+            outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs), options=backend_options(stage_cfg, backend),
         )
         session = backend.load(spec, device=device, threads=threads)
         feature_fn = _feature_fn() if any((i.source or "").startswith("feature") for i in stage_cfg.inputs) else None
@@ -112,7 +118,8 @@ def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig,
         from speechperf.benchmark.file_stage import VadStage
 
         workdir.mkdir(parents=True, exist_ok=True)
-        session = backend.load(silero_model_spec(backend.name, workdir), device=device, threads=threads)
+        spec = attrs.evolve(silero_model_spec(backend, workdir), options=backend_options(stage_cfg, backend))
+        session = backend.load(spec, device=device, threads=threads)
         return VadStage(session, stage_cfg.vad_threshold)
     from speechperf.benchmark.reference import reference_stage
 

@@ -113,11 +113,24 @@ class BenchmarkingBase:
     def count_flops(self, stage: int):
         from speechperf.meters.flops import FlopsMeter
 
-        meter = FlopsMeter(_ShapeCachedFlops(self.backend), source="auto")
+        from speechperf.meters.flops_cache import DiskFlopCache
+
+        disk = DiskFlopCache(self.backend)
+        meter = FlopsMeter(_ShapeCachedFlops(disk), source="auto")
         self._meters[stage]["flops"] = meter
         s = self.stages[stage]
+        has = getattr(self.backend, "has_capability", None)
+        if meter.source == "analytic" and has is not None and not has("flops"):
+            self.progress(s.label, f"FLOPs not counted: backend {self.backend.name!r}: capability 'flops' is "
+                          "unavailable", 0, 0)
+            return meter.result()
+        # Counting is often the long part of a run: say so before it starts.
+        what = f"counting FLOPs ({meter.source}, {self.backend.name})"
+        self.progress(s.label, what + " ...", 0, 0)
         self._each(stage, "flops", lambda sid, inp: meter.measure(sid, lambda sessions: s.run(sessions, inp),
-                                                                   dict(s.flops_sessions())))
+                                                                   dict(s.flops_sessions())), display=what)
+        if disk.hits or disk.misses:
+            self.progress(s.label, f"FLOP counts: {disk.hits} read from the cache, {disk.misses} counted", 0, 0)
         return meter.result()
 
     def gather_all_metrics(self, dataset: Sequence[Sample]) -> BenchResult:
@@ -181,11 +194,12 @@ class BenchmarkingBase:
             total = len(self.inputs[index - 1])
             self.progress(previous.label, "inputs for the next stage", total, total)
 
-    def _each(self, stage: int, meter_name: str, measure: Callable[[str, StageIO], object]) -> None:
+    def _each(self, stage: int, meter_name: str, measure: Callable[[str, StageIO], object],
+              display: str | None = None) -> None:
         inputs = self.inputs[stage]
         label = self.stages[stage].label
         for n, (sid, inp) in enumerate(inputs.items()):
-            self.progress(label, meter_name, n, len(inputs))
+            self.progress(label, display or meter_name, n, len(inputs))
             if sid in self.failed:
                 continue
             record = measure(sid, inp)
@@ -195,7 +209,7 @@ class BenchmarkingBase:
                 # runtime and memory valid: it is reported, not counted as a failed sample.
                 if meter_name != "flops":
                     self.failed.setdefault(sid, f"stage{stage + 1} ({label}): {record.message}")
-        self.progress(label, meter_name, len(inputs), len(inputs))
+        self.progress(label, display or meter_name, len(inputs), len(inputs))
 
     def _final_pass(self, stage: int) -> None:
         if stage != len(self.stages) - 1:

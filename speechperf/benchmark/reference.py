@@ -203,6 +203,11 @@ class UnitVocoderStage(Stage):
         return {"waveform": waveform.reshape(-1), "sample_rate": self.sample_rate}
 
 
+def backend_options(stage_cfg, backend) -> dict:
+    """The stage's ``options`` for this backend (see speechperf.config.backend_options)."""
+    return dict((getattr(stage_cfg, "options", None) or {}).get(backend.name) or {})
+
+
 def reference_stage(stage_cfg, role: str, where: str, backend, device: str, threads: int) -> Stage:
     """Build (or take from the cache) the stage's reference model(s) and load their graphs on ``backend``."""
     from speechperf.zoo.catalog import get_model
@@ -217,10 +222,13 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
     label = f"{model.name}/{preset}"
     vocoder_name = stage_cfg.vocoder or DEFAULT_VOCODER
 
+    options = backend_options(stage_cfg, backend)
+
     def sessions_in(fmt: str | None) -> dict[str, Session]:
-        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where)
+        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where, options)
         if role == "tts":
-            sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where)["generator"]
+            sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where,
+                                                options)["generator"]
         return sessions
 
     sessions = sessions_in(stage_cfg.format)
@@ -234,48 +242,55 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
         stage = TTSStage(f"{label}+{vocoder_name}", sessions, hparams, get_model(vocoder_name).hparams(preset))
     else:
         stage = UnitVocoderStage(label, sessions, hparams, stage_cfg.dur_prediction)
-    counted_as = COUNTED_AS.get(zoo_format(backend.name, stage_cfg.format, where))
-    if counted_as is not None:
+    counted_as = zoo_format_of(backend, stage_cfg.format, where).counted_as
+    from speechperf.zoo.build import runnable_formats
+
+    if counted_as is not None and counted_as in runnable_formats(backend):
         stage.flops_twin = lambda: sessions_in(counted_as)
     return stage
 
 
-#: Formats whose graphs the backend's FLOP counter cannot walk at given shapes, and the format of the same model
-#: and weights that it counts instead: a paddle inference program keeps -1 for batch and time.
-COUNTED_AS = {"paddle-inference": "paddle-eager"}
+def zoo_format(backend, fmt: str | None, where: str) -> str:
+    """The built format to load: the stage's ``format`` if set (checked to run on this backend), else the
+    backend's ``default_zoo_format``, else the first zoo format whose files it loads (so a plugin that loads ONNX
+    runs the ONNX exports)."""
+    from speechperf.zoo.build import runnable_formats
 
-
-#: The zoo format each backend runs by default: how that framework's users usually deploy.
-DEFAULT_FORMATS = {"torch": "torch-eager", "paddle": "paddle-inference", "onnxruntime": "onnx-torch"}
-
-
-def zoo_format(backend_name: str, fmt: str | None, where: str) -> str:
-    """The built format to load: the stage's ``format`` if set (checked to run on this backend), else the default."""
-    from speechperf.zoo.build import FORMATS
-
+    runs_on = runnable_formats(backend)
     if fmt is None:
-        if backend_name not in DEFAULT_FORMATS:
-            raise StageError(f"{where}: backend {backend_name!r} has no reference-model format; the zoo is built for "
-                             f"{', '.join(DEFAULT_FORMATS)} (or give your own file as `path`)")
-        return DEFAULT_FORMATS[backend_name]
-    runs_on = [name for name, (backend, _) in FORMATS.items() if backend == backend_name]
+        default = getattr(backend, "default_zoo_format", None)
+        if default in runs_on:
+            return default
+        if not runs_on:
+            raise StageError(f"{where}: backend {backend.name!r} loads none of the reference models' formats (it "
+                             f"loads {', '.join(backend.capabilities.formats) or 'nothing'}); give your own file "
+                             "as `path`")
+        return runs_on[0]
     if fmt not in runs_on:
-        raise StageError(f"{where}: format {fmt!r} does not run on backend {backend_name!r}; allowed: "
+        raise StageError(f"{where}: format {fmt!r} does not run on backend {backend.name!r}; allowed: "
                          f"{', '.join(runs_on)}")
     return fmt
 
 
+def zoo_format_of(backend, fmt: str | None, where: str):
+    from speechperf.zoo.build import zoo_formats
+
+    return zoo_formats()[zoo_format(backend, fmt, where)][1]
+
+
 def load_sessions(model: str, preset: str, backend, device: str, threads: int, fmt: str | None = None,
-                  where: str = "") -> dict[str, Session]:
+                  where: str = "", options=None) -> dict[str, Session]:
     """A session per component of a reference model, built on demand into the zoo cache."""
+    import attrs
+
     from speechperf.zoo.build import ensure_built, model_spec
     from speechperf.zoo.catalog import get_model
 
-    fmt = zoo_format(backend.name, fmt, where)
+    fmt = zoo_format(backend, fmt, where)
     folder = ensure_built(model, preset)
     sessions = {}
     for component in get_model(model).component_names:
-        _, spec = model_spec(folder, component, fmt)
+        spec = attrs.evolve(model_spec(folder, component, fmt), options=dict(options or {}))
         session = backend.load(spec, device=device, threads=threads)
         session.inputs = spec.inputs  # check feeds by the catalog's declaration on every format (as the zoo does)
         sessions[component] = session

@@ -20,19 +20,24 @@ def backends(as_json: bool) -> None:
         return
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="speechperf backends")
-    for column in ("backend", "version", "available", "formats", "devices", "profilers"):
-        table.add_column(column)
+    # Names never wrap; long cells fold instead of being cut with an ellipsis, so an install hint is shown whole.
+    for column in ("backend", "version", "available", "formats", "devices", "profilers", "optional"):
+        table.add_column(column, no_wrap=column == "backend", overflow="fold")
     for r in rows:
         caps = r.capabilities
-        table.add_row(
+        cells = (
             r.name,
             r.version or "-",
             "yes" if r.available else f"no: {r.reason}",
             ", ".join(caps.formats),
             ", ".join(caps.devices),
             ", ".join(caps.profilers) or "-",
+            ", ".join(r.optional) or "-",
         )
+        # Reasons hold install hints like `pip install "speechperf[torch]"`, which rich would read as markup.
+        table.add_row(*(escape(c) for c in cells))
     Console(soft_wrap=False).print(table)

@@ -178,6 +178,10 @@ def parse_config(text: str, source: str, overrides: Mapping[str, Any] | None = N
         stage = _build(StageConfig, merged, lambda k, s=section: where(s, k) if (s, k) in lines else where("general", k),
                        section)
         _check_stage(stage, section, role, where(section))
+        if stage.options:
+            from speechperf.config.backend_options import check_stage_options
+
+            stage = attrs.evolve(stage, options=check_stage_options(stage.options, where(section, "options"), section))
         stages.append(stage)
     return BenchConfig(general=general, stages=tuple(stages), source=source)
 
@@ -217,6 +221,7 @@ _KIND_TEXT = {
     "str": "a string", "str?": "a string or null", "int": "an integer", "int?": "an integer or null",
     "float": "a number", "bool": "true or false", "list[str]": "a list of strings", "list[float]": "a list of numbers",
     "inputs": "a list of {name, source, dtype} mappings", "array?": "a number or a nested list of numbers",
+    "options": "a mapping of backend name -> options", "options?": "a mapping of backend name -> options, or null",
 }
 
 
@@ -269,6 +274,10 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         if not isinstance(value, list):
             raise bad(_KIND_TEXT[kind])
         out = tuple(_input(v, f"{name}[{i}]", at) for i, v in enumerate(value))
+    elif base == "options":
+        if not isinstance(value, dict):
+            raise bad(_KIND_TEXT[kind])
+        out = value
     else:  # pragma: no cover - a schema bug
         raise AssertionError(kind)
     if choices is not None:

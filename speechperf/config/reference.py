@@ -11,6 +11,7 @@ _KIND_DOC = {
     "str": "string", "str?": "string or null", "int": "integer", "int?": "integer or null", "float": "number",
     "bool": "bool", "list[str]": "list of strings", "list[float]": "list of numbers", "inputs": "list of inputs",
     "array?": "number, nested list or null",
+    "options?": "mapping or null",
 }
 
 
@@ -56,4 +57,23 @@ def markdown() -> str:
     lines += ["", "## general", ""] + _table(GeneralConfig, "general.")
     lines += ["", "## stage1, stage2, stage3", ""] + _table(StageConfig, "stageN.")
     lines += ["", "## inputs of a user's model file (`stageN.inputs[]`)", ""] + _table(InputConfig, "")
+    lines += ["", "## backend options (`stageN.options.<backend>`)", "",
+              "A stage's `options` maps a backend name to its settings, e.g. `options: {onnxruntime: "
+              "{graph_optimization_level: basic}, paddle: {api: jit}}`;", "the backend a run uses takes its own; a key a "
+              "backend does not take, or a bad value, is an error (also from `speechperf config check`).", ""]
+    lines += _backend_options()
     return "\n".join(lines) + "\n"
+
+
+def _backend_options() -> list[str]:
+    """A table of the options each installed backend declares (its ``options_class``); plugins add theirs."""
+    from speechperf.registry import get_backend, known_backends
+
+    lines = []
+    for name in known_backends(include_overrides=False):
+        try:
+            cls = getattr(get_backend(name), "options_class", None)
+        except Exception:  # a broken plugin is listed by `speechperf backends`, not here
+            continue
+        lines += [f"`{name}`:", ""] + (_table(cls, f"options.{name}.") if cls else ["takes no options"]) + [""]
+    return lines[:-1]

@@ -99,6 +99,10 @@ class StageConfig:
     )
     vad_threshold: float = key(0.5, "VAD: speech probability above which a window is speech", "float", minimum=0,
                                maximum=1, exclusive=True)
+    options: dict | None = key(
+        None, "backend settings, per backend: {onnxruntime: {graph_optimization_level: basic}, paddle: {api: jit}}; "
+        "each backend's keys are listed below and checked for every backend named", "options?"
+    )
 
 
 @attrs.frozen

@@ -245,14 +245,24 @@ def _backends(names: Iterable[str] | None) -> list[tuple[str, object, str]]:
     return out
 
 
+def _lacks(backend, capabilities: tuple[str, ...]) -> str:
+    """Why ``backend`` cannot be checked here: the first of ``capabilities`` it lacks, or "" if it has them all."""
+    for capability in capabilities:
+        has = getattr(backend, "has_capability", None)
+        if has is not None and not has(capability):
+            return f"backend {backend.name!r}: capability {capability!r} is unavailable"
+    return ""
+
+
 def check_flops(backends: list[tuple[str, object, str]]) -> list[CheckRow]:
     rows = []
     for name, backend, why in backends:
         for graph in (KnownGraph("matmul"), KnownGraph("conv")):
             what = (f"{name}: matmul {graph.m}x{graph.k} @ {graph.k}x{graph.n} = 2*m*n*k" if graph.kind == "matmul"
                     else f"{name}: conv1d {graph.c_in}->{graph.c_out} k{graph.kernel} on {list(graph.input_shape)}")
-            if backend is None:
-                rows.append(CheckRow("flops", what, "-", str(graph.expected), UNAVAILABLE, False, why))
+            lacking = backend is not None and _lacks(backend, ("known_graph", "flops"))
+            if backend is None or lacking:
+                rows.append(CheckRow("flops", what, "-", str(graph.expected), UNAVAILABLE, False, lacking or why))
                 continue
             try:
                 session = backend.known_session(graph)
@@ -275,8 +285,10 @@ def check_threads(backends: list[tuple[str, object, str]], quick: bool = False) 
     graph = KnownGraph("matmul", m=384, n=384, k=384)
     seconds = 0.2 if quick else 0.5
     for name, backend, why in backends:
-        if backend is None:
-            rows.append(CheckRow("threads", f"{name}: 1 thread uses one core", "-", "", UNAVAILABLE, False, why))
+        lacking = backend is not None and _lacks(backend, ("known_graph",))
+        if backend is None or lacking:
+            rows.append(CheckRow("threads", f"{name}: 1 thread uses one core", "-", "", UNAVAILABLE, False,
+                                 lacking or why))
             continue
         feeds = graph.feeds()
         for threads in (1, 2):

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import attrs
 
+from speechperf.backend import CapabilityUnavailableError
 from speechperf.meters.samples import MeterError, SampleFailure, failure
 
 MIB = 2**20
@@ -142,7 +143,10 @@ class MemoryMeter:
         self._device = None
         self.device_note = ""
         if device != "cpu" and backend is not None:
-            self._device = backend.device_memory(device)
+            try:
+                self._device = backend.device_memory(device)
+            except CapabilityUnavailableError as exc:  # a plugin without memory.py: no device figure, said why
+                self._device = _NoDeviceMemory(str(exc))
             if not self._device.available:
                 self.device_note = self._device.reason
                 self._device = None
@@ -197,3 +201,9 @@ class MemoryMeter:
         return MemoryResult(self.method, tuple(self._samples), tuple(self._failures), self.preload_mib,
                             self.interval if self.method == "memory_profiler" else None, self.device_note)
 
+
+class _NoDeviceMemory:
+    available = False
+
+    def __init__(self, reason: str):
+        self.reason = reason

@@ -10,8 +10,9 @@ Layout of ``<out>/<model>/``::
     paddle/<component>.onnx      ONNX from paddle2onnx
     manifest.json
 
-The frameworks are reached through the backend registry (``build_reference`` on the torch and paddle backends);
-this module imports none of them.
+The frameworks are reached through the backend registry: each backend declares the zoo formats it builds
+(``zoo_formats``) and builds them in ``build_reference``; the one with ``builds_reference_weights`` writes the weights
+first and the others read them. This module imports none of them and names none.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 import attrs
 
 from speechperf import __version__
-from speechperf.backend import ModelSpec, TensorInfo
+from speechperf.backend import ModelSpec, TensorInfo, ZooFormat
 from speechperf import cache
 from speechperf.errors import ModelFileError, SpeechperfError
 from speechperf.registry import get_backend
@@ -35,20 +36,66 @@ from speechperf.zoo.catalog import MODEL_MODULES, ReferenceModel, check_preset, 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = 1
 
-#: Every format a component is built in: name -> (backend that loads it, file inside the model folder or None for
-#: a factory + weights). ``torch-eager`` is the reference the parity tests compare the others with.
-FORMATS = {
-    "torch-eager": ("torch", None),
-    "torchscript": ("torch", "torch/{component}.pt"),
-    "paddle-eager": ("paddle", None),
-    "paddle-inference": ("paddle", "paddle/{component}.json"),
-    "onnx-torch": ("onnxruntime", "torch/{component}.onnx"),
-    "onnx-paddle": ("onnxruntime", "paddle/{component}.onnx"),
-}
-FACTORIES = {
-    "torch-eager": "speechperf.backends.torch.zoo:load_component",
-    "paddle-eager": "speechperf.backends.paddle.zoo:load_component",
-}
+def zoo_builders() -> list:
+    """The registered backends that build zoo formats (``zoo_formats``), the one building the weights first."""
+    from speechperf.registry import known_backends
+
+    builders = []
+    for name in known_backends():
+        try:
+            backend = get_backend(name)
+        except SpeechperfError:  # a broken plugin builds nothing; `speechperf backends` reports it
+            continue
+        if getattr(backend, "zoo_formats", None):
+            builders.append(backend)
+    builders.sort(key=lambda b: not getattr(b, "builds_reference_weights", False))
+    return builders
+
+
+def zoo_formats() -> dict[str, tuple[str, ZooFormat]]:
+    """Every format a component is built in: name -> (backend that builds it, ZooFormat). ``torch-eager`` (the
+    weights' own framework, eager) is the reference the parity tests compare the others with."""
+    return {name: (b.name, zf) for b in zoo_builders() for name, zf in b.zoo_formats.items()}
+
+
+def __getattr__(name: str):
+    if name == "FORMATS":  # computed from the registry when asked for, so importing this module loads no plugin
+        return zoo_formats()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def runs_on(backend, fmt: str) -> bool:
+    """Whether ``backend`` loads zoo format ``fmt``: whether it loads that format's files."""
+    return fmt in zoo_formats() and zoo_formats()[fmt][1].format in backend.capabilities.formats
+
+
+def runnable_formats(backend) -> list[str]:
+    formats = zoo_formats()
+    return [name for name, (_, zf) in formats.items() if zf.format in backend.capabilities.formats]
+
+
+def backend_for(fmt: str):
+    """The backend that loads zoo format ``fmt`` when none is named: the one that built it if it can, else the
+    first registered backend that loads its files."""
+    from speechperf.registry import known_backends
+
+    builder, zf = _zoo_format(fmt)
+    candidates = [builder] + [n for n in known_backends() if n != builder]
+    for name in candidates:
+        try:
+            backend = get_backend(name)
+        except SpeechperfError:
+            continue
+        if zf.format in backend.capabilities.formats:
+            return backend
+    raise SpeechperfError(f"no registered backend loads zoo format {fmt!r} ({zf.format} files)")
+
+
+def _zoo_format(fmt: str) -> tuple[str, ZooFormat]:
+    formats = zoo_formats()
+    if fmt not in formats:
+        raise SpeechperfError(f"unknown zoo format {fmt!r}; known formats: {', '.join(formats)}")
+    return formats[fmt]
 
 
 @attrs.frozen
@@ -62,8 +109,8 @@ class Artifact:
 
 
 @attrs.frozen
-class TorchBuild:
-    """What the torch (source framework) build returns: the weights and its exported files."""
+class SourceBuild:
+    """What the build of the backend writing the weights (``builds_reference_weights``) returns."""
 
     parameter_count: int
     weights: Path
@@ -102,11 +149,14 @@ def build_model(name: str, preset: str, out: Path) -> dict:
 
 
 def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
-    torch_backend, paddle_backend = get_backend("torch"), get_backend("paddle")
-    torch_backend.require_available()
-    paddle_backend.require_available()
-    built: TorchBuild = torch_backend.build_reference(model.name, preset, folder)
-    paddle_files = paddle_backend.build_reference(model.name, preset, built.weights, folder)
+    builders = zoo_builders()
+    if not builders or not getattr(builders[0], "builds_reference_weights", False):
+        raise SpeechperfError("no registered backend builds the reference weights (builds_reference_weights)")
+    for backend in builders:
+        backend.require_available()
+    source, ports = builders[0], builders[1:]
+    built: SourceBuild = source.build_reference(model.name, preset, folder)
+    port_files = [a for port in ports for a in port.build_reference(model.name, preset, folder, built.weights)]
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "model": model.name,
@@ -116,7 +166,7 @@ def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
         "architecture": attrs.asdict(model.hparams(preset)),
         "parameter_count": built.parameter_count,
         "seed": model.seed,
-        "source_framework": "torch",
+        "source_framework": source.name,
         "weights_layout": "torch (nn.Linear weight [out, in]); paddle transposes on load",
         "tolerance": model.tolerance,
         "components": [
@@ -128,12 +178,9 @@ def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
             }
             for comp in model.components
         ],
-        "files": [_file_entry(folder, a) for a in (*built.artifacts, *paddle_files)],
+        "files": [_file_entry(folder, a) for a in (*built.artifacts, *port_files)],
         "speechperf_version": __version__,
-        "frameworks": {
-            "torch": torch_backend.availability().version,
-            "paddle": paddle_backend.availability().version,
-        },
+        "frameworks": {b.name: b.availability().version for b in builders},
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
@@ -200,18 +247,17 @@ def ensure_built(model: str, preset: str, root: Path | None = None) -> Path:
     return folder
 
 
-def model_spec(folder: Path, component: str, fmt: str) -> tuple[str, ModelSpec]:
-    """(backend name, ModelSpec) for one component of a built model in one of ``FORMATS``."""
-    if fmt not in FORMATS:
-        raise SpeechperfError(f"unknown zoo format {fmt!r}; known formats: {', '.join(FORMATS)}")
+def model_spec(folder: Path, component: str, fmt: str) -> ModelSpec:
+    """The ModelSpec of one component of a built model in zoo format ``fmt`` (see ``zoo_formats``)."""
+    _, zf = _zoo_format(fmt)
     folder = Path(folder)
     manifest = read_manifest(folder)
     model = get_model(manifest["model"])
     comp = model.component(component)
-    backend, pattern = FORMATS[fmt]
-    if pattern is None:
-        spec = ModelSpec(
-            factory=FACTORIES[fmt],
+    if zf.path is None:
+        return ModelSpec(
+            format=zf.format,
+            factory=zf.factory,
             factory_kwargs={
                 "model": model.name,
                 "preset": manifest["preset"],
@@ -221,15 +267,16 @@ def model_spec(folder: Path, component: str, fmt: str) -> tuple[str, ModelSpec]:
             inputs=comp.inputs,
             outputs=comp.outputs,
         )
-    else:
-        spec = ModelSpec(path=folder / pattern.format(component=component), inputs=comp.inputs, outputs=comp.outputs)
-    return backend, spec
+    return ModelSpec(path=folder / zf.path.format(component=component), format=zf.format, inputs=comp.inputs,
+                     outputs=comp.outputs)
 
 
-def load_session(folder: Path, component: str, fmt: str, threads: int | None = None, device: str = "cpu"):
-    """A session over one component of a built model in one format, through the backend registry."""
-    backend, spec = model_spec(folder, component, fmt)
-    session = get_backend(backend).load(spec, device=device, threads=threads)
+def load_session(folder: Path, component: str, fmt: str, threads: int | None = None, device: str = "cpu",
+                 backend=None):
+    """A session over one component of a built model in one format, on ``backend`` (default: ``backend_for``)."""
+    spec = model_spec(folder, component, fmt)
+    backend = backend if backend is not None else backend_for(fmt)
+    session = backend.load(spec, device=device, threads=threads)
     # ORT reads shapes from the graph (symbolic names differ per exporter); declare the catalog's instead, so every
     # format checks feeds the same way and names the same axes in its errors.
     session.inputs = spec.inputs
