@@ -20,7 +20,7 @@ from speechperf.errors import SpeechperfError
 INSTALL_HINT = 'pip install "speechperf[ray]"'
 
 
-def _import_ray():
+def require_ray():
     try:
         import ray
     except ImportError:
@@ -60,7 +60,7 @@ def _task(argv, run_dir, label, run, timeout_s, threads, slot):
 def run_on_ray(order, workdir, timeout_s, jobs, record, err) -> None:
     from speechperf.compare.launch import RunResult, run_dir_of
 
-    ray = _import_ray()
+    ray = require_ray()
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False, log_to_driver=True)
     task = ray.remote(_task)
