@@ -56,7 +56,7 @@ class RunResult:
     wall_s: float | None = None
     cpu_s: float | None = None  # the child's user + system CPU time
     max_rss_mib: float | None = None  # the child's peak RSS over its whole life (import, build, measure)
-    cores: tuple[int, ...] | None = None  # the CPUs it was pinned to (Ray executor)
+    cores: tuple[int, ...] | None = None  # the CPUs the child may run on (its affinity mask when it started)
     node: str | None = None
 
     def to_dict(self) -> dict:
@@ -81,6 +81,10 @@ def run_child(argv: Sequence[str], run_dir: Path, label: str, run: int, timeout_
         # reaches only this process, which then ends the child itself.
         proc = subprocess.Popen(child_command(argv, run_dir), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 start_new_session=True)
+        try:
+            cores = tuple(sorted(os.sched_getaffinity(proc.pid)))  # the mask the child really has
+        except OSError:  # it has already exited
+            cores = None
         if on_start is not None:
             on_start(proc.pid)
         timer = None
@@ -116,7 +120,8 @@ def run_child(argv: Sequence[str], run_dir: Path, label: str, run: int, timeout_
     return RunResult(label=label, run=run, ok=reason is None, exit_code=exit_code, signal=sig, reason=reason,
                      json_path=str(json_path), outputs_path=str(run_dir / "outputs.npz"), stderr_path=str(stderr_path),
                      pid=proc.pid, wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime,
-                     max_rss_mib=usage.ru_maxrss / 1024)  # ru_maxrss is in KiB on Linux
+                     max_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
+                     cores=cores)
 
 
 def _kill_group(pid: int) -> None:

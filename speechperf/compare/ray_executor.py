@@ -53,7 +53,7 @@ def _task(argv, run_dir, label, run, timeout_s, threads, slot):
             with open(path, "rb") as handle:
                 files[path] = handle.read()
     data = result.to_dict()
-    data.update(cores=tuple(cores), node=socket.gethostname())
+    data.update(node=socket.gethostname())
     return data, files
 
 
