@@ -110,6 +110,7 @@ def test_statistics_are_those_of_the_children_results(three_backends):
 def test_exports_json_csv_markdown_and_plot(three_backends):
     _, paths, data = three_backends
     assert data["schema_version"] == 1 and data["complete"] is True and data["runs_per_cell"] == 2
+    assert data["options"]["backends_text"] == "torch,paddle,onnxruntime" and data["options"]["runs"] == 2
     assert data["config"]["general"]["model_type"] == "S2T" and data["config"]["stage1"]["preset"] == "tiny"
     assert len(data["runs"]) == 6 and [r["label"] for r in data["runs"][:3]] == ["torch", "paddle", "onnxruntime"]
     for run in data["runs"]:

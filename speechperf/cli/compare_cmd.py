@@ -84,7 +84,7 @@ def compare(backends_text, config_path, model_type, sets, preset, dataset_path, 
     from speechperf.compare.report import CompareReport, print_report, to_csv, to_json, to_markdown
 
     workdir = workdir or _default_workdir()
-    command = ["speechperf", "compare", *sys.argv[2:]] if len(sys.argv) > 1 else ["speechperf", "compare"]
+    options = {k: (str(v) if isinstance(v, Path) else v) for k, v in click.get_current_context().params.items()}
     config = base.to_dict()
     finished = []
     print(f"compare: {len(cells)} cell(s) x {runs} run(s), one child at a time" if jobs == 1 else
@@ -96,7 +96,7 @@ def compare(backends_text, config_path, model_type, sets, preset, dataset_path, 
         if output is not None:
             from speechperf.benchmark.report import write_json_atomic
 
-            write_json_atomic(output, to_json(report, config, command, runs, complete))
+            write_json_atomic(output, to_json(report, config, options, runs, complete))
         return report
 
     def on_result(result):

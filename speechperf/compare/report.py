@@ -85,12 +85,13 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
     return out
 
 
-def to_json(report: CompareReport, config: dict[str, Any] | None, command: Sequence[str], runs: int,
+def to_json(report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int,
             complete: bool) -> dict[str, Any]:
+    """``options``: the command's options as given (click's parameters)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "complete": complete,
-        "command": list(command),
+        "options": options,
         "statistical_unit": UNIT_NOTE,
         "runs_per_cell": runs,
         "config": config,
