@@ -3,12 +3,15 @@ on known arrays, and a child that ran with another thread count than its column.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from speechperf.compare.launch import RunResult
+from speechperf.compare.launch import RunResult, run_child
 from speechperf.compare.parity import compare_outputs
 from speechperf.compare.plan import Cell, PlanError, build_cells, parse_sweep
 from speechperf.compare.summary import check_threads
@@ -79,3 +82,38 @@ def test_a_child_that_recorded_other_threads_fails_its_run():
     checked = check_threads(result, Cell("torch", "torch", threads=1), data)
     assert checked.ok is False and checked.reason == "the child ran with [2] threads, not 1 as every cell of its column"
     assert check_threads(result, Cell("torch", "torch", threads=2), data) is result
+
+
+# -- how a real child process ended -----------------------------------------------------------------------------------
+
+
+def _child(tmp_path, code: str, timeout_s=None) -> RunResult:
+    return run_child([sys.executable, "-c", code], tmp_path, "x", 0, timeout_s)
+
+
+def test_a_segfault_is_named_with_the_shell_exit_code(tmp_path):
+    result = _child(tmp_path, "import ctypes; ctypes.string_at(0)")
+    assert (result.ok, result.signal, result.exit_code, result.reason) == (False, "SIGSEGV", 139, "segmentation fault")
+
+
+def test_a_non_zero_exit_gives_the_last_stderr_line(tmp_path):
+    result = _child(tmp_path, "import sys; print('loading', file=sys.stderr); sys.exit('Error: no such model m.onnx')")
+    assert (result.ok, result.exit_code, result.signal) == (False, 1, None)
+    assert result.reason == "exit 1: Error: no such model m.onnx"
+
+
+def test_exit_0_without_a_complete_json_is_a_failure(tmp_path):
+    result = _child(tmp_path, "pass")
+    assert result.ok is False and result.reason == "exit 0 but no complete result JSON was written"
+    assert result.cpu_s is not None and result.max_rss_mib > 1
+
+
+def test_the_timeout_kills_what_the_child_started_too(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+            f" open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    result = _child(tmp_path, code, timeout_s=1.5)
+    assert result.reason == "timed out after 1.5 s" and result.exit_code == 137 and result.wall_s < 10
+    time.sleep(0.2)
+    state = subprocess.run(["ps", "-o", "stat=", "-p", pid_file.read_text()], capture_output=True, text=True).stdout
+    assert state.strip() in ("", "Z"), f"the grandchild is still running: {state}"

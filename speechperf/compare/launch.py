@@ -68,9 +68,10 @@ def child_command(argv: Sequence[str], run_dir: Path) -> list[str]:
             "--save-outputs", str(run_dir / "outputs.npz")]
 
 
-def run_child(argv: Sequence[str], run_dir: Path, label: str, run: int, timeout_s: float | None = None,
+def run_child(command: Sequence[str], run_dir: Path, label: str, run: int, timeout_s: float | None = None,
               on_start: Callable[[int], None] | None = None) -> RunResult:
-    """Run one bench child in ``run_dir``, wait for it (killing its process group at ``timeout_s``), classify it."""
+    """Run ``command`` (``child_command(...)``) in ``run_dir``'s files, wait for it (killing its process group at
+    ``timeout_s``) and classify how it ended."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = run_dir / "stderr.txt"
@@ -79,7 +80,7 @@ def run_child(argv: Sequence[str], run_dir: Path, label: str, run: int, timeout_
         start = time.perf_counter()
         # A session of its own: the timeout kills everything the child started, and Ctrl-C in the terminal
         # reaches only this process, which then ends the child itself.
-        proc = subprocess.Popen(child_command(argv, run_dir), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+        proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 start_new_session=True)
         try:
             cores = tuple(sorted(os.sched_getaffinity(proc.pid)))  # the mask the child really has
@@ -199,7 +200,8 @@ def run_cells(cells: Sequence[Cell], runs: int, workdir: Path, executor: str = "
                 print(f"compare: [{index + 1}/{len(order)}] {cell.label} run {run + 1}: started pid {pid}",
                       file=err, flush=True)
 
-            return run_child(cell.bench_args(workdir), run_dir_of(workdir, cell, run), cell.label, run, timeout_s,
+            run_dir = run_dir_of(workdir, cell, run)
+            return run_child(child_command(cell.bench_args(workdir), run_dir), run_dir, cell.label, run, timeout_s,
                              started)
 
         if jobs == 1:

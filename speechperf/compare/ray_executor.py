@@ -35,7 +35,7 @@ def pinned_cores(slot: int, threads: int, available: list[int]) -> list[int]:
 
 
 def _task(argv, run_dir, label, run, timeout_s, threads, slot):
-    from speechperf.compare.launch import run_child
+    from speechperf.compare.launch import child_command, run_child
 
     original = sorted(os.sched_getaffinity(0))
     cores = pinned_cores(slot, threads, original)
@@ -44,7 +44,7 @@ def _task(argv, run_dir, label, run, timeout_s, threads, slot):
         def started(pid):
             print(f"compare: {label} run {run + 1}: started pid {pid} on cores {cores}", file=sys.stderr, flush=True)
 
-        result = run_child(argv, Path(run_dir), label, run, timeout_s, started)
+        result = run_child(child_command(argv, Path(run_dir)), Path(run_dir), label, run, timeout_s, started)
     finally:
         os.sched_setaffinity(0, original)
     files = {}
