@@ -17,7 +17,8 @@ from speechperf.outputs import check_output_path, write_text_atomic
 
 
 def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path | None = None,
-                  csv_path: Path | None = None, md_path: Path | None = None, workdir: Path,
+                  csv_path: Path | None = None, md_path: Path | None = None, outputs_path: Path | None = None,
+                  workdir: Path,
                   progress: bool = True, out=None, err=None) -> int:
     """Run ``cfg``; print the table to ``out``; return the exit code (0 all measured, 1 a sample failed)."""
     from speechperf.benchmark import report
@@ -37,6 +38,8 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
                if path is not None}
     for what, path in exports.items():  # before anything is loaded: a bad path must not cost a whole run
         check_output_path(path, what)
+    if outputs_path is not None:
+        outputs_path = check_output_path(outputs_path, "--save-outputs")
     dataset = load_dataset(general, cfg.roles[0])
     backend = require_backend(general.backend)  # imports the framework
     with build.stdout_to_stderr():
@@ -70,6 +73,10 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     if show:
         show.close()
     _write_exports(result, config_dict, env, output, csv_path, md_path)
+    if outputs_path is not None:
+        from speechperf.benchmark.saved_outputs import save_stage_outputs
+
+        save_stage_outputs(outputs_path, bench.stage_outputs())
     report.print_table(result, file=out)
     for stage in result.stages:
         if stage.first_call_s is not None:
