@@ -36,6 +36,7 @@ from speechperf.zoo.catalog import MODEL_MODULES, ReferenceModel, check_preset, 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = 1
 
+
 def zoo_builders() -> list:
     """The registered backends that build zoo formats (``zoo_formats``), the one building the weights first."""
     from speechperf.registry import known_backends
@@ -64,12 +65,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def runs_on(backend, fmt: str) -> bool:
-    """Whether ``backend`` loads zoo format ``fmt``: whether it loads that format's files."""
-    return fmt in zoo_formats() and zoo_formats()[fmt][1].format in backend.capabilities.formats
-
-
 def runnable_formats(backend) -> list[str]:
+    """The zoo formats ``backend`` runs: those whose files are in a format it loads."""
     formats = zoo_formats()
     return [name for name, (_, zf) in formats.items() if zf.format in backend.capabilities.formats]
 

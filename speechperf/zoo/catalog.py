@@ -37,10 +37,11 @@ Framework definitions (``backends/torch/models/<model>.py``, ``backends/paddle/m
 
 Build and export (``speechperf.zoo.build``, ``backends/<fw>/zoo.py``)
     torch initialises the weights from a seed and writes them; paddle loads the same file. Formats per component
-    (``speechperf.zoo.build.FORMATS``): torch eager (factory + weights), TorchScript ``.pt``, ONNX from torch,
-    paddle eager (factory + weights), paddle inference ``.json`` + ``.pdiparams``, ONNX from paddle. A manifest per
-    model records what was built. ``ensure_built(model, preset)`` builds into the cache on demand and
-    ``load_session(folder, component, format, threads)`` loads one component through the backend registry.
+    (``speechperf.zoo.build.zoo_formats()``, declared by the backends that build them in ``zoo_formats``): torch
+    eager (factory + weights), TorchScript ``.pt``, ONNX from torch, paddle eager (factory + weights), paddle
+    inference ``.json`` + ``.pdiparams``, ONNX from paddle. A manifest per model records what was built.
+    ``ensure_built(model, preset)`` builds into the cache on demand and ``load_session(folder, component, format,
+    threads)`` loads one component through the backend registry, on any backend that loads that file format.
 
 Parity (``tests/test_zoo_parity.py``, generic over this catalog)
     Every component in every format is compared with torch eager at ``Component.test_lengths`` and batch 1 and 3,
