@@ -241,3 +241,15 @@ def test_bench_runs_whisper_on_real_speech(tmp_path, folder):
     outputs = json.loads((tmp_path / "out.json").read_text())["result"]["outputs"]
     texts = [out["text"] for out in outputs.values()]
     assert score(refs, texts).wer <= 0.2, texts  # two short clips: 2 errors in 16 words measured
+
+
+def test_bench_refuses_a_size_whisper_lacks_in_one_line():
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    result = CliRunner().invoke(main, ["bench", "-b", "onnxruntime", "--config",
+                                       str(root / "configs" / "WhisperTinyEn.yaml"), "--preset", "tiny", "-q"])
+    assert result.exit_code == 2
+    assert result.output.strip() == ("Error: unknown preset 'tiny' for model 'whisper-tiny-en'; known presets: base")

@@ -232,7 +232,7 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
         return sessions
 
     sessions = sessions_in(stage_cfg.format)
-    if "cross_kv" in sessions:
+    if "cross_kv" in sessions:  # a Whisper model (speechperf.zoo.whisper): its own features and cached decoding
         from speechperf.benchmark.whisper_stage import WhisperStage
 
         stage = WhisperStage(label, sessions, stage_cfg)
