@@ -242,3 +242,15 @@ def test_bench_save_outputs_holds_every_stage_output(tmp_path):
     assert np.load(npz, allow_pickle=False)  # a plain npz: no pickled object inside
     bad = CliRunner().invoke(main, ["bench", "-b", "onnxruntime", "--save-outputs", str(tmp_path / "o.pkl")])
     assert bad.exit_code == 2 and "--save-outputs" in bad.output and ".npz" in bad.output
+
+
+def test_jobs_above_one_warns_and_still_runs_every_child(tmp_path):
+    out = tmp_path / "c.json"
+    result = CliRunner().invoke(main, ["compare", *S2T_TINY[:4], "--dataset-size", "1", "--repeat", "1",
+                                       "--meters", "runtime", "--backends", "onnxruntime", "--runs", "2", "--jobs", "2",
+                                       "--workdir", str(tmp_path / "w"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "warning: --jobs 2 runs 2 measured children at once" in result.output
+    runs = json.loads(out.read_text())["runs"]
+    assert [(r["run"], r["ok"]) for r in runs] == [(0, True), (1, True)]
+    assert runs[0]["pid"] != runs[1]["pid"]
