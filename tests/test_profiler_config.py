@@ -76,7 +76,9 @@ def test_s2t_preset_records_steps_2_to_4(tmp_path, summaries, backend):
         for run in runs:
             assert any(m["ts"] <= run["ts"] and run["ts"] + run["dur"] <= m["ts"] + m["dur"] for m in steps), run
 
-    names = [op.name for op in summary.ops]
+    # Ranked by each op's fastest call times its calls: load from other processes only adds time to a call, so
+    # on a busy machine one preempted Split can outweigh the MatMuls by total, never by this.
+    names = [op.name for op in sorted(summary.ops, key=lambda op: op.min_ns * op.calls, reverse=True)]
     top = names[:3]
     assert any(word.lower() in name.lower() for name in top for word in MATMUL[backend]), top
     convs = [op for op in summary.ops if CONV[backend].lower() in op.name.lower()]
