@@ -266,6 +266,16 @@ class BackendBase:
         """The device allocator's peak since the last reset (see speechperf.meters.memory)."""
         return self._part("memory").DeviceMemory(device)
 
+    @property
+    def quantization_methods(self) -> tuple[str, ...]:
+        return self.capabilities.quantization
+
+    def quantize(self, method: str, source, out_dir):
+        """Post-training int8 ``method`` of ``source`` (a speechperf.optimize.hook.QuantizeSource) written into
+        ``out_dir``; returns a QuantizedModel. An unknown method is a one-line error listing this backend's."""
+        check_method(self, method)
+        return self._part("quantize").quantize(self, method, source, Path(out_dir))
+
     def _part(self, module: str):
         import importlib
 
@@ -309,6 +319,16 @@ class BackendBase:
                 f"{', '.join(self.capabilities.formats)}"
             )
         return fmt
+
+
+def check_method(backend, method: str) -> str:
+    """``method`` if ``backend`` offers it, else a one-line error naming the backend's quantization methods."""
+    methods = tuple(getattr(backend.capabilities, "quantization", ()))
+    if method not in methods:
+        offered = ", ".join(methods) if methods else "none"
+        raise SpeechperfError(f"unknown quantization method {method!r} for backend {backend.name!r}; "
+                              f"its methods: {offered}")
+    return method
 
 
 def check_threads(n: int | None) -> int | None:

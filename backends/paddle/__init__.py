@@ -35,6 +35,7 @@ class PaddleBackend(BackendBase):
         devices=("cpu", "cuda"),
         formats=("inference", "layer"),
         profilers=("paddle.profiler (api=new)", "legacy (api=legacy)"),
+        quantization=("paddle-ptq",),
     )
 
     framework_module = "paddle"

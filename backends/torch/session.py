@@ -76,8 +76,33 @@ def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
     return TorchSession(module, inputs, _output_infos(spec, count), device)
 
 
+def pickled_tensors(path: Path) -> list[str]:
+    """Names of the weights and constants a ``.pt2`` archive stores pickled (tensor subclasses):
+    ``torch.export.load`` reads those with ``torch.load(weights_only=False)``, which runs code from the file."""
+    import json
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            configs = [n for n in archive.namelist()
+                       if n.endswith(("model_weights_config.json", "model_constants_config.json"))]
+            found = []
+            for name in configs:
+                entries = json.loads(archive.read(name)).get("config", {})
+                found += [k for k, v in entries.items() if isinstance(v, dict) and v.get("use_pickle")]
+            return found
+    except (zipfile.BadZipFile, ValueError):
+        return []  # not a readable archive: torch.export.load says why below
+
+
 def load_export(spec: ModelSpec, device: str) -> TorchSession:
     path = spec.existing(spec.path)
+    pickled = pickled_tensors(path)
+    if pickled:
+        raise ModelFileError(
+            f"{path} stores {len(pickled)} tensor(s) pickled (e.g. {pickled[0]!r}, a tensor subclass); loading them "
+            "would run code from the file, which speechperf never does: export plain tensors (torchao: "
+            "torchao.utils.unwrap_tensor_subclass before torch.export)")
     try:
         program = torch.export.load(str(path))
     except Exception as exc:

@@ -25,7 +25,7 @@ def reference_models(cfg: BenchConfig) -> list[tuple[str, str]]:
     """(model, preset) of every reference model the stages of ``cfg`` load, vocoders included."""
     needed = []
     for stage_cfg, role in zip(cfg.stages, cfg.roles):
-        if stage_cfg.path or stage_cfg.model in (None, SILERO):
+        if stage_cfg.path or stage_cfg.model_dir or stage_cfg.model in (None, SILERO):
             continue
         needed.append((stage_cfg.model, stage_cfg.preset))
         if role == "tts":
@@ -114,7 +114,12 @@ def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig,
         from speechperf.benchmark.file_stage import VadStage
 
         workdir.mkdir(parents=True, exist_ok=True)
-        session = backend.load(silero_model_spec(backend.name, workdir), device=device, threads=threads)
+        spec = silero_model_spec(backend.name, workdir)
+        if stage_cfg.model_dir and spec.path is not None:  # e.g. a quantized silero written by `speechperf optimize`
+            import attrs
+
+            spec = attrs.evolve(spec, path=Path(stage_cfg.model_dir) / spec.path.name)
+        session = backend.load(spec, device=device, threads=threads)
         return VadStage(session, stage_cfg.vad_threshold)
     if role == "s2s":
         raise StageError(f"{where}: there is no reference direct speech-to-speech model; give your own file as "

@@ -218,7 +218,7 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
     vocoder_name = stage_cfg.vocoder or DEFAULT_VOCODER
 
     def sessions_in(fmt: str | None) -> dict[str, Session]:
-        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where)
+        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where, stage_cfg.model_dir)
         if role == "tts":
             sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where)["generator"]
         return sessions
@@ -262,13 +262,22 @@ def zoo_format(backend_name: str, fmt: str | None, where: str) -> str:
 
 
 def load_sessions(model: str, preset: str, backend, device: str, threads: int, fmt: str | None = None,
-                  where: str = "") -> dict[str, Session]:
-    """A session per component of a reference model, built on demand into the zoo cache."""
-    from speechperf.zoo.build import ensure_built, model_spec
+                  where: str = "", model_dir: str | None = None) -> dict[str, Session]:
+    """A session per component of a reference model, built on demand into the zoo cache (or read from
+    ``model_dir``, a built model folder such as a quantized variant)."""
+    from pathlib import Path
+
+    from speechperf.zoo.build import ensure_built, model_spec, read_manifest
     from speechperf.zoo.catalog import get_model
 
     fmt = zoo_format(backend.name, fmt, where)
-    folder = ensure_built(model, preset)
+    if model_dir is not None:
+        folder = Path(model_dir)
+        found = read_manifest(folder).get("model")
+        if found != model:
+            raise StageError(f"{where}: model_dir {model_dir} holds model {found!r}, not {model!r}")
+    else:
+        folder = ensure_built(model, preset)
     sessions = {}
     for component in get_model(model).component_names:
         _, spec = model_spec(folder, component, fmt)

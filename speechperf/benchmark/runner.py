@@ -65,9 +65,9 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     if output is not None:
         report.write_json_atomic(output, report.to_json(result, config_dict, env))
     if csv_path is not None:
-        _write_text(csv_path, report.to_csv(result))
+        write_text_atomic(csv_path, report.to_csv(result))
     if md_path is not None:
-        _write_text(md_path, report.to_markdown(result))
+        write_text_atomic(md_path, report.to_markdown(result))
     report.print_table(result, file=out)
     for stage in result.stages:
         if stage.first_call_s is not None:
@@ -95,7 +95,7 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     return 1 if result.failed else 0
 
 
-def _write_text(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
     import os
 
     path = Path(path)

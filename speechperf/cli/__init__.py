@@ -46,6 +46,7 @@ def _register() -> None:
     from speechperf.cli.data_cmd import data
     from speechperf.cli.bench_cmd import bench
     from speechperf.cli.profile_cmd import profile
+    from speechperf.cli.optimize_cmd import optimize
 
     main.add_command(backends)
     from speechperf.cli.zoo_cmd import zoo
@@ -57,6 +58,7 @@ def _register() -> None:
     main.add_command(data)
     main.add_command(bench)
     main.add_command(profile)
+    main.add_command(optimize)
 
 
 _register()

@@ -61,6 +61,10 @@ class StageConfig:
     vocoder: str | None = key(
         None, "reference mel vocoder turning a TTS stage's mel into a waveform (the model's own default if unset)", "str?"
     )
+    model_dir: str | None = key(
+        None, "with `model`: load it from this folder (a built reference model with its manifest, such as a "
+        "quantized variant written by `speechperf optimize`) instead of the zoo cache", "str?"
+    )
     path: str | None = key(
         None, "your own model file instead of a reference model: .onnx, TorchScript .pt, or a paddle inference "
         ".json/.pdmodel (run once per sample; its first output is handed on)", "str?"

@@ -42,6 +42,7 @@ FORMATS = {
     "torchscript": ("torch", "torch/{component}.pt"),
     "paddle-eager": ("paddle", None),
     "paddle-inference": ("paddle", "paddle/{component}.json"),
+    "torch-export": ("torch", "torch/{component}.pt2"),
     "onnx-torch": ("onnxruntime", "torch/{component}.onnx"),
     "onnx-paddle": ("onnxruntime", "paddle/{component}.onnx"),
 }
@@ -222,7 +223,10 @@ def model_spec(folder: Path, component: str, fmt: str) -> tuple[str, ModelSpec]:
             outputs=comp.outputs,
         )
     else:
-        spec = ModelSpec(path=folder / pattern.format(component=component), inputs=comp.inputs, outputs=comp.outputs)
+        # A quantized variant's manifest says how its files load (e.g. paddle's oneDNN int8 predictor).
+        options = manifest.get("load_options", {}).get(fmt, {})
+        spec = ModelSpec(path=folder / pattern.format(component=component), inputs=comp.inputs, outputs=comp.outputs,
+                         options=options)
     return backend, spec
 
 
