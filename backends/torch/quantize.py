@@ -134,7 +134,8 @@ def _legacy(module, spec, source, out: Path) -> QuantizedModel:
         traced = torch.jit.freeze(torch.jit.trace(quantized, args, check_trace=False).eval())
     path = out.with_suffix(".pt")
     traced.save(str(path))
-    notes = tuple(f"legacy-dynamic: torch says: {d}" for d in dict.fromkeys(deprecations))
+    # The first deprecation is the API's own ("torch.ao.quantization is deprecated ..."); one is enough to show.
+    notes = (f"legacy-dynamic: torch says: {deprecations[0]}",) if deprecations else ()
     return QuantizedModel((path,), "torchscript", notes=notes)
 
 

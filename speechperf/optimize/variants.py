@@ -59,7 +59,8 @@ def zoo_formats_on(backend_name: str) -> list[str]:
 def files_of(spec: ModelSpec) -> list[Path]:
     """The files a spec loads: the model file (plus a paddle program's ``.pdiparams``), or a factory's weights."""
     if spec.path is None:
-        return [spec.weights] if spec.weights is not None else []
+        weights = spec.weights or spec.factory_kwargs.get("weights")
+        return [Path(weights)] if weights is not None else []
     files = [spec.path]
     if spec.path.suffix in (".json", ".pdmodel"):
         files.append(spec.path.with_suffix(".pdiparams"))
