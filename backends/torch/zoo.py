@@ -22,9 +22,13 @@ ONNX_OPSET = 17
 
 
 def init_components(model: ReferenceModel, preset: str) -> dict[str, torch.nn.Module]:
-    """The components with the model's seeded initial weights (the same weights on every call)."""
+    """The components with the model's seeded initial weights (the same weights on every call), or its real
+    weights for a pretrained model."""
     torch.manual_seed(model.seed)
     components = build(model.name, model.hparams(preset))
+    if model.pretrained is not None:
+        arrays = model.pretrained(model.hparams(preset))
+        parent_of(components).load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
     for module in components.values():
         module.eval()
     return components

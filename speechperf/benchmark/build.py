@@ -42,8 +42,8 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None)
 
     log = log or sys.stderr
     for model, preset in reference_models(cfg):
-        get_model(model)  # an unknown name fails here, with the known names
         check_preset(preset)
+        get_model(model).hparams(preset)  # an unknown name or a size the model lacks fails here, in one line
         if is_built(cache_dir(preset) / model):
             continue
         print(f"building reference model {model}/{preset} into {cache_dir(preset)} (once) ...", file=log)

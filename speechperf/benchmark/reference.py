@@ -31,7 +31,7 @@ MAX_FRAMES_PER_TOKEN = 20
 MAX_REPEATS_PER_UNIT = 10
 
 #: Roles -> reference models that can fill them.
-ROLE_MODELS = {"s2t": ("s2t",), "s2u": ("s2ut",), "mt": ("mt",), "tts": ("tts",), "unit_vocoder": ("unit_vocoder",)}
+ROLE_MODELS = {"s2t": ("s2t", "whisper-tiny-en"), "s2u": ("s2ut",), "mt": ("mt",), "tts": ("tts",), "unit_vocoder": ("unit_vocoder",)}
 DEFAULT_VOCODER = "mel_vocoder"
 
 
@@ -224,7 +224,11 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
         return sessions
 
     sessions = sessions_in(stage_cfg.format)
-    if role in ("s2t", "s2u", "mt"):
+    if "cross_kv" in sessions:  # a Whisper model (speechperf.zoo.whisper): its own features and cached decoding
+        from speechperf.benchmark.whisper_stage import WhisperStage
+
+        stage = WhisperStage(label, sessions, stage_cfg)
+    elif role in ("s2t", "s2u", "mt"):
         stage = Seq2SeqStage(role, label, sessions, hparams, stage_cfg)
     elif role == "tts":
         stage = TTSStage(f"{label}+{vocoder_name}", sessions, hparams, get_model(vocoder_name).hparams(preset))

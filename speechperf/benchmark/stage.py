@@ -95,6 +95,8 @@ def describe_output(out: StageIO) -> dict[str, Any]:
     for key in ("tokens", "units"):
         if key in out:
             described[key] = [int(v) for v in np.asarray(out[key]).reshape(-1)]
+    if "text" in out:
+        described["text"] = str(out["text"])
     if "segments" in out:
         described["segments"] = [[round(float(a), 4), round(float(b), 4)] for a, b in out["segments"]]
     if "waveform" in out:

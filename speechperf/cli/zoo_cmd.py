@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from speechperf.zoo.catalog import MODEL_MODULES, PRESETS
+from speechperf.zoo.catalog import PRESETS, known_models, models_at
 
 _preset = click.option("--preset", type=click.Choice(PRESETS), default="tiny", show_default=True, help="Model sizes.")
 
@@ -24,14 +24,15 @@ def zoo() -> None:
     help="Output folder (default: the cache, ~/.cache/speechperf/zoo/<preset>, or $SPEECHPERF_CACHE_DIR/zoo/<preset>).",
 )
 @click.option(
-    "--model", "models", multiple=True, type=click.Choice(MODEL_MODULES), help="Only this model (repeatable)."
+    "--model", "models", multiple=True, type=click.Choice(known_models()),
+    help="Only this model (repeatable); without it, every model of the preset.",
 )
 def build_cmd(preset: str, out: Path | None, models: tuple[str, ...]) -> None:
     """Write every artifact of every model plus a manifest per model into OUT/<model>."""
     from speechperf.zoo.build import build_model, cache_dir
 
     out = out if out is not None else cache_dir(preset)
-    for name in models or MODEL_MODULES:
+    for name in models or models_at(preset):
         click.echo(f"building {name} ({preset}) ...", err=True)
         manifest = build_model(name, preset, out)
         size = sum(f["bytes"] for f in manifest["files"])
@@ -53,7 +54,7 @@ def list_cmd(preset: str, folder: Path | None, as_json: bool) -> None:
 
     folder = folder if folder is not None else cache_dir(preset)
     rows = []
-    for name in MODEL_MODULES:
+    for name in models_at(preset):
         model = get_model(name)
         built = is_built(folder / name)
         manifest = read_manifest(folder / name) if built else None

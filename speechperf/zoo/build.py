@@ -117,6 +117,7 @@ def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
         "architecture": attrs.asdict(model.hparams(preset)),
         "parameter_count": built.parameter_count,
         "seed": model.seed,
+        "weights": "pretrained" if model.pretrained is not None else "seeded",
         "source_framework": "torch",
         "weights_layout": "torch (nn.Linear weight [out, in]); paddle transposes on load",
         "tolerance": model.tolerance,

@@ -68,8 +68,13 @@ NUM_SPECIAL = 4
 
 PRESETS = ("tiny", "base")
 
-#: One module per model under ``speechperf.zoo``; each defines ``MODEL``.
+#: One module per model under ``speechperf.zoo``; each defines ``MODEL``. These have seeded random weights and are
+#: built at every preset (the test suite builds them all at ``tiny``).
 MODEL_MODULES = ("s2t", "mt", "tts", "mel_vocoder", "s2ut", "unit_vocoder", "unit_extractor")
+#: Real trained models: name -> module under ``speechperf.zoo`` (and under each backend's ``models``). Their weights
+#: come from an installed package (``ReferenceModel.pretrained``), they have one size, and they are built only when
+#: asked for by name.
+PRETRAINED_MODELS = {"whisper-tiny-en": "whisper"}
 
 #: The input feature every speech model takes: 80-dim log-mel filterbank, 25 ms window, 10 ms hop, 16 kHz.
 NUM_MEL_BINS = 80
@@ -129,6 +134,8 @@ class ReferenceModel:
     artifacts: tuple[str, ...] = ()
     #: torch.manual_seed before the torch definition is built; each model has its own.
     seed: int = 0
+    #: Real weights instead of seeded ones: hparams -> {parameter name: float32 array in torch layout}.
+    pretrained: Callable[[Any], dict[str, np.ndarray]] | None = attrs.field(default=None, repr=False)
 
     def hparams(self, preset: str) -> Any:
         if preset not in self.presets:
@@ -157,15 +164,28 @@ class ReferenceModel:
 
 
 def known_models() -> list[str]:
-    return list(MODEL_MODULES)
+    return [*MODEL_MODULES, *PRETRAINED_MODELS]
+
+
+def models_at(preset: str) -> list[str]:
+    """The models built at ``preset``: every seeded one, and the pretrained ones that have that preset."""
+    return [*MODEL_MODULES, *(name for name in PRETRAINED_MODELS if preset in get_model(name).presets)]
+
+
+def definition_module(name: str) -> str:
+    """The module that defines model ``name``, under ``speechperf.zoo`` and each backend's ``models`` package."""
+    if name in PRETRAINED_MODELS:
+        return PRETRAINED_MODELS[name]
+    if name not in MODEL_MODULES:
+        known = known_models()
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownModelError(f"unknown reference model {name!r}{hint}; known models: {', '.join(known)}")
+    return name
 
 
 def get_model(name: str) -> ReferenceModel:
-    if name not in MODEL_MODULES:
-        close = difflib.get_close_matches(name, MODEL_MODULES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UnknownModelError(f"unknown reference model {name!r}{hint}; known models: {', '.join(MODEL_MODULES)}")
-    return importlib.import_module(f"speechperf.zoo.{name}").MODEL
+    return importlib.import_module(f"speechperf.zoo.{definition_module(name)}").MODEL
 
 
 def check_preset(preset: str) -> str:

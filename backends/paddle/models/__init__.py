@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import importlib
 
+from speechperf.zoo.catalog import definition_module
+
 
 def build(model: str, hparams) -> dict:
     """The components of ``model`` (a name from the zoo catalog), all sharing one parent layer."""
-    return importlib.import_module(f"speechperf.backends.paddle.models.{model}").build(hparams)
+    return importlib.import_module(f"speechperf.backends.paddle.models.{definition_module(model)}").build(hparams)
 
 
 def parent_of(components: dict):
