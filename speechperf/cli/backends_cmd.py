@@ -11,7 +11,8 @@ import click
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def backends(as_json: bool) -> None:
-    """List the registered backends with their version, availability, formats, devices and profilers."""
+    """List the registered backends with their version, availability, formats, devices, profilers and
+    quantization methods (`speechperf optimize --method`)."""
     from speechperf.registry import backend_table
 
     rows = backend_table()
@@ -23,7 +24,7 @@ def backends(as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title="speechperf backends")
-    for column in ("backend", "version", "available", "formats", "devices", "profilers"):
+    for column in ("backend", "version", "available", "formats", "devices", "profilers", "quantization"):
         table.add_column(column)
     for r in rows:
         caps = r.capabilities
@@ -34,5 +35,6 @@ def backends(as_json: bool) -> None:
             ", ".join(caps.formats),
             ", ".join(caps.devices),
             ", ".join(caps.profilers) or "-",
+            ", ".join(caps.quantization) or "-",
         )
     Console(soft_wrap=False).print(table)
