@@ -63,6 +63,8 @@ class BenchmarkingBase:
         self.sample_ids: tuple[str, ...] = ()
         self.inputs: list[dict[str, StageIO]] = [{} for _ in self.stages]
         self.final_outputs: dict[str, StageIO] = {}
+        #: outputs of every stage but the last, from the up-front pass (the last stage's are ``final_outputs``)
+        self.handoff_outputs: list[dict[str, StageIO]] = [{} for _ in self.stages[:-1]]
         self.failed: dict[str, str] = {}
         self._stage_failures: list[list[SampleFailure]] = [[] for _ in self.stages]
         self._meters: list[dict[str, object]] = [{} for _ in self.stages]
@@ -161,6 +163,10 @@ class BenchmarkingBase:
             written.append(write_wav(path, out["waveform"], int(out["sample_rate"]), target_sr))
         return written
 
+    def stage_outputs(self) -> list[dict[str, StageIO]]:
+        """Every stage's output per sample id, first stage first (what ``--save-outputs`` writes)."""
+        return [*self.handoff_outputs, dict(self.final_outputs)] if self.stages else []
+
     # -- helpers ---------------------------------------------------------------------------------------------------
 
     def generate_stage_inputs(self, dataset: Sequence[Sample]) -> None:
@@ -175,7 +181,9 @@ class BenchmarkingBase:
             for n, (sid, inp) in enumerate(self.inputs[index - 1].items()):
                 self.progress(previous.label, "inputs for the next stage", n, len(self.inputs[index - 1]))
                 try:
-                    self.inputs[index][sid] = stage.from_previous(previous.forward(inp))
+                    out = previous.forward(inp)
+                    self.handoff_outputs[index - 1][sid] = out
+                    self.inputs[index][sid] = stage.from_previous(out)
                 except Exception as exc:
                     self._fail(index - 1, sid, "the hand-off to the next stage", exc)
             total = len(self.inputs[index - 1])

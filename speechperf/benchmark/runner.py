@@ -14,7 +14,8 @@ from speechperf.errors import SpeechperfError
 
 
 def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path | None = None,
-                  csv_path: Path | None = None, md_path: Path | None = None, workdir: Path,
+                  csv_path: Path | None = None, md_path: Path | None = None, outputs_path: Path | None = None,
+                  workdir: Path,
                   progress: bool = True, out=None, err=None) -> int:
     """Run ``cfg``; print the table to ``out``; return the exit code (0 all measured, 1 a sample failed)."""
     from speechperf.benchmark import report
@@ -64,6 +65,10 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
         show.close()
     if output is not None:
         report.write_json_atomic(output, report.to_json(result, config_dict, env))
+    if outputs_path is not None:
+        from speechperf.benchmark.saved_outputs import save_stage_outputs
+
+        save_stage_outputs(outputs_path, bench.stage_outputs())
     if csv_path is not None:
         write_text_atomic(csv_path, report.to_csv(result))
     if md_path is not None:

@@ -26,12 +26,15 @@ from speechperf.config.schema import DEVICES
 @click.option("--memory-method", type=click.Choice(("hwm", "memory_profiler")), default="hwm", show_default=True,
               help="hwm: exact per-call RSS peak (Linux); memory_profiler: fairseq's sampling.")
 @export_options("JSON with every raw timing, the environment and the config, written as results come in.")
+@click.option("--save-outputs", "outputs_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write every stage's output per sample to this .npz (numeric arrays only; compared by "
+                   "`speechperf compare`).")
 @click.option("--dump-speech-waveforms-dir", default=None, help="Write each final waveform here (created if missing).")
 @click.option("--dump-waveform-file-prefix", default=None, help="Dumped files are {prefix}_{i}_pred.wav.")
 @click.option("--target-sr", type=click.IntRange(min=1), default=None, help="Rate the dumped waveforms are resampled to.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def bench(backend_name, config_path, model_type, sets, preset, dataset_path, dataset_type, dataset_size, allow_pickle,
-          warmup, repeat, threads, device, seed, meters, memory_method, output, csv_path, md_path,
+          warmup, repeat, threads, device, seed, meters, memory_method, output, csv_path, md_path, outputs_path,
           dump_speech_waveforms_dir, dump_waveform_file_prefix, target_sr, quiet) -> None:
     """Measure runtime, RTF, peak memory and FLOPs of a model (or a cascade) on one backend.
 
@@ -47,7 +50,11 @@ def bench(backend_name, config_path, model_type, sets, preset, dataset_path, dat
     cfg = config_from_options(config_path, overrides, preset, sets)
     from speechperf.benchmark.runner import run_benchmark
 
+    if outputs_path is not None and outputs_path.suffix != ".npz":
+        from speechperf.errors import SpeechperfError
+
+        raise SpeechperfError(f"--save-outputs {outputs_path}: the file must end in .npz")
     code = run_benchmark(cfg, memory_method=memory_method, output=output, csv_path=csv_path, md_path=md_path,
-                         workdir=cache_dir(), progress=not quiet)
+                         outputs_path=outputs_path, workdir=cache_dir(), progress=not quiet)
     sys.exit(code)
 

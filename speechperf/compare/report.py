@@ -1,0 +1,188 @@
+"""What ``speechperf compare`` prints and exports: a hyperfine-style block per cell, the ranking, the parity of
+the outputs, the failed runs with their reasons; JSON (every raw timing), CSV and Markdown with a backend column."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import IO, Any
+
+import attrs
+
+from speechperf import stats
+from speechperf.compare import summary as summ
+from speechperf.compare.launch import RunResult
+from speechperf.compare.parity import CellParity, group_parity
+from speechperf.compare.plan import Cell
+
+SCHEMA_VERSION = 1
+UNIT_NOTE = ("statistical unit: one process run (the mean per-sample runtime of the run); mean ± σ, range, ratios "
+             "and Welch's p are over the runs; median / p90 / p99 over every sample of every run")
+COLUMNS = ("cell", "backend", "threads", "params", "runs_ok", "runs_failed", "mean_ms", "stdev_ms", "min_ms",
+           "max_ms", "median_ms", "p90_ms", "p99_ms", "rtf", "rtf_audio", "peak_rss_mib", "gflops_per_sample",
+           "flops_source", "ratio", "ratio_sigma", "p_value", "parity", "failure")
+
+
+@attrs.frozen
+class CompareReport:
+    cells: tuple[Cell, ...]
+    results: tuple[RunResult, ...]
+    summaries: tuple[summ.CellSummary, ...]
+    rankings: tuple[tuple[stats.Comparison, ...], ...]
+    parity: dict[str, CellParity]
+    environment_notes: tuple[str, ...]
+
+    @classmethod
+    def build(cls, cells: Sequence[Cell], results: Sequence[RunResult]) -> CompareReport:
+        summaries = summ.summarize(cells, results)
+        parity: dict[str, CellParity] = {}
+        for group in summ.groups(summaries):
+            if len({s.cell.backend for s in group}) > 1:  # outputs are compared between backends, not presets
+                parity.update(group_parity([s.label for s in group], results))
+        return cls(tuple(cells), tuple(results), tuple(summaries),
+                   tuple(tuple(r) for r in summ.rankings(summaries)), parity,
+                   tuple(summ.environment_differences(summaries)))
+
+    @property
+    def failed(self) -> list[RunResult]:
+        return [f for s in self.summaries for f in s.failures]
+
+    def comparison_of(self, label: str) -> stats.Comparison | None:
+        return next((c for ranking in self.rankings for c in ranking if c.slow == label), None)
+
+    def is_fastest(self, label: str) -> bool:
+        return any(ranking and ranking[0].fast == label for ranking in self.rankings)
+
+
+def _ms(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value * 1e3, digits)
+
+
+def rows(report: CompareReport) -> list[dict[str, Any]]:
+    out = []
+    for s in report.summaries:
+        comparison = report.comparison_of(s.label)
+        parity = report.parity.get(s.label)
+        out.append({
+            "cell": s.label, "backend": s.cell.backend, "threads": s.cell.threads,
+            "params": " ".join(f"{k}={v}" for k, v in s.cell.params),
+            "runs_ok": len(s.run_values), "runs_failed": len(s.failures),
+            "mean_ms": _ms(s.mean), "stdev_ms": _ms(s.stdev),
+            "min_ms": _ms(min(s.run_values)) if s.ok else None, "max_ms": _ms(max(s.run_values)) if s.ok else None,
+            "median_ms": _ms(s.percentile(50)), "p90_ms": _ms(s.percentile(90)), "p99_ms": _ms(s.percentile(99)),
+            "rtf": None if s.rtf is None else round(s.rtf, 5), "rtf_audio": s.rtf_audio,
+            "peak_rss_mib": None if s.peak_mib is None else round(s.peak_mib, 1),
+            "gflops_per_sample": None if s.flops_per_sample is None else round(s.flops_per_sample / 1e9, 4),
+            "flops_source": s.flops_source,
+            "ratio": 1.0 if report.is_fastest(s.label) else (round(comparison.ratio.value, 3) if comparison else None),
+            "ratio_sigma": (round(comparison.ratio.sigma, 3) if comparison and comparison.ratio.sigma is not None
+                            else None),
+            "p_value": None if comparison is None or comparison.p_value is None else float(f"{comparison.p_value:.3g}"),
+            "parity": parity.describe() if parity else None,
+            "failure": "; ".join(f"run {f.run + 1}: {f.reason} (exit code {f.exit_code})" for f in s.failures) or None,
+        })
+    return out
+
+
+def to_json(report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int,
+            complete: bool) -> dict[str, Any]:
+    """``options``: the command's options as given (click's parameters)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "complete": complete,
+        "options": options,
+        "statistical_unit": UNIT_NOTE,
+        "runs_per_cell": runs,
+        "config": config,
+        "cells": [{"label": c.label, "backend": c.backend, "threads": c.threads, "params": dict(c.params),
+                   "config": c.config if isinstance(c.config, dict) else (None if c.config is None else str(c.config)),
+                   "preset": c.preset, "sets": list(c.sets), "args": list(c.args)} for c in report.cells],
+        "summary": rows(report),
+        "comparisons": [[{"fast": c.fast, "slow": c.slow, "ratio": c.ratio.value, "sigma": c.ratio.sigma,
+                          "p_value": c.p_value, "significant": c.significant, "sentence": c.sentence()}
+                         for c in ranking] for ranking in report.rankings],
+        "parity": {label: {"reference": p.reference, "mismatch": p.mismatch, "note": p.note,
+                           "outputs": [attrs.asdict(d) for d in p.diffs]} for label, p in report.parity.items()},
+        "environment_notes": list(report.environment_notes),
+        "runs": [{**r.to_dict(),
+                  "environment": next((e for s in report.summaries if s.label == r.label
+                                       for e, raw in zip(s.environments, s.runs) if raw["run"] == r.run), None),
+                  "timings": next((raw for s in report.summaries if s.label == r.label for raw in s.runs
+                                   if raw["run"] == r.run), None)}
+                 for r in report.results],
+    }
+
+
+def to_csv(report: CompareReport) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows(report):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buf.getvalue()
+
+
+def to_markdown(report: CompareReport) -> str:
+    def cell(v: Any) -> str:
+        return "-" if v is None else str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cell(row[c]) for c in COLUMNS) + " |" for row in rows(report)]
+    return "\n".join(lines) + "\n"
+
+
+def _fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def print_report(report: CompareReport, file: IO[str]) -> None:
+    """hyperfine's layout: a block per cell, then the ranking, then a table with everything, parity and failures."""
+    from rich.console import Console
+    from rich.table import Table
+
+    print(UNIT_NOTE, file=file)
+    for s in report.summaries:
+        runs = len(s.run_values) + len(s.failures)
+        print(f"\nCell: {s.label} ({len(s.run_values)} of {runs} runs finished, {s.cell.threads} thread(s))", file=file)
+        if not s.ok:
+            print("  no run finished", file=file)
+        else:
+            sigma = f" ± {_fmt_ms(s.stdev)}" if s.stdev is not None else " (one run: no σ)"
+            print(f"  Time (mean ± σ):     {_fmt_ms(s.mean)}{sigma}", file=file)
+            print(f"  Range (min … max):   {_fmt_ms(min(s.run_values))} … {_fmt_ms(max(s.run_values))}    "
+                  f"{len(s.run_values)} runs", file=file)
+            print(f"  Per sample:          median {_fmt_ms(s.percentile(50))}, p90 {_fmt_ms(s.percentile(90))}, "
+                  f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings", file=file)
+        for failure in s.failures:
+            print(f"  run {failure.run + 1} FAILED: {failure.reason} (exit code {failure.exit_code}; "
+                  f"stderr: {failure.stderr_path})", file=file)
+        if s.ok and s.outlier_warning:
+            print(f"  Warning: {s.outlier_warning}", file=file)
+    for ranking in report.rankings:
+        if ranking:
+            print("\nSummary", file=file)
+            for comparison in ranking:
+                print(f"  {comparison.sentence()}", file=file)
+    table = Table(title="speechperf compare")
+    headers = ("cell", "runs ok/failed", "mean ± σ (ms)", "median", "p90", "p99", "RTF", "peak RSS (MiB)",
+               "GFLOPs/sample", "vs fastest", "parity")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("cell", "parity") else "right")
+    for row in rows(report):
+        mean = "-" if row["mean_ms"] is None else (
+            f"{row['mean_ms']:.2f}" + (f" ± {row['stdev_ms']:.2f}" if row["stdev_ms"] is not None else ""))
+        ratio = "-" if row["ratio"] is None else (
+            "fastest" if report.is_fastest(row["cell"]) else
+            f"{row['ratio']:.2f}" + (f" ± {row['ratio_sigma']:.2f}" if row["ratio_sigma"] is not None else "") + "x")
+        table.add_row(row["cell"], f"{row['runs_ok']}/{row['runs_failed']}", mean, *(
+            "-" if row[k] is None else str(row[k]) for k in ("median_ms", "p90_ms", "p99_ms", "rtf",
+                                                               "peak_rss_mib", "gflops_per_sample")),
+            ratio, row["parity"] or "-")
+    print(file=file)
+    Console(file=file, soft_wrap=False, width=220).print(table)
+    mismatches = [p for p in report.parity.values() if p.mismatch]
+    for p in mismatches:
+        print(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}", file=file)
+    for note in report.environment_notes:
+        print(f"warning: the children's environments differ: {note}", file=file)

@@ -1,0 +1,164 @@
+"""Per-cell figures and the ranking, from the bench JSON each child wrote.
+
+The statistical unit of the ranking is one process run: a run's value is the mean over samples of the per-sample
+runtime (the cascade total, each sample's runtime being the median of its repeats). ``Time (mean ± σ)`` and
+``Range (min … max)`` are over those run values (n = the runs of the cell that finished), and the speed ratios,
+their sigma and Welch's p-value (``speechperf.stats``) use them too, so drift between processes counts as noise
+instead of being averaged away inside one. Median, p90 and p99 are over every per-sample runtime of every run,
+pooled (numpy's linear percentiles). RTF is the pooled runtime over the pooled audio seconds; peak memory the max
+over runs; FLOPs per sample as the children counted them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from speechperf import stats
+from speechperf.compare.launch import RunResult
+from speechperf.compare.plan import Cell
+
+ENV_KEYS_THAT_MUST_MATCH = ("python", "platform", "cpu", "cpu_count", "device", "packages", "git_commit")
+
+
+@attrs.frozen
+class CellSummary:
+    cell: Cell
+    run_values: tuple[float, ...]  # seconds: per finished run, the mean per-sample runtime
+    per_sample: tuple[float, ...]  # seconds: every per-sample runtime of every finished run
+    rtf: float | None
+    rtf_audio: str | None
+    peak_mib: float | None
+    footprint_mib: float | None
+    flops_per_sample: float | None
+    flops_source: str | None
+    failures: tuple[RunResult, ...]
+    environments: tuple[dict[str, Any], ...]
+    runs: tuple[dict[str, Any], ...]  # per finished run: run index and its raw timings
+
+    @property
+    def label(self) -> str:
+        return self.cell.label
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.run_values)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.run_values) if self.run_values else None
+
+    @property
+    def stdev(self) -> float | None:
+        return statistics.stdev(self.run_values) if len(self.run_values) > 1 else None
+
+    def percentile(self, q: float) -> float | None:
+        return float(np.percentile(self.per_sample, q, method="linear")) if self.per_sample else None
+
+    @property
+    def outlier_warning(self) -> str | None:
+        """Outliers among the run values, or among the per-sample runtimes each divided by that sample's median
+        over the runs (samples differ in length, so their raw times are not comparable with each other)."""
+        found = stats.outlier_warning(self.run_values, f"{self.label}: run means")
+        if found:
+            return found
+        by_sample: dict[str, list[float]] = {}
+        for run in self.runs:
+            for sid, seconds in run["per_sample_s"].items():
+                by_sample.setdefault(sid, []).append(seconds)
+        relative = [v / statistics.median(vs) for vs in by_sample.values() if statistics.median(vs) > 0 for v in vs]
+        return stats.outlier_warning(relative, f"{self.label}: per-sample runtimes across runs")
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def check_threads(result: RunResult, cell: Cell, data: dict[str, Any]) -> RunResult:
+    """A run whose child recorded another thread count than its cell's is a failed run (the column is unfair)."""
+    seen = {data["result"].get("threads"), data["environment"].get("threads")}
+    if seen == {cell.threads}:
+        return result
+    return attrs.evolve(result, ok=False, reason=f"the child ran with {sorted(seen, key=str)} threads, not "
+                                                 f"{cell.threads} as every cell of its column")
+
+
+def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellSummary]:
+    out = []
+    for cell in cells:
+        values, pooled, envs, runs, failures = [], [], [], [], []
+        runtime_s = audio_s = 0.0
+        rtf_audio = peak = footprint = flops = flops_source = None
+        for result in (r for r in results if r.label == cell.label):
+            data = _read(result.json_path) if result.ok else None
+            if result.ok and data is None:
+                result = attrs.evolve(result, ok=False, reason="its result JSON cannot be read")
+            if data is not None:
+                result = check_threads(result, cell, data)
+            if not result.ok:
+                failures.append(result)
+                continue
+            totals = data["result"]["totals"]
+            per_sample = totals["per_sample_s"]
+            if not per_sample:
+                failures.append(attrs.evolve(result, ok=False, reason="no sample was timed"))
+                continue
+            values.append(statistics.fmean(per_sample.values()))
+            pooled.extend(per_sample.values())
+            envs.append(data["environment"])
+            runs.append({"run": result.run, "per_sample_s": per_sample,
+                         "stages": [_raw_timings(s) for s in data["result"]["stages"]]})
+            if totals.get("rtf"):
+                runtime_s += totals["rtf"]["total_runtime_s"]
+                audio_s += totals["rtf"]["total_audio_s"]
+                rtf_audio = totals["rtf"]["audio"]
+            if totals.get("peak_mib") is not None:
+                peak = max(peak or 0.0, totals["peak_mib"])
+                footprint = max(footprint or 0.0, totals["footprint_mib"] or 0.0)
+            flops, flops_source = totals.get("flops_per_sample") or flops, totals.get("flops_source") or flops_source
+        out.append(CellSummary(cell, tuple(values), tuple(pooled), runtime_s / audio_s if audio_s else None, rtf_audio,
+                               peak, footprint, flops, flops_source, tuple(failures), tuple(envs), tuple(runs)))
+    return out
+
+
+def _raw_timings(stage: dict[str, Any]) -> dict[str, Any]:
+    """One stage's raw timings of one run: every timed repeat, in ns, per sample."""
+    runtime = stage.get("runtime") or {}
+    return {"stage": stage["index"], "label": stage["label"],
+            "ns": {s["sample_id"]: s["ns"] for s in runtime.get("samples", [])}}
+
+
+def groups(summaries: Sequence[CellSummary]) -> list[list[CellSummary]]:
+    """The sets of cells ranked against each other: with several backends, the cells that share threads and sweep
+    values (a column); with one backend, all cells (thread counts or presets against each other)."""
+    if len({s.cell.backend for s in summaries}) <= 1:
+        return [list(summaries)]
+    by_group: dict[tuple, list[CellSummary]] = {}
+    for s in summaries:
+        by_group.setdefault(s.cell.group, []).append(s)
+    return list(by_group.values())
+
+
+def rankings(summaries: Sequence[CellSummary]) -> list[list[stats.Comparison]]:
+    """Per group: the fastest cell against each other one."""
+    return [stats.rank({s.label: s.run_values for s in group if s.ok}) for group in groups(summaries)]
+
+
+def environment_differences(summaries: Sequence[CellSummary]) -> list[str]:
+    """What differs between the children's environments besides backend and threads (should be nothing)."""
+    seen: dict[str, set[str]] = {}
+    for s in summaries:
+        for env in s.environments:
+            for key in ENV_KEYS_THAT_MUST_MATCH:
+                seen.setdefault(key, set()).add(json.dumps(env.get(key), sort_keys=True))
+    return [f"{key} differs between runs: {' / '.join(sorted(values))}" for key, values in seen.items()
+            if len(values) > 1]

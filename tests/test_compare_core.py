@@ -1,0 +1,119 @@
+"""The pieces of ``speechperf compare`` that need no child process: the cells of a plan, the output parity check
+on known arrays, and a child that ran with another thread count than its column."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from speechperf.compare.launch import RunResult, run_child
+from speechperf.compare.parity import compare_outputs
+from speechperf.compare.plan import Cell, PlanError, build_cells, parse_sweep
+from speechperf.compare.summary import check_threads
+
+
+def test_cells_are_sweep_then_threads_then_backends_with_the_sets_that_make_them():
+    cells = build_cells(["torch", "onnxruntime"], [1, 2], [parse_sweep("beam=1,4")], config=Path("c.yaml"),
+                        sets=["general.dataset_size=2"], stage_count=2)
+    assert [c.label for c in cells][:4] == ["torch t=1 beam=1", "onnxruntime t=1 beam=1", "torch t=2 beam=1",
+                                            "onnxruntime t=2 beam=1"]
+    assert len(cells) == 8
+    last = cells[-1]
+    assert last.sets == ("general.dataset_size=2", "stage1.beam=4", "stage2.beam=4")
+    assert last.group == (2, (("beam", "4"),))
+    args = last.bench_args(Path("/tmp"))
+    assert args[:5] == ["bench", "--backend", "onnxruntime", "--threads", "2"]
+    assert args[args.index("--config") + 1] == str(Path("c.yaml").resolve())
+
+
+def test_preset_and_general_keys_sweep_through_the_right_option(tmp_path):
+    preset_cells = build_cells(["torch"], [1], [parse_sweep("preset=tiny,base")])
+    assert [(c.label, c.preset, c.sets) for c in preset_cells] == [("torch preset=tiny", "tiny", ()),
+                                                                  ("torch preset=base", "base", ())]
+    size = build_cells(["torch"], [1], [parse_sweep("dataset_size=1")])[0]
+    assert size.sets == ("general.dataset_size=1",)
+    with pytest.raises(PlanError, match="swept twice"):
+        build_cells(["torch"], [1], [parse_sweep("beam=1"), parse_sweep("beam=2")])
+
+
+def test_a_merged_config_dict_is_written_for_the_child(tmp_path):
+    cell = Cell("mine", "torch", config={"general": {"model_type": "S2T"}, "stage1": {"model": "s2t"}})
+    args = cell.bench_args(tmp_path)
+    written = Path(args[args.index("--config") + 1])
+    import yaml
+
+    assert yaml.safe_load(written.read_text()) == {"general": {"model_type": "S2T"}, "stage1": {"model": "s2t"}}
+
+
+def _out(stage, sid, name, value):
+    return {(stage, sid, name): np.asarray(value)}
+
+
+def test_parity_counts_differing_token_samples_and_float_deltas():
+    ref = {**_out("stage1", "a", "tokens", [1, 2, 3]), **_out("stage1", "b", "tokens", [4, 5]),
+           **_out("stage2", "a", "waveform", [0.5, -0.5]), **_out("stage2", "b", "waveform", [1.0, 1.0])}
+    got = {**_out("stage1", "a", "tokens", [1, 2, 3]), **_out("stage1", "b", "tokens", [4, 6]),
+           **_out("stage2", "a", "waveform", [0.5, -0.4999]), **_out("stage2", "b", "waveform", [1.0, 1.0, 1.0])}
+    tokens, wave = compare_outputs(ref, got)
+    assert (tokens.name, tokens.exact, tokens.samples, tokens.differing) == ("tokens", True, 2, 1)
+    assert tokens.describe() == "stage1 tokens DIFFER in 1/2 samples"
+    # sample b's waveform has another length: it differs, and no max |Δ| can be given
+    assert (wave.exact, wave.differing, wave.max_abs) == (False, 1, None)
+    same_shape = compare_outputs(_out("s", "a", "waveform", [0.5, -0.5]), _out("s", "a", "waveform", [0.5, -0.4999]))
+    assert same_shape[0].max_abs == pytest.approx(1e-4) and same_shape[0].differing == 0
+    assert same_shape[0].describe() == "s waveform max |Δ| 0.0001"
+
+
+def test_vad_segments_must_be_equal_and_a_missing_output_differs():
+    ref = {**_out("stage1", "a", "segments", [[0.1, 0.5]]), **_out("stage1", "b", "segments", [[0.0, 1.0]])}
+    got = {**_out("stage1", "a", "segments", [[0.1, 0.5001]])}
+    (segments,) = compare_outputs(ref, got)
+    assert segments.exact and segments.differing == 2 and segments.samples == 2
+
+
+def test_a_child_that_recorded_other_threads_fails_its_run():
+    result = RunResult("torch", 0, True, 0, None, None, "r.json", "o.npz", "e.txt")
+    data = {"result": {"threads": 2}, "environment": {"threads": 2}}
+    checked = check_threads(result, Cell("torch", "torch", threads=1), data)
+    assert checked.ok is False and checked.reason == "the child ran with [2] threads, not 1 as every cell of its column"
+    assert check_threads(result, Cell("torch", "torch", threads=2), data) is result
+
+
+# -- how a real child process ended -----------------------------------------------------------------------------------
+
+
+def _child(tmp_path, code: str, timeout_s=None) -> RunResult:
+    return run_child([sys.executable, "-c", code], tmp_path, "x", 0, timeout_s)
+
+
+def test_a_segfault_is_named_with_the_shell_exit_code(tmp_path):
+    result = _child(tmp_path, "import ctypes; ctypes.string_at(0)")
+    assert (result.ok, result.signal, result.exit_code, result.reason) == (False, "SIGSEGV", 139, "segmentation fault")
+
+
+def test_a_non_zero_exit_gives_the_last_stderr_line(tmp_path):
+    result = _child(tmp_path, "import sys; print('loading', file=sys.stderr); sys.exit('Error: no such model m.onnx')")
+    assert (result.ok, result.exit_code, result.signal) == (False, 1, None)
+    assert result.reason == "exit 1: Error: no such model m.onnx"
+
+
+def test_exit_0_without_a_complete_json_is_a_failure(tmp_path):
+    result = _child(tmp_path, "pass")
+    assert result.ok is False and result.reason == "exit 0 but no complete result JSON was written"
+    assert result.cpu_s is not None and result.max_rss_mib > 1
+
+
+def test_the_timeout_kills_what_the_child_started_too(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+            f" open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    result = _child(tmp_path, code, timeout_s=1.5)
+    assert result.reason == "timed out after 1.5 s" and result.exit_code == 137 and result.wall_s < 10
+    time.sleep(0.2)
+    state = subprocess.run(["ps", "-o", "stat=", "-p", pid_file.read_text()], capture_output=True, text=True).stdout
+    assert state.strip() in ("", "Z"), f"the grandchild is still running: {state}"

@@ -1,0 +1,66 @@
+"""``speechperf compare --executor ray`` on a local Ray (``ray.init(num_cpus=2)``): the same child runs as Ray
+tasks, each child pinned to its own core, results gathered into the same JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from speechperf.cli import main
+from speechperf.compare.launch import run_cells
+from speechperf.compare.plan import build_cells
+from speechperf.compare.ray_executor import pinned_cores
+
+REPO = Path(__file__).resolve().parents[1]
+FAST = ["general.dataset_size=1", "general.repeat=1", "general.warmup=1", "general.meters=[runtime]"]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_pinned_cores_give_concurrent_slots_disjoint_cores():
+    assert pinned_cores(0, 1, [0, 1]) == [0] and pinned_cores(1, 1, [0, 1]) == [1]
+    assert pinned_cores(1, 2, [0, 1, 2, 3]) == [2, 3]
+    assert pinned_cores(0, 4, [0, 1]) == [0, 1]  # never more cores than there are
+
+
+@pytest.mark.slow
+def test_ray_tasks_run_the_children_pinned_to_their_cores(local_ray, tmp_path):
+    cells = build_cells(["onnxruntime", "torch"], [1], [], config=REPO / "configs" / "S2T.yaml", preset="tiny",
+                        sets=FAST)
+    results = run_cells(cells, 1, tmp_path, executor="ray", jobs=2)
+    assert [(r.label, r.ok) for r in results] == [("onnxruntime", True), ("torch", True)], [r.reason for r in results]
+    available = sorted(os.sched_getaffinity(0))
+    if len(available) >= 2:  # two children at once, one core each, never the same one
+        assert sorted(tuple(r.cores) for r in results) == [(available[0],), (available[1],)]
+    assert all(r.node == socket.gethostname() and r.exit_code == 0 for r in results)
+    written = json.loads((tmp_path / "runs.json").read_text())["runs"]
+    assert sorted(r["label"] for r in written) == ["onnxruntime", "torch"]
+    for r in results:
+        bench = json.loads(Path(r.json_path).read_text())
+        assert bench["result"]["backend"] == r.label and bench["result"]["threads"] == 1
+
+
+@pytest.mark.slow
+def test_compare_cli_on_ray_writes_the_same_json(local_ray, tmp_path):
+    out = tmp_path / "c.json"
+    result = CliRunner().invoke(main, ["compare", "--executor", "ray", "--backends", "onnxruntime", "--runs", "2",
+                                       "--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny",
+                                       "--dataset-size", "1", "--repeat", "1", "--meters", "runtime",
+                                       "--workdir", str(tmp_path / "w"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["complete"] is True and len(data["runs"]) == 2
+    assert all(r["ok"] and r["node"] == socket.gethostname() and len(r["cores"]) == 1 for r in data["runs"])
+    assert "Time (mean ± σ):" in result.output
