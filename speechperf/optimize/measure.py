@@ -1,30 +1,25 @@
-"""Measuring fp32 and its variants: each run a fresh ``speechperf bench --config <variant>.yaml`` process, run
-interleaved (fp32, A, B, fp32, A, B, ...) so that drift of the machine falls on every variant alike.
-
-``measure`` is the one place that launches; ``speechperf compare``'s launcher can take its place without anything
-else changing.
+"""Measuring fp32 and its variants with ``speechperf compare``'s launcher: every run a fresh ``speechperf bench``
+process over the variant's config, interleaved (fp32, A, B, fp32, A, B, ...) so that a drift of the machine falls
+on every variant alike; a child that crashes, is killed or times out is recorded with its reason.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
 
-from speechperf.errors import first_line
-
 
 @attrs.frozen
 class Cell:
-    """One thing to measure: a name and the bench config that runs it."""
+    """One thing to measure: a name, the bench config that runs it, its backend and threads."""
 
     name: str
     config: Path
+    backend: str
+    threads: int = 1
 
 
 @attrs.frozen
@@ -33,9 +28,13 @@ class RunResult:
 
     cell: str
     index: int
-    returncode: int
+    returncode: int | None
     data: dict | None
     error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
 
     @property
     def total(self) -> dict | None:
@@ -45,36 +44,22 @@ class RunResult:
         return next((r for r in self.data.get("summary", []) if r.get("stage") == "total"), None)
 
 
-def bench_command(config: Path, output: Path) -> list[str]:
-    return [sys.executable, "-m", "speechperf", "bench", "--config", str(config), "--output", str(output), "--quiet"]
-
-
 def measure(cells: Sequence[Cell], runs: int, workdir: Path, timeout_s: float | None = None,
             on_result: Callable[[RunResult], None] | None = None) -> list[RunResult]:
-    """``runs`` rounds over ``cells``, one fresh process per cell per round."""
-    results = []
-    workdir.mkdir(parents=True, exist_ok=True)
-    for index in range(runs):
-        for cell in cells:
-            output = workdir / f"{cell.name}.run{index + 1}.json"
-            output.unlink(missing_ok=True)
-            try:
-                done = subprocess.run(bench_command(cell.config, output), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, timeout=timeout_s, env=dict(os.environ))
-                code, stderr = done.returncode, done.stderr
-            except subprocess.TimeoutExpired:
-                code, stderr = 124, f"timed out after {timeout_s} s"
-            data = json.loads(output.read_text()) if output.exists() else None
-            error = "" if code == 0 else _reason(code, stderr)
-            result = RunResult(cell.name, index, code, data, error)
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
-    return results
+    """``runs`` interleaved rounds over ``cells``, one fresh process per cell per round."""
+    from speechperf.compare import launch
+    from speechperf.compare.plan import Cell as LaunchCell
 
+    def view(result) -> RunResult:
+        path = Path(result.json_path)
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        return RunResult(result.label, result.run, result.exit_code, data, "" if result.ok else result.reason or "")
 
-def _reason(code: int, stderr: str) -> str:
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    failed = [line for line in lines if line.startswith(("failed:", "Error:"))]
-    text = (failed or lines or [f"exit {code}"])[-1]
-    return f"exit {code}: {first_line(Exception(text))}"
+    def report(result) -> None:
+        if on_result is not None:
+            on_result(view(result))
+
+    launch_cells = [LaunchCell(label=c.name, backend=c.backend, threads=c.threads, config=c.config, args=("--quiet",))
+                    for c in cells]
+    return [view(r) for r in launch.run_cells(launch_cells, runs, Path(workdir), timeout_s=timeout_s,
+                                              on_result=report)]

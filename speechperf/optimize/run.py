@@ -149,7 +149,8 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
 
     from speechperf.optimize.measure import Cell, measure
 
-    cells = [Cell(name, write_config(data, out_dir / f"{name}.yaml")) for name, data in configs.items()]
+    cells = [Cell(name, write_config(data, out_dir / f"{name}.yaml"), backend.name, general.threads)
+             for name, data in configs.items()]
     print(f"measuring {', '.join(c.name for c in cells)}: {opts.runs} interleaved run(s) each, every run a fresh "
           "`speechperf bench` process ...", file=err)
 
@@ -238,11 +239,11 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
     references = {s.id: s.text for s in dataset if s.text}
     seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
     role = cfg.roles[-1]
-    first_ok = {name: next((r.data for r in runs if r.returncode == 0 and r.data), None)
+    first_ok = {name: next((r.data for r in runs if r.ok and r.data), None)
                 for name, runs in by_cell.items()}
     for name, runs in by_cell.items():
         row = rep.rows[name]
-        ok = [r for r in runs if r.returncode == 0 and r.total and r.total.get("runtime_mean_ms") is not None]
+        ok = [r for r in runs if r.ok and r.total and r.total.get("runtime_mean_ms") is not None]
         row.latencies_ms = [r.total["runtime_mean_ms"] for r in ok]
         peaks = [r.total["peak_rss_mib"] for r in ok if r.total.get("peak_rss_mib") is not None]
         row.peak_mib = statistics.median(peaks) if peaks else None
