@@ -86,4 +86,4 @@ def test_method_list_shows_every_backend(tmp_path):
     result = CliRunner().invoke(main, ["optimize", "--method", "list"])
     assert result.exit_code == 0
     assert result.output.splitlines() == ["onnxruntime: ort-dynamic, ort-static-qdq", "paddle: paddle-ptq",
-                                          "torch: torchao-dynamic, pt2e-static, legacy-dynamic"]
+                                          "torch: torchao-dynamic, pt2e-static, legacy-dynamic, fp32-export"]

@@ -159,3 +159,15 @@ def test_a_pt2_with_pickled_tensors_is_refused(folder, tmp_path):
         torch.export.save(torch.export.export(module, args), str(path))
     with pytest.raises(ModelFileError, match="pickled .* never does"):
         get_backend("torch").load(ModelSpec(path=path))
+
+
+@pytest.mark.slow
+def test_fp32_export_is_the_fp32_model_in_the_int8_container(folder, tmp_path):
+    """The reference row for the torch.export methods: no quantization, the same outputs as the eager module."""
+    backend = get_backend("torch")
+    quantized = backend.quantize("fp32-export", source(folder, "decoder_step", ("torch-eager",)), tmp_path)
+    comp = MODEL.component("decoder_step")
+    exported = backend.load(ModelSpec(path=quantized.path, inputs=comp.inputs, outputs=comp.outputs))
+    eager = backend.load(model_spec(folder, "decoder_step", "torch-eager")[1])
+    for check in feeds("decoder_step", 3, seed=3):
+        assert rel_diff(eager(check), exported(check)) < 1e-5

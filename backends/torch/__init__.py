@@ -16,7 +16,7 @@ class TorchBackend(BackendBase):
         devices=("cpu", "cuda"),
         formats=("torchscript", "export", "module"),
         profilers=("torch.profiler",),
-        quantization=("torchao-dynamic", "pt2e-static", "legacy-dynamic"),
+        quantization=("torchao-dynamic", "pt2e-static", "legacy-dynamic", "fp32-export"),
     )
 
     framework_module = "torch"

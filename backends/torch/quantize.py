@@ -11,7 +11,11 @@
 - ``legacy-dynamic``: ``torch.ao.quantization.quantize_dynamic`` (nn.Linear -> dynamic int8 linear with fbgemm
   kernels), traced and frozen to TorchScript. torch deprecates this API; its warning is passed on once.
 
-All three read an ``nn.Module`` (a reference model's factory + weights); pt2e also reads a ``.pt2`` program.
+- ``fp32-export``: no quantization: the fp32 module exported exactly as the int8 programs are (``.pt2``), so that a
+  table can tell the share of a speed-up (or a size) that comes from the container from the share that comes from
+  int8.
+
+All read an ``nn.Module`` (a reference model's factory + weights); pt2e also reads a ``.pt2`` program.
 Exported graphs keep the dynamic axes of the source (``Dim.AUTO``), from an example with batch 2.
 """
 
@@ -27,7 +31,8 @@ import torch
 from speechperf.errors import first_line
 from speechperf.optimize.hook import QuantizationError, QuantizedModel, QuantizeSource
 
-READS = {"torchao-dynamic": ("module",), "pt2e-static": ("module", "export"), "legacy-dynamic": ("module",)}
+READS = {"torchao-dynamic": ("module",), "pt2e-static": ("module", "export"), "legacy-dynamic": ("module",),
+         "fp32-export": ("module",)}
 SUFFIX_FORMATS = {".pt2": "export", ".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscript"}
 
 
@@ -139,7 +144,15 @@ def _legacy(module, spec, source, out: Path) -> QuantizedModel:
     return QuantizedModel((path,), "torchscript", notes=notes)
 
 
-METHODS = {"torchao-dynamic": _torchao, "pt2e-static": _pt2e, "legacy-dynamic": _legacy}
+def _fp32_export(module, spec, source, out: Path) -> QuantizedModel:
+    program = _export(module, spec, source)
+    path = out.with_suffix(".pt2")
+    torch.export.save(program, str(path))
+    return QuantizedModel((path,), "export")
+
+
+METHODS = {"torchao-dynamic": _torchao, "pt2e-static": _pt2e, "legacy-dynamic": _legacy,
+           "fp32-export": _fp32_export}
 
 
 def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> QuantizedModel:
