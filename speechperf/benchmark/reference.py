@@ -251,14 +251,14 @@ DEFAULT_FORMATS = {"torch": "torch-eager", "paddle": "paddle-inference", "onnxru
 
 def zoo_format(backend_name: str, fmt: str | None, where: str) -> str:
     """The built format to load: the stage's ``format`` if set (checked to run on this backend), else the default."""
-    from speechperf.zoo.build import FORMATS
+    from speechperf.zoo.build import LOADABLE_FORMATS
 
     if fmt is None:
         if backend_name not in DEFAULT_FORMATS:
             raise StageError(f"{where}: backend {backend_name!r} has no reference-model format; the zoo is built for "
                              f"{', '.join(DEFAULT_FORMATS)} (or give your own file as `path`)")
         return DEFAULT_FORMATS[backend_name]
-    runs_on = [name for name, (backend, _) in FORMATS.items() if backend == backend_name]
+    runs_on = [name for name, (backend, _) in LOADABLE_FORMATS.items() if backend == backend_name]
     if fmt not in runs_on:
         raise StageError(f"{where}: format {fmt!r} does not run on backend {backend_name!r}; allowed: "
                          f"{', '.join(runs_on)}")

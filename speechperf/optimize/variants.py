@@ -50,10 +50,12 @@ class StagePlan:
     fmt: str | None = None
 
 
-def zoo_formats_on(backend_name: str) -> list[str]:
-    from speechperf.zoo.build import FORMATS
+def zoo_formats_on(backend_name: str, variants: bool = False) -> list[str]:
+    """The zoo formats that run on a backend: those the zoo builds, and with ``variants`` those only variants have."""
+    from speechperf.zoo.build import FORMATS, LOADABLE_FORMATS
 
-    return [name for name, (backend, _) in FORMATS.items() if backend == backend_name]
+    formats = LOADABLE_FORMATS if variants else FORMATS
+    return [name for name, (backend, _) in formats.items() if backend == backend_name]
 
 
 def files_of(spec: ModelSpec) -> list[Path]:
@@ -107,10 +109,11 @@ def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str)
 def variant_format(plan: StagePlan, backend_name: str, quantized: QuantizedModel) -> str:
     """The zoo format a quantized file runs as: the stage's own when the file is of that kind, else the first
     format of this backend whose file has the same suffix."""
-    from speechperf.zoo.build import FORMATS
+    from speechperf.zoo.build import LOADABLE_FORMATS
 
     suffix = quantized.path.suffix
-    candidates = [f for f in zoo_formats_on(backend_name) if FORMATS[f][1] and FORMATS[f][1].endswith(suffix)]
+    candidates = [f for f in zoo_formats_on(backend_name, variants=True)
+                  if LOADABLE_FORMATS[f][1] and LOADABLE_FORMATS[f][1].endswith(suffix)]
     if plan.fmt in candidates:
         return plan.fmt
     if not candidates:
@@ -143,7 +146,7 @@ def write_variant(plan: StagePlan, backend_name: str, method: str, quantized: di
 def _write_model_folder(plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel],
                         folder: Path) -> tuple[str, list[Path]]:
     """The quantized graphs of a reference model at their zoo paths in ``folder``, with a manifest."""
-    from speechperf.zoo.build import FORMATS, MANIFEST, read_manifest
+    from speechperf.zoo.build import LOADABLE_FORMATS, MANIFEST, read_manifest
 
     fmts = {variant_format(plan, backend_name, q) for q in quantized.values()}
     if len(fmts) != 1:
@@ -151,7 +154,7 @@ def _write_model_folder(plan: StagePlan, backend_name: str, method: str, quantiz
     fmt = fmts.pop()
     files = []
     for component, q in quantized.items():
-        target = folder / FORMATS[fmt][1].format(component=component)
+        target = folder / LOADABLE_FORMATS[fmt][1].format(component=component)
         target.parent.mkdir(parents=True, exist_ok=True)
         for f in q.files:
             dest = target.with_suffix(f.suffix)

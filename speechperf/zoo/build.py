@@ -42,10 +42,14 @@ FORMATS = {
     "torchscript": ("torch", "torch/{component}.pt"),
     "paddle-eager": ("paddle", None),
     "paddle-inference": ("paddle", "paddle/{component}.json"),
-    "torch-export": ("torch", "torch/{component}.pt2"),
     "onnx-torch": ("onnxruntime", "torch/{component}.onnx"),
     "onnx-paddle": ("onnxruntime", "paddle/{component}.onnx"),
 }
+#: Formats the zoo does not build but a model folder may hold: the int8 variants `speechperf optimize` writes.
+VARIANT_FORMATS = {
+    "torch-export": ("torch", "torch/{component}.pt2"),
+}
+LOADABLE_FORMATS = {**FORMATS, **VARIANT_FORMATS}
 FACTORIES = {
     "torch-eager": "speechperf.backends.torch.zoo:load_component",
     "paddle-eager": "speechperf.backends.paddle.zoo:load_component",
@@ -204,13 +208,13 @@ def ensure_built(model: str, preset: str, root: Path | None = None) -> Path:
 
 def model_spec(folder: Path, component: str, fmt: str) -> tuple[str, ModelSpec]:
     """(backend name, ModelSpec) for one component of a built model in one of ``FORMATS``."""
-    if fmt not in FORMATS:
-        raise SpeechperfError(f"unknown zoo format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    if fmt not in LOADABLE_FORMATS:
+        raise SpeechperfError(f"unknown zoo format {fmt!r}; known formats: {', '.join(LOADABLE_FORMATS)}")
     folder = Path(folder)
     manifest = read_manifest(folder)
     model = get_model(manifest["model"])
     comp = model.component(component)
-    backend, pattern = FORMATS[fmt]
+    backend, pattern = LOADABLE_FORMATS[fmt]
     if pattern is None:
         spec = ModelSpec(
             factory=FACTORIES[fmt],
