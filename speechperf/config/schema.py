@@ -72,7 +72,8 @@ class StageConfig:
     format: str | None = key(
         None, "with `path`: its format when the suffix does not tell (torchscript, export, onnx, paddle); with "
         "`model`: which built format runs (torch-eager, torchscript, paddle-eager, paddle-inference, onnx-torch, "
-        "onnx-paddle; default torch-eager / paddle-inference / onnx-torch per backend)", "str?"
+        "onnx-paddle, or torch-export in a `model_dir` written by `speechperf optimize`; default torch-eager / "
+        "paddle-inference / onnx-torch per backend)", "str?"
     )
     entry: str | None = key(None, "submodule to call inside a TorchScript `path`", "str?")
     inputs: tuple[InputConfig, ...] = key((), "inputs of `path`: a list of {name, source, dtype}", "inputs")
