@@ -78,7 +78,9 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
         with _quiet():
             notes = preprocess(spec.path, pre)
             if method == "ort-dynamic":
-                quantize_dynamic(str(pre), str(out), weight_type=QuantType.QInt8, op_types_to_quantize=DYNAMIC_OPS)
+                # EnableSubgraph: the silero VAD keeps its LSTMs inside If branches (one per sample rate).
+                quantize_dynamic(str(pre), str(out), weight_type=QuantType.QInt8, op_types_to_quantize=DYNAMIC_OPS,
+                                 extra_options={"EnableSubgraph": True})
             else:
                 if not source.calibration:
                     raise QuantizationError(f"{method}: no calibration feeds for {source.name}")
@@ -95,4 +97,27 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
         raise QuantizationError(f"{method} on {spec.path.name}: {first_line(exc)}") from None
     finally:
         pre.unlink(missing_ok=True)
+    if not quantized_ops(out):
+        ops = DYNAMIC_OPS if method == "ort-dynamic" else STATIC_OPS
+        raise QuantizationError(f"{method} quantized no operator of {spec.path.name} (it quantizes "
+                                f"{', '.join(ops)}; none was found where onnxruntime.quantization reaches)")
     return QuantizedModel((out,), "onnx", notes=tuple(notes))
+
+
+#: Operators that only a quantized graph holds.
+INT8_OPS = {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QuantizeLinear", "DynamicQuantizeLSTM",
+            "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QLinearMatMul", "QLinearConv", "QGemm", "QAttention"}
+
+
+def quantized_ops(path: Path) -> int:
+    """How many int8 operators the graph at ``path`` holds, subgraphs (If / Loop branches) included."""
+    import onnx
+
+    def count(graph) -> int:
+        total = 0
+        for node in graph.node:
+            total += node.op_type in INT8_OPS
+            total += sum(count(a.g) for a in node.attribute if a.type == onnx.AttributeProto.GRAPH)
+        return total
+
+    return count(onnx.load(str(path), load_external_data=False).graph)
