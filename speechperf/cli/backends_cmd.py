@@ -37,4 +37,5 @@ def backends(as_json: bool) -> None:
             ", ".join(caps.profilers) or "-",
             ", ".join(caps.quantization) or "-",
         )
-    Console(soft_wrap=False).print(table)
+    # As wide as the rows need (as the bench table is), so that a pipe's default 80 columns cut no names short.
+    Console(soft_wrap=False, width=200).print(table)
