@@ -106,12 +106,12 @@ def compare(backends_text, config_path, model_type, sets, preset, dataset_path, 
     results = run_cells(cells, runs, workdir, executor=executor, timeout_s=timeout_s, on_result=on_result, jobs=jobs)
     finished[:] = results
     report = write(complete=True)
-    from speechperf.benchmark.runner import _write_text
+    from speechperf.benchmark.runner import write_text_atomic
 
     if csv_path is not None:
-        _write_text(csv_path, to_csv(report))
+        write_text_atomic(csv_path, to_csv(report))
     if md_path is not None:
-        _write_text(md_path, to_markdown(report))
+        write_text_atomic(md_path, to_markdown(report))
     print_report(report, sys.stdout)
     if plot_path is not None:
         from speechperf.compare.plot import plot_latency
