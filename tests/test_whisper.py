@@ -253,3 +253,12 @@ def test_bench_refuses_a_size_whisper_lacks_in_one_line():
                                        str(root / "configs" / "WhisperTinyEn.yaml"), "--preset", "tiny", "-q"])
     assert result.exit_code == 2
     assert result.output.strip() == ("Error: unknown preset 'tiny' for model 'whisper-tiny-en'; known presets: base")
+
+
+def test_manifest_says_pretrained_and_onnx_from_torch_holds_the_tied_table_once(folder):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["model"] == MODEL and manifest["weights"] == "pretrained" and manifest["preset"] == "base"
+    assert manifest["parameter_count"] == 37_188_864  # the encoder's fixed sinusoids are a buffer, not a parameter
+    sizes = {f["path"]: f["bytes"] for f in manifest["files"]}
+    table = 51864 * 384 * 4
+    assert table < sizes["torch/decoder_step.onnx"] < 1.5 * table  # logits share the embedding (Gemm transB)

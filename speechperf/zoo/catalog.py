@@ -36,7 +36,8 @@ Framework definitions (``backends/torch/models/<model>.py``, ``backends/paddle/m
     computed from the inputs (``cumsum`` of ones), never from a fixed-size table.
 
 Build and export (``speechperf.zoo.build``, ``backends/<fw>/zoo.py``)
-    torch initialises the weights from a seed and writes them; paddle loads the same file. Formats per component
+    torch initialises the weights from a seed (a pretrained model, ``PRETRAINED_MODELS``, loads its real weights
+    through ``ReferenceModel.pretrained`` instead) and writes them; paddle loads the same file. Formats per component
     (``speechperf.zoo.build.FORMATS``): torch eager (factory + weights), TorchScript ``.pt``, ONNX from torch,
     paddle eager (factory + weights), paddle inference ``.json`` + ``.pdiparams``, ONNX from paddle. A manifest per
     model records what was built. ``ensure_built(model, preset)`` builds into the cache on demand and

@@ -111,7 +111,9 @@ class Decoder(nn.Module):
             x = x + layer.cross.out(attend(q, cross_k[i], cross_v[i], layer.cross.heads))
             x = layer.mlp(x)
         last = self.ln(x[:, -1])
-        logits = F.linear(last, self.token_embedding.weight)  # Gemm transB in ONNX: one copy of the table
+        # With a bias, a 2-d linear exports as Gemm(transB=1) over the embedding table itself; without one, as a
+        # MatMul with a constant-folded transposed copy (another 80 MB in the ONNX file).
+        logits = F.linear(last, self.token_embedding.weight, torch.zeros_like(self.token_embedding.weight[:, 0]))
         return logits, torch.stack(new_k), torch.stack(new_v)
 
 
