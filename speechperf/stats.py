@@ -99,23 +99,29 @@ def rank(groups: Mapping[str, Sequence[float]]) -> list[Comparison]:
     return [compare(best, groups[best], other, groups[other]) for other in ordered[1:]]
 
 
-def outliers(values: Sequence[float], threshold: float = OUTLIER_Z) -> list[int]:
-    """Indices of values whose modified z-score exceeds ``threshold``; none when the MAD is 0."""
+def outliers(values: Sequence[float], threshold: float = OUTLIER_Z, min_relative: float = 0.0) -> list[int]:
+    """Indices of values whose modified z-score exceeds ``threshold``; none when the MAD is 0.
+
+    ``min_relative``: also require the value to be that fraction of the median away from it. Very steady values have
+    a tiny MAD, and then a 5% deviation scores far above 3.5 without meaning anything went wrong.
+    """
     if len(values) < 3:
         return []
     median = statistics.median(values)
     mad = statistics.median(abs(v - median) for v in values)
     if mad == 0:
         return []
-    return [i for i, v in enumerate(values) if abs(_MAD_TO_Z * (v - median) / mad) > threshold]
+    return [i for i, v in enumerate(values) if abs(_MAD_TO_Z * (v - median) / mad) > threshold
+            and abs(v - median) > min_relative * abs(median)]
 
 
-def outlier_warning(values: Sequence[float], what: str) -> str | None:
+def outlier_warning(values: Sequence[float], what: str, min_relative: float = 0.0) -> str | None:
     """A one-line warning when ``values`` hold outliers, or None."""
-    found = outliers(values)
+    found = outliers(values, min_relative=min_relative)
     if not found:
         return None
-    return (f"{what}: {len(found)} of {len(values)} values are outliers (modified z-score > {OUTLIER_Z}); "
+    away = f" and more than {min_relative:.0%} from the median" if min_relative else ""
+    return (f"{what}: {len(found)} of {len(values)} values are outliers (modified z-score > {OUTLIER_Z}{away}); "
             "another process may have interfered: close other programs and rerun with more --runs")
 
 

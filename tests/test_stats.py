@@ -53,3 +53,13 @@ def test_outliers_by_modified_z_score():
     assert stats.outliers(values) == [6]
     assert "1 of 7" in stats.outlier_warning(values, "torch runs")
     assert stats.outlier_warning([1.0, 1.0, 1.0], "x") is None
+
+
+def test_outliers_can_require_a_minimum_distance_from_the_median():
+    steady = [1.000, 1.001, 0.999, 1.000, 1.002, 0.998, 1.07]  # MAD 0.001: 1.07 scores 47, but is 7% off
+    assert stats.outliers(steady) == [6]
+    assert stats.outliers(steady, min_relative=0.10) == []
+    assert stats.outliers([*steady[:-1], 1.5], min_relative=0.10) == [6]
+    warning = stats.outlier_warning([*steady[:-1], 1.5], "torch", min_relative=0.10)
+    assert warning.startswith("torch: 1 of 7 values are outliers (modified z-score > 3.5 and more than 10% from the "
+                              "median)")

@@ -24,6 +24,8 @@ from speechperf import stats
 from speechperf.compare.launch import RunResult
 from speechperf.compare.plan import Cell
 
+#: an outlier must also be this far from the median (steady runs have a tiny MAD; see stats.outliers)
+OUTLIER_MIN_RELATIVE = 0.10
 ENV_KEYS_THAT_MUST_MATCH = ("python", "platform", "cpu", "cpu_count", "device", "packages", "git_commit")
 
 
@@ -65,7 +67,7 @@ class CellSummary:
     def outlier_warning(self) -> str | None:
         """Outliers among the run values, or among the per-sample runtimes each divided by that sample's median
         over the runs (samples differ in length, so their raw times are not comparable with each other)."""
-        found = stats.outlier_warning(self.run_values, f"{self.label}: run means")
+        found = stats.outlier_warning(self.run_values, f"{self.label}: run means", OUTLIER_MIN_RELATIVE)
         if found:
             return found
         by_sample: dict[str, list[float]] = {}
@@ -73,7 +75,7 @@ class CellSummary:
             for sid, seconds in run["per_sample_s"].items():
                 by_sample.setdefault(sid, []).append(seconds)
         relative = [v / statistics.median(vs) for vs in by_sample.values() if statistics.median(vs) > 0 for v in vs]
-        return stats.outlier_warning(relative, f"{self.label}: per-sample runtimes across runs")
+        return stats.outlier_warning(relative, f"{self.label}: per-sample runtimes across runs", OUTLIER_MIN_RELATIVE)
 
 
 def _read(path: str) -> dict[str, Any] | None:
