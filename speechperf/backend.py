@@ -96,13 +96,16 @@ class ZooFormat:
     onnxruntime and on any plugin that loads ONNX. ``path`` is the file inside a model's folder (``{component}``
     filled in), or None for ``factory`` (``"module:callable"``) + the shared weights. ``counted_as`` names the zoo
     format of the same model and weights that FLOP counters walk instead (a paddle inference program keeps -1 for
-    batch and time, so its shapes cannot be counted).
+    batch and time, so its shapes cannot be counted). A ``variant`` format is never built: it is a file that
+    ``speechperf optimize`` writes into a copy of a model's folder (e.g. a quantized ``torch.export`` program), and
+    it loads from there like the built ones.
     """
 
     format: str
     path: str | None = None
     factory: str | None = None
     counted_as: str | None = None
+    variant: bool = False
 
 
 @attrs.frozen
@@ -192,6 +195,7 @@ OPTIONAL_CAPABILITIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] =
     "flops": ("flops", ("count_flops",), ("count_flops",)),
     "known_graph": ("known", ("known_session",), ("known_session",)),
     "memory": ("memory", ("DeviceMemory",), ("device_memory",)),
+    "quantize": ("quantize", ("quantize",), ("quantize",)),
 }
 
 
@@ -205,7 +209,7 @@ class Backend(Protocol):
 
     Importing the module that defines a backend must not import its framework; ``availability()`` and ``load()``
     do. Beyond the methods below, a backend may have the optional capabilities of ``OPTIONAL_CAPABILITIES``
-    (``step_profiler``, ``count_flops``, ``known_session``, ``device_memory``); ``has_capability(name)`` says
+    (``step_profiler``, ``count_flops``, ``known_session``, ``device_memory``, ``quantize``); ``has_capability(name)`` says
     which. ``BackendBase`` finds each in a module of the plugin's package (``mypkg/flops.py`` beside
     ``mypkg/backend.py``), or where its ``capability_modules`` says.
     """
@@ -323,6 +327,16 @@ class BackendBase:
         """The device allocator's peak since the last reset (see speechperf.meters.memory)."""
         return self.capability("memory").DeviceMemory(device)
 
+    @property
+    def quantization_methods(self) -> tuple[str, ...]:
+        return self.capabilities.quantization
+
+    def quantize(self, method: str, source, out_dir):
+        """Post-training int8 ``method`` of ``source`` (a speechperf.optimize.hook.QuantizeSource) written into
+        ``out_dir``; returns a QuantizedModel. An unknown method is a one-line error listing this backend's."""
+        check_method(self, method)
+        return self.capability("quantize").quantize(self, method, source, Path(out_dir))
+
     def capability_module_name(self, name: str) -> str:
         """Where capability ``name`` lives: ``capability_modules[name]``, else ``<package>.<module>`` where the
         package is the one holding the module that defines the class (``mypkg`` for ``mypkg.backend``)."""
@@ -405,6 +419,16 @@ class BackendBase:
                 f"{', '.join(self.capabilities.formats)}"
             )
         return fmt
+
+
+def check_method(backend, method: str) -> str:
+    """``method`` if ``backend`` offers it, else a one-line error naming the backend's quantization methods."""
+    methods = tuple(getattr(backend.capabilities, "quantization", ()))
+    if method not in methods:
+        offered = ", ".join(methods) if methods else "none"
+        raise SpeechperfError(f"unknown quantization method {method!r} for backend {backend.name!r}; "
+                              f"its methods: {offered}")
+    return method
 
 
 def check_threads(n: int | None) -> int | None:

@@ -174,7 +174,7 @@ def test_backends_lists_the_plugin_with_its_capabilities_and_install_hints(plugi
     assert rows["ortwrap"]["available"], rows["ortwrap"]["reason"]
     # found beside ortwrap/backend.py, in the plugin's package; flops.py and profiler.py are not there
     assert rows["ortwrap"]["optional"] == ["known_graph", "memory"]
-    assert set(rows["torch"]["optional"]) == {"profiler", "flops", "known_graph", "memory"}
+    assert set(rows["torch"]["optional"]) == {"profiler", "flops", "known_graph", "memory", "quantize"}
     assert not rows["ortwrap-gpu"]["available"]
     assert rows["ortwrap-gpu"]["reason"].endswith('install it with: pip install "ortwrap[gpu]"')
     assert rows["ortwrap-nohint"]["reason"].endswith("install it with: pip install ortwrap-speechperf")

@@ -89,7 +89,7 @@ def test_backends_table_shows_install_hints_with_brackets_whole(fake_backends):
 
     from speechperf.cli import main
 
-    result = CliRunner(env={"COLUMNS": "250"}).invoke(main, ["backends"])
+    result = CliRunner(env={"COLUMNS": "400"}).invoke(main, ["backends"])
     assert result.exit_code == 0, result.output
     # rich reads "[openvino]" as a style tag and drops it unless escaped
     assert 'install it with: pip install "speechperf[openvino]"' in result.output

@@ -29,6 +29,7 @@ class OnnxRuntimeBackend(BackendBase):
         devices=("cpu", "cuda"),
         formats=("onnx",),
         profilers=("session profiling",),
+        quantization=("ort-dynamic", "ort-static-qdq"),
     )
 
     framework_module = "onnxruntime"

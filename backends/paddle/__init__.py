@@ -37,6 +37,8 @@ class PaddleOptions:
 
     api: str = key("predictor", "how an inference model (.json/.pdmodel) runs: the paddle.inference predictor, or "
                    "paddle.jit.load (one thread only)", "str", ("predictor", "jit"))
+    mkldnn_int8: bool = key(False, "predictor on cpu: run a quantized program's int8 kernels with oneDNN (what "
+                            "`speechperf optimize` sets for its paddle-ptq variants)", "bool")
 
 
 class PaddleBackend(BackendBase):
@@ -46,6 +48,7 @@ class PaddleBackend(BackendBase):
         devices=("cpu", "cuda"),
         formats=("inference", "layer"),
         profilers=("paddle.profiler (api=new)", "legacy (api=legacy)"),
+        quantization=("paddle-ptq",),
     )
 
     framework_module = "paddle"

@@ -122,6 +122,10 @@ def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session
         config.disable_gpu()
     if threads is not None:
         config.set_cpu_math_library_num_threads(threads)
+    if spec.options.get("mkldnn_int8") and device == "cpu":
+        # A quantized program (speechperf optimize, paddle-ptq): oneDNN runs its int8 kernels.
+        config.enable_mkldnn()
+        config.enable_mkldnn_int8()
     # Config.enable_memory_optim() breaks predictor creation on PIR models; it is left off on purpose.
     try:
         predictor = inference.create_predictor(config)

@@ -27,6 +27,7 @@ class TorchBackend(BackendBase):
         devices=("cpu", "cuda"),
         formats=("torchscript", "export", "module"),
         profilers=("torch.profiler",),
+        quantization=("torchao-dynamic", "pt2e-static", "legacy-dynamic", "fp32-export"),
     )
 
     framework_module = "torch"
@@ -41,6 +42,7 @@ class TorchBackend(BackendBase):
         "torch-eager": ZooFormat("module", factory="speechperf.backends.torch.zoo:load_component"),
         "torchscript": ZooFormat("torchscript", "torch/{component}.pt"),
         "onnx-torch": ZooFormat("onnx", "torch/{component}.onnx"),
+        "torch-export": ZooFormat("export", "torch/{component}.pt2", variant=True),
     }
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:

@@ -84,8 +84,62 @@ def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
     return TorchSession(module, inputs, _output_infos(spec, count), device)
 
 
+def pickled_tensors(path: Path) -> list[str]:
+    """Names of the weights and constants a ``.pt2`` archive stores pickled (tensor subclasses):
+    ``torch.export.load`` reads those with ``torch.load(weights_only=False)``, which runs code from the file."""
+    import json
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            configs = [n for n in archive.namelist()
+                       if n.endswith(("model_weights_config.json", "model_constants_config.json"))]
+            found = []
+            for name in configs:
+                entries = json.loads(archive.read(name)).get("config", {})
+                found += [k for k, v in entries.items() if isinstance(v, dict) and v.get("use_pickle")]
+            return found
+    except (zipfile.BadZipFile, ValueError):
+        return []  # not a readable archive: torch.export.load says why below
+
+
+#: Operator namespaces a program may use that are registered only when a module is imported, and that module.
+#: Quantized programs need them: torchao's int8 ops, and the quantize/dequantize ops of PT2E graphs.
+OP_LIBRARIES = {"torchao": "torchao", "quantized_decomposed": "torch.ao.quantization.fx._decomposed"}
+
+
+def register_op_libraries(path: Path) -> None:
+    """Import the libraries whose operators the ``.pt2`` program at ``path`` calls, so that it deserializes."""
+    import importlib
+    import re
+    import warnings
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            text = "".join(archive.read(n).decode("utf-8", "replace") for n in archive.namelist()
+                           if n.endswith("models/model.json"))
+    except zipfile.BadZipFile:
+        return
+    for namespace in set(re.findall(r"torch\.ops\.([A-Za-z_]+)\.", text)) & set(OP_LIBRARIES):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                importlib.import_module(OP_LIBRARIES[namespace])
+            except ImportError as exc:
+                raise ModelFileError(f"{path} calls torch.ops.{namespace} operators, which need "
+                                     f"{OP_LIBRARIES[namespace].split('.')[0]} installed ({exc})") from None
+
+
 def load_export(spec: ModelSpec, device: str) -> TorchSession:
     path = spec.existing(spec.path)
+    register_op_libraries(path)
+    pickled = pickled_tensors(path)
+    if pickled:
+        raise ModelFileError(
+            f"{path} stores {len(pickled)} tensor(s) pickled (e.g. {pickled[0]!r}, a tensor subclass); loading them "
+            "would run code from the file, which speechperf never does: export plain tensors (torchao: "
+            "torchao.utils.unwrap_tensor_subclass before torch.export)")
     try:
         program = torch.export.load(str(path))
     except Exception as exc:

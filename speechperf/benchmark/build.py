@@ -27,7 +27,7 @@ def reference_models(cfg: BenchConfig) -> list[tuple[str, str]]:
     """(model, preset) of every reference model the stages of ``cfg`` load, vocoders included."""
     needed = []
     for stage_cfg, role in zip(cfg.stages, cfg.roles):
-        if stage_cfg.path or stage_cfg.model in (None, SILERO):
+        if stage_cfg.path or stage_cfg.model_dir or stage_cfg.model in (None, SILERO):
             continue
         needed.append((stage_cfg.model, stage_cfg.preset))
         if role == "tts":
@@ -119,6 +119,8 @@ def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig,
 
         workdir.mkdir(parents=True, exist_ok=True)
         spec = attrs.evolve(silero_model_spec(backend, workdir), options=backend_options(stage_cfg, backend))
+        if stage_cfg.model_dir and spec.path is not None:  # e.g. a quantized silero written by `speechperf optimize`
+            spec = attrs.evolve(spec, path=Path(stage_cfg.model_dir) / spec.path.name)
         session = backend.load(spec, device=device, threads=threads)
         return VadStage(session, stage_cfg.vad_threshold)
     from speechperf.benchmark.reference import reference_stage

@@ -225,7 +225,8 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
     options = backend_options(stage_cfg, backend)
 
     def sessions_in(fmt: str | None) -> dict[str, Session]:
-        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where, options)
+        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where, options,
+                                 stage_cfg.model_dir)
         if role == "tts":
             sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where,
                                                 options)["generator"]
@@ -256,7 +257,7 @@ def zoo_format(backend, fmt: str | None, where: str) -> str:
     runs the ONNX exports)."""
     from speechperf.zoo.build import runnable_formats
 
-    runs_on = runnable_formats(backend)
+    runs_on = runnable_formats(backend, variants=fmt is not None)  # a variant's format only when asked for
     if fmt is None:
         default = getattr(backend, "default_zoo_format", None)
         if default in runs_on:
@@ -275,22 +276,33 @@ def zoo_format(backend, fmt: str | None, where: str) -> str:
 def zoo_format_of(backend, fmt: str | None, where: str):
     from speechperf.zoo.build import zoo_formats
 
-    return zoo_formats()[zoo_format(backend, fmt, where)][1]
+    return zoo_formats(variants=True)[zoo_format(backend, fmt, where)][1]
 
 
 def load_sessions(model: str, preset: str, backend, device: str, threads: int, fmt: str | None = None,
-                  where: str = "", options=None) -> dict[str, Session]:
-    """A session per component of a reference model, built on demand into the zoo cache."""
+                  where: str = "", options=None, model_dir: str | None = None) -> dict[str, Session]:
+    """A session per component of a reference model, built on demand into the zoo cache (or read from
+    ``model_dir``, a built model folder such as a quantized variant). ``options`` (the stage's, for this backend)
+    go over those the folder's manifest gives its files."""
+    from pathlib import Path
+
     import attrs
 
-    from speechperf.zoo.build import ensure_built, model_spec
+    from speechperf.zoo.build import ensure_built, model_spec, read_manifest
     from speechperf.zoo.catalog import get_model
 
     fmt = zoo_format(backend, fmt, where)
-    folder = ensure_built(model, preset)
+    if model_dir is not None:
+        folder = Path(model_dir)
+        found = read_manifest(folder).get("model")
+        if found != model:
+            raise StageError(f"{where}: model_dir {model_dir} holds model {found!r}, not {model!r}")
+    else:
+        folder = ensure_built(model, preset)
     sessions = {}
     for component in get_model(model).component_names:
-        spec = attrs.evolve(model_spec(folder, component, fmt), options=dict(options or {}))
+        spec = model_spec(folder, component, fmt)
+        spec = attrs.evolve(spec, options={**spec.options, **(options or {})})
         session = backend.load(spec, device=device, threads=threads)
         session.inputs = spec.inputs  # check feeds by the catalog's declaration on every format (as the zoo does)
         sessions[component] = session

@@ -42,7 +42,7 @@ class Stage(abc.ABC):
     sessions: Mapping[str, Session]
     load_seconds: float = 0.0
     #: Loads the same model and weights in a format the backend can count FLOPs on, where the timed sessions'
-    #: format cannot be counted (see reference.COUNTED_AS); loaded only when FLOPs are counted, after the other
+    #: format cannot be counted (see ZooFormat.counted_as); loaded only when FLOPs are counted, after the other
     #: meters, so it weighs on no timing or memory figure.
     flops_twin: Callable[[], Mapping[str, Session]] | None = None
 

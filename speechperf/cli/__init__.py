@@ -47,6 +47,7 @@ def _register() -> None:
     from speechperf.cli.data_cmd import data
     from speechperf.cli.bench_cmd import bench
     from speechperf.cli.profile_cmd import profile
+    from speechperf.cli.optimize_cmd import optimize
     from speechperf.cli.compare_cmd import compare
 
     main.add_command(backends)
@@ -59,6 +60,7 @@ def _register() -> None:
     main.add_command(data)
     main.add_command(bench)
     main.add_command(profile)
+    main.add_command(optimize)
     main.add_command(compare)
 
 

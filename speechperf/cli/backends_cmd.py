@@ -11,7 +11,8 @@ import click
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def backends(as_json: bool) -> None:
-    """List the registered backends with their version, availability, formats, devices and profilers."""
+    """List the registered backends with their version, availability, formats, devices, profilers and
+    quantization methods (`speechperf optimize --method`)."""
     from speechperf.registry import backend_table
 
     rows = backend_table()
@@ -25,7 +26,7 @@ def backends(as_json: bool) -> None:
 
     table = Table(title="speechperf backends")
     # Names never wrap; long cells fold instead of being cut with an ellipsis, so an install hint is shown whole.
-    for column in ("backend", "version", "available", "formats", "devices", "profilers", "optional"):
+    for column in ("backend", "version", "available", "formats", "devices", "profilers", "quantization", "optional"):
         table.add_column(column, no_wrap=column == "backend", overflow="fold")
     for r in rows:
         caps = r.capabilities
@@ -36,8 +37,12 @@ def backends(as_json: bool) -> None:
             ", ".join(caps.formats),
             ", ".join(caps.devices),
             ", ".join(caps.profilers) or "-",
+            ", ".join(caps.quantization) or "-",
             ", ".join(r.optional) or "-",
         )
         # Reasons hold install hints like `pip install "speechperf[torch]"`, which rich would read as markup.
         table.add_row(*(escape(c) for c in cells))
-    Console(soft_wrap=False).print(table)
+    # A pipe gets rich's default 80 columns, too narrow for eight columns: never narrower than 160.
+    console = Console(soft_wrap=False)
+    console.width = max(console.width, 160)
+    console.print(table)

@@ -9,6 +9,7 @@ import click
 
 from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_options, config_options
+from speechperf.cli.options import export_options
 from speechperf.config.schema import DEVICES
 
 
@@ -24,11 +25,7 @@ from speechperf.config.schema import DEVICES
 @click.option("--meters", default=None, help="Comma-separated: runtime,memory,flops.")
 @click.option("--memory-method", type=click.Choice(("hwm", "memory_profiler")), default="hwm", show_default=True,
               help="hwm: exact per-call RSS peak (Linux); memory_profiler: fairseq's sampling.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="JSON with every raw timing, the environment and the config, written as results come in.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="CSV export.")
-@click.option("--markdown", "md_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Markdown export.")
+@export_options("JSON with every raw timing, the environment and the config, written as results come in.")
 @click.option("--save-outputs", "outputs_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write every stage's output per sample to this .npz (numeric arrays only; compared by "
                    "`speechperf compare`).")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from speechperf.cli.options import stacked
+
 from speechperf.config.schema import DATASET_TYPES, MODEL_TYPES
 
 
@@ -27,13 +29,7 @@ def config_options(without: str):
         click.option("--unsafe-pickle-runs-code", "allow_pickle", is_flag=True, default=None,
                      help="Allow fairseq's pickled .npy datasets: unpickling runs code from the file."),
     ]
-
-    def decorate(fn):
-        for option in reversed(options):
-            fn = option(fn)
-        return fn
-
-    return decorate
+    return stacked(options)
 
 
 def config_from_options(config_path: Path | None, overrides: dict, preset: str | None, sets):

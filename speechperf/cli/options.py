@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from speechperf.backend import KNOWN_DEVICES
@@ -19,3 +21,26 @@ threads_option = click.option(
     show_default=True,
     help="CPU threads for the framework; the same on every backend for a fair comparison.",
 )
+
+
+def export_options(json_help: str):
+    """--output/-o (JSON, written as results come in), --csv and --markdown: the exports of bench and optimize."""
+    options = [
+        click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help=json_help),
+        click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="CSV export."),
+        click.option("--markdown", "md_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Markdown export."),
+    ]
+    return stacked(options)
+
+
+def stacked(options):
+    """One decorator applying click ``options`` in the order listed (as if written one above the other)."""
+
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate

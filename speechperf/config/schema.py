@@ -75,6 +75,10 @@ class StageConfig:
     vocoder: str | None = key(
         None, "reference mel vocoder turning a TTS stage's mel into a waveform (the model's own default if unset)", "str?"
     )
+    model_dir: str | None = key(
+        None, "with `model`: load it from this folder (a built reference model with its manifest, such as a "
+        "quantized variant written by `speechperf optimize`) instead of the zoo cache", "str?"
+    )
     path: str | None = key(
         None, "your own model file instead of a reference model: .onnx, TorchScript .pt, or a paddle inference "
         ".json/.pdmodel (run once per sample; its first output is handed on)", "str?"
@@ -82,7 +86,8 @@ class StageConfig:
     format: str | None = key(
         None, "with `path`: its format when the suffix does not tell (torchscript, export, onnx, paddle); with "
         "`model`: which built format runs (torch-eager, torchscript, paddle-eager, paddle-inference, onnx-torch, "
-        "onnx-paddle; default torch-eager / paddle-inference / onnx-torch per backend)", "str?"
+        "onnx-paddle, or torch-export in a `model_dir` written by `speechperf optimize`; default torch-eager / "
+        "paddle-inference / onnx-torch per backend)", "str?"
     )
     entry: str | None = key(None, "submodule to call inside a TorchScript `path`", "str?")
     inputs: tuple[InputConfig, ...] = key((), "inputs of `path`: a list of {name, source, dtype}", "inputs")

@@ -53,10 +53,12 @@ def zoo_builders() -> list:
     return builders
 
 
-def zoo_formats() -> dict[str, tuple[str, ZooFormat]]:
-    """Every format a component is built in: name -> (backend that builds it, ZooFormat). ``torch-eager`` (the
-    weights' own framework, eager) is the reference the parity tests compare the others with."""
-    return {name: (b.name, zf) for b in zoo_builders() for name, zf in b.zoo_formats.items()}
+def zoo_formats(variants: bool = False) -> dict[str, tuple[str, ZooFormat]]:
+    """Every format a component is built in: name -> (backend that declares it, ZooFormat); with ``variants`` also
+    the formats only `speechperf optimize`'s variants have. ``torch-eager`` (the weights' own framework, eager) is
+    the reference the parity tests compare the others with."""
+    return {name: (b.name, zf) for b in zoo_builders() for name, zf in b.zoo_formats.items()
+            if variants or not zf.variant}
 
 
 def __getattr__(name: str):
@@ -65,9 +67,9 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def runnable_formats(backend) -> list[str]:
+def runnable_formats(backend, variants: bool = False) -> list[str]:
     """The zoo formats ``backend`` runs: those whose files are in a format it loads."""
-    formats = zoo_formats()
+    formats = zoo_formats(variants)
     return [name for name, (_, zf) in formats.items() if zf.format in backend.capabilities.formats]
 
 
@@ -89,7 +91,7 @@ def backend_for(fmt: str):
 
 
 def _zoo_format(fmt: str) -> tuple[str, ZooFormat]:
-    formats = zoo_formats()
+    formats = zoo_formats(variants=True)
     if fmt not in formats:
         raise SpeechperfError(f"unknown zoo format {fmt!r}; known formats: {', '.join(formats)}")
     return formats[fmt]
@@ -265,8 +267,10 @@ def model_spec(folder: Path, component: str, fmt: str) -> ModelSpec:
             inputs=comp.inputs,
             outputs=comp.outputs,
         )
+    # A quantized variant's manifest says how its files load (e.g. paddle's oneDNN int8 predictor).
+    options = manifest.get("load_options", {}).get(fmt, {})
     return ModelSpec(path=folder / zf.path.format(component=component), format=zf.format, inputs=comp.inputs,
-                     outputs=comp.outputs)
+                     outputs=comp.outputs, options=options)
 
 
 def load_session(folder: Path, component: str, fmt: str, threads: int | None = None, device: str = "cpu",

@@ -1,0 +1,123 @@
+"""Post-training int8 quantization of ``.onnx`` files with ``onnxruntime.quantization``.
+
+Both methods start from ``quant_pre_process`` (symbolic shape inference, graph optimisation, ONNX shape inference),
+which onnxruntime recommends before quantizing; where its symbolic shape inference cannot follow a graph (it fails
+on the reference models' reshapes of dynamic time), the step runs without it and says so in a note.
+
+- ``ort-dynamic``: ``quantize_dynamic``: MatMul, Gemm and LSTM weights stored as signed int8, activations
+  quantized per call from their observed range.
+- ``ort-static-qdq``: ``quantize_static`` in QDQ format: int8 weights (per channel) and int8 activations whose
+  ranges were calibrated (MinMax) on real feeds of the benchmark's dataset, read through a CalibrationDataReader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+from speechperf.errors import first_line
+from speechperf.optimize.hook import QuantizationError, QuantizedModel, QuantizeSource
+
+#: What each method quantizes. LSTM has only a dynamic int8 kernel in onnxruntime.
+DYNAMIC_OPS = ["MatMul", "Gemm", "LSTM"]
+STATIC_OPS = ["MatMul", "Gemm", "Conv"]
+
+
+def _fmt(spec) -> str | None:
+    return "onnx" if spec.path is not None and spec.path.suffix == ".onnx" else None
+
+
+@contextlib.contextmanager
+def _quiet():
+    """onnxruntime.quantization logs a warning per tensor it leaves alone through the root logger."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def preprocess(src: Path, dst: Path) -> list[str]:
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    notes = []
+    try:
+        quant_pre_process(str(src), str(dst), skip_symbolic_shape=False)
+    except Exception as exc:  # symbolic shape inference asserts on graphs it cannot follow
+        notes.append(f"quant_pre_process: symbolic shape inference failed ({first_line(exc) or type(exc).__name__}); "
+                     "ran without it")
+        quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
+    return notes
+
+
+class FeedsReader:
+    """A CalibrationDataReader over recorded feeds, keeping only the graph's own inputs."""
+
+    def __init__(self, feeds, input_names):
+        self._feeds = [{k: v for k, v in f.items() if k in input_names} for f in feeds]
+        self._next = iter(self._feeds)
+
+    def get_next(self):
+        return next(self._next, None)
+
+    def rewind(self):
+        self._next = iter(self._feeds)
+
+
+def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> QuantizedModel:
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+
+    spec = source.spec_for(("onnx",), method, _fmt)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pre = out_dir / f"{source.name}.fp32-pre.onnx"
+    out = out_dir / f"{source.name}.onnx"
+    try:
+        with _quiet():
+            notes = preprocess(spec.path, pre)
+            if method == "ort-dynamic":
+                # EnableSubgraph: the silero VAD keeps its LSTMs inside If branches (one per sample rate).
+                quantize_dynamic(str(pre), str(out), weight_type=QuantType.QInt8, op_types_to_quantize=DYNAMIC_OPS,
+                                 extra_options={"EnableSubgraph": True})
+            else:
+                if not source.calibration:
+                    raise QuantizationError(f"{method}: no calibration feeds for {source.name}")
+                import onnx
+
+                names = {i.name for i in onnx.load(str(pre), load_external_data=False).graph.input}
+                reader = type("Reader", (FeedsReader, CalibrationDataReader), {})(source.calibration, names)
+                quantize_static(str(pre), str(out), reader, quant_format=QuantFormat.QDQ,
+                                activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
+                                op_types_to_quantize=STATIC_OPS)
+    except QuantizationError:
+        raise
+    except Exception as exc:
+        raise QuantizationError(f"{method} on {spec.path.name}: {first_line(exc)}") from None
+    finally:
+        pre.unlink(missing_ok=True)
+    if not quantized_ops(out):
+        ops = DYNAMIC_OPS if method == "ort-dynamic" else STATIC_OPS
+        raise QuantizationError(f"{method} quantized no operator of {spec.path.name} (it quantizes "
+                                f"{', '.join(ops)}; none was found where onnxruntime.quantization reaches)")
+    return QuantizedModel((out,), "onnx", notes=tuple(notes))
+
+
+#: Operators that only a quantized graph holds.
+INT8_OPS = {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QuantizeLinear", "DynamicQuantizeLSTM",
+            "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QLinearMatMul", "QLinearConv", "QGemm", "QAttention"}
+
+
+def quantized_ops(path: Path) -> int:
+    """How many int8 operators the graph at ``path`` holds, subgraphs (If / Loop branches) included."""
+    import onnx
+
+    def count(graph) -> int:
+        total = 0
+        for node in graph.node:
+            total += node.op_type in INT8_OPS
+            total += sum(count(a.g) for a in node.attribute if a.type == onnx.AttributeProto.GRAPH)
+        return total
+
+    return count(onnx.load(str(path), load_external_data=False).graph)

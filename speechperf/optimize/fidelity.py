@@ -1,0 +1,164 @@
+"""How close a variant's outputs stay to fp32, per stage type, from what the benchmark runs produced.
+
+- text (s2t, mt, s2u): token agreement with fp32, ``1 - edit distance / fp32 tokens`` over the dataset (jiwer over
+  the id sequences; units for s2u); and, where the stage decodes text and the dataset has transcripts, WER and
+  CER against the references (speechperf.meters.wer).
+- vad: decision agreement with fp32: the fraction of 32 ms windows (the silero hop) that both call speech or both
+  call silence, over the whole dataset.
+- speech output (tts, unit vocoder, s2s): SNR of the variant's waveform against fp32's, in dB, over the samples
+  both produced (a length difference is reported).
+- every graph, every stage type: the max |variant - fp32| of each graph's outputs on held-back calibration feeds,
+  relative to the fp32 output's max |value| (``graph_rel_diff``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+TEXT_ROLES = ("s2t", "mt", "s2u")
+SPEECH_ROLES = ("tts", "unit_vocoder", "s2s")
+VAD_WINDOW_S = 512 / 16000
+
+
+@attrs.frozen
+class Fidelity:
+    kind: str  # "tokens", "vad", "snr", "graphs"
+    value: float | None  # the headline number: agreement (0..1) or SNR (dB)
+    wer: float | None = None
+    cer: float | None = None
+    detail: str = ""
+
+    def text(self) -> str:
+        if self.value is None:
+            return self.detail or "-"
+        parts = []
+        if self.wer is not None:
+            parts.append(f"WER {self.wer:.1%} CER {self.cer:.1%}")
+        if self.kind == "tokens":
+            parts.append(f"token agreement {self.value:.1%}")
+        elif self.kind == "vad":
+            parts.append(f"VAD agreement {self.value:.1%}")
+        elif self.kind == "snr":
+            parts.append(f"SNR {self.value:.1f} dB")
+        else:
+            parts.append(f"max rel diff {self.value:.2g}")
+        if self.detail:
+            parts.append(self.detail)
+        return ", ".join(parts)
+
+
+def token_agreement(reference: Mapping[str, Sequence[int]], variant: Mapping[str, Sequence[int]]) -> float | None:
+    import jiwer
+
+    ids = [k for k in reference if k in variant and len(reference[k])]
+    if not ids:
+        return None
+    refs = [" ".join(f"t{t}" for t in reference[k]) for k in ids]
+    hyps = [" ".join(f"t{t}" for t in variant[k]) for k in ids]
+    return max(0.0, 1.0 - float(jiwer.wer(refs, hyps)))
+
+
+def vad_decisions(segments: Sequence[Sequence[float]], seconds: float) -> np.ndarray:
+    """Speech (True) or not per 32 ms window of a clip, from its speech segments."""
+    centres = (np.arange(max(1, math.ceil(seconds / VAD_WINDOW_S))) + 0.5) * VAD_WINDOW_S
+    speech = np.zeros(centres.shape, dtype=bool)
+    for start, end in segments:
+        speech |= (centres >= start) & (centres < end)
+    return speech
+
+
+def vad_agreement(reference: Mapping[str, Sequence], variant: Mapping[str, Sequence],
+                  seconds: Mapping[str, float]) -> float | None:
+    same = total = 0
+    for sid, segs in reference.items():
+        if sid not in variant or sid not in seconds:
+            continue
+        a, b = vad_decisions(segs, seconds[sid]), vad_decisions(variant[sid], seconds[sid])
+        same += int((a == b).sum())
+        total += a.size
+    return same / total if total else None
+
+
+def snr_db(reference: np.ndarray, variant: np.ndarray) -> float:
+    n = min(reference.size, variant.size)
+    ref, var = reference[:n].astype(np.float64), variant[:n].astype(np.float64)
+    noise = float(np.sum((ref - var) ** 2))
+    signal = float(np.sum(ref**2))
+    if noise == 0:
+        return math.inf
+    return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
+
+
+def waveform_snr(reference_dir: Path, variant_dir: Path) -> tuple[float | None, str]:
+    """SNR over every dumped waveform pair (signal and noise summed over the dataset) and a note on lengths."""
+    import soundfile as sf
+
+    signal = noise = 0.0
+    differ = 0
+    pairs = sorted(Path(reference_dir).glob("*_pred.wav"))
+    for ref_path in pairs:
+        var_path = Path(variant_dir) / ref_path.name
+        if not var_path.exists():
+            continue
+        ref, _ = sf.read(str(ref_path), dtype="float64")
+        var, _ = sf.read(str(var_path), dtype="float64")
+        differ += ref.size != var.size
+        n = min(ref.size, var.size)
+        signal += float(np.sum(ref[:n] ** 2))
+        noise += float(np.sum((ref[:n] - var[:n]) ** 2))
+    if signal == 0:
+        return None, "no waveforms to compare"
+    note = f"{differ} of {len(pairs)} waveforms differ in length" if differ else ""
+    return (math.inf if noise == 0 else 10 * math.log10(signal / noise)), note
+
+
+def outputs_of(run_data: dict, key: str) -> dict[str, list]:
+    return {sid: out[key] for sid, out in run_data["result"]["outputs"].items() if key in out}
+
+
+def stage_fidelity(role: str, fp32_run: dict, variant_run: dict, references: Mapping[str, str] | None,
+                   seconds: Mapping[str, float], fp32_waves: Path | None, variant_waves: Path | None,
+                   graph_rel_diff: float | None) -> Fidelity:
+    """The fidelity of the last stage's outputs (what the benchmark's final outputs are)."""
+    if role in TEXT_ROLES:
+        key = "units" if role == "s2u" else "tokens"
+        agreement = token_agreement(outputs_of(fp32_run, key), outputs_of(variant_run, key))
+        wer = cer = None
+        texts = outputs_of(variant_run, "text")
+        if references and texts:
+            from speechperf.meters.wer import score
+
+            ids = [sid for sid in references if sid in texts]
+            if ids:
+                result = score([references[i] for i in ids], [texts[i] for i in ids])
+                wer, cer = result.wer, result.cer
+        return Fidelity("tokens", agreement, wer, cer)
+    if role == "vad":
+        return Fidelity("vad", vad_agreement(outputs_of(fp32_run, "segments"), outputs_of(variant_run, "segments"),
+                                             seconds))
+    if role in SPEECH_ROLES and fp32_waves is not None and variant_waves is not None:
+        value, note = waveform_snr(fp32_waves, variant_waves)
+        return Fidelity("snr", value, detail=note)
+    return Fidelity("graphs", graph_rel_diff)
+
+
+def graph_difference(fp32_outputs: Sequence[Mapping[str, np.ndarray]],
+                     variant_outputs: Sequence[Mapping[str, np.ndarray]]) -> float:
+    """max |variant - fp32| / max(1e-12, max |fp32|) over the float outputs of paired calls."""
+    worst = 0.0
+    for ref, var in zip(fp32_outputs, variant_outputs):
+        for name, r in ref.items():
+            r = np.asarray(r)
+            if not np.issubdtype(r.dtype, np.floating) or name not in var:
+                continue
+            v = np.asarray(var[name], dtype=np.float64)
+            if v.shape != r.shape:
+                return math.inf
+            scale = max(float(np.max(np.abs(r))) if r.size else 0.0, 1e-12)
+            worst = max(worst, float(np.max(np.abs(v - r))) / scale if r.size else 0.0)
+    return worst

@@ -1,0 +1,287 @@
+"""``speechperf optimize``: int8 variants of every stage of a config, measured against fp32 in one table.
+
+1. The fp32 stages are built on the backend and run over the first ``calibration_size`` samples of the dataset;
+   the feeds of every graph are recorded (speechperf.optimize.calibration).
+2. Each method quantizes every graph through the backend's ``quantize`` hook; the int8 graphs go into a variant
+   folder with a bench config that loads them (speechperf.optimize.variants). Each quantized graph is loaded back
+   and compared with fp32 on feeds of a sample left out of calibration. A method that raises is kept as a row with
+   its one-line reason.
+3. fp32 and the variants run ``runs`` times each, every run a fresh ``speechperf bench`` process, interleaved
+   (speechperf.optimize.measure).
+4. Fidelity per stage type against fp32 (and WER against transcripts where there are any), then the table.
+
+Exit code: 0 when every method produced a measured variant (whether or not it is faster: "no speed-up" is a result);
+1 when a method failed to quantize or its runs failed, or fp32 itself could not be measured (the table still shows
+every row); 2 for bad input, before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import attrs
+
+from speechperf.config.schema import BenchConfig
+from speechperf.errors import SpeechperfError, first_line
+from speechperf.benchmark.runner import write_text_atomic
+from speechperf.optimize import fidelity as fid
+from speechperf.optimize.table import Row, print_table, to_csv, to_markdown
+
+SCHEMA_VERSION = 1
+FP32 = "fp32"
+#: Recorded calls kept per graph for calibration (a decoder step is called once per token).
+FEEDS_PER_GRAPH = 64
+#: Calls per graph on the held-out sample for the graph difference.
+CHECK_CALLS = 8
+
+
+@attrs.frozen
+class OptimizeOptions:
+    backend: str
+    methods: tuple[str, ...]
+    out_dir: Path
+    runs: int = 5
+    calibration_size: int = 4
+    output: Path | None = None
+    csv_path: Path | None = None
+    md_path: Path | None = None
+    timeout_s: float | None = None
+
+
+def check_methods(backend, methods) -> tuple[str, ...]:
+    from speechperf.backend import check_method
+
+    if not methods:
+        raise SpeechperfError(f"no --method given; backend {backend.name!r} offers: "
+                              f"{', '.join(backend.capabilities.quantization) or 'none'}")
+    for m in methods:
+        check_method(backend, m)
+    if len(set(methods)) != len(methods):
+        raise SpeechperfError(f"--method lists a method twice: {','.join(methods)}")
+    return tuple(methods)
+
+
+class _Report:
+    """The table's rows and the JSON document, rewritten atomically each time something new is known."""
+
+    def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict):
+        self.opts, self.rows, self.runs = opts, {}, []
+        self.doc = {"schema_version": SCHEMA_VERSION, "complete": False, "backend": opts.backend,
+                    "methods": list(opts.methods), "runs_per_variant": opts.runs,
+                    "calibration_size": opts.calibration_size, "config": json.loads(json.dumps(cfg.to_dict())),
+                    "environment": env}
+
+    def write(self, complete: bool = False) -> None:
+        if self.opts.output is None:
+            return
+        from speechperf.benchmark.report import write_json_atomic
+
+        self.doc.update(complete=complete, table=[r.plain() for r in self.rows.values()],
+                        notes={name: r.notes for name, r in self.rows.items() if r.notes},
+                        runs=self.runs)
+        write_json_atomic(self.opts.output, self.doc)
+
+
+def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=None, err=None) -> int:
+    from speechperf.benchmark import build, report
+    from speechperf.data import load_dataset
+    from speechperf.optimize.calibration import record_feeds
+    from speechperf.optimize.variants import config_dict, plan_stage, write_config
+    from speechperf.registry import require_backend
+
+    out, err = out or sys.stdout, err or sys.stderr
+    backend = require_backend(opts.backend)
+    check_methods(backend, opts.methods)
+    general = cfg.general
+    dataset = load_dataset(general, cfg.roles[0])
+    if len(dataset) < 2:
+        raise SpeechperfError(f"the dataset has {len(dataset)} sample(s); optimize needs at least 2 (one is left out "
+                              "of calibration to check each graph on)")
+    calibration_size = min(opts.calibration_size, len(dataset) - 1)
+    out_dir = Path(opts.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
+    rep = _Report(opts, cfg, env)
+    base = config_dict(cfg, backend.name)
+
+    with build.stdout_to_stderr():
+        build.prepare_stages(cfg, backend.name, workdir, err)
+        plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
+        backend.set_threads(general.threads)
+        backend.seed(general.seed)
+        stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
+        print(f"recording calibration feeds on {calibration_size} sample(s) ...", file=err)
+        calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
+        held_out = record_feeds(stages, dataset[calibration_size:calibration_size + 1], CHECK_CALLS)
+
+    speech_out = cfg.roles[-1] in fid.SPEECH_ROLES
+    fp32_size = sum(p.stat().st_size for plan in plans for p in plan.fp32_files)
+    configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
+    rep.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
+    shown_notes: set[str] = set()
+    for method in opts.methods:
+        row = rep.rows[method] = Row(method, "quantizing", fp32_bytes=fp32_size)
+        rep.write()
+        start = time.perf_counter()
+        try:
+            with build.stdout_to_stderr():
+                data, size, diff, notes = _make_variant(backend, method, plans, stages, calibration, held_out,
+                                                        base, out_dir, general)
+        except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
+            reason = first_line(exc) if isinstance(exc, SpeechperfError) else f"{type(exc).__name__}: {first_line(exc)}"
+            row.status = f"failed: {reason}"
+            print(f"{method}: {row.status}", file=err)
+            continue
+        row.size_bytes, row.graph_rel_diff, row.notes = size, diff, notes
+        row.status = "measuring"
+        for note in notes:
+            if note not in shown_notes:
+                shown_notes.add(note)
+                print(f"note: {note}", file=err)
+        configs[method] = _with_dumps(data, out_dir, method, speech_out)
+        print(f"{method}: quantized in {time.perf_counter() - start:.1f} s, {size / 1e6:.2f} MB", file=err)
+    rep.write()
+    del stages  # the frameworks' sessions are not needed while the children run
+
+    from speechperf.optimize.measure import Cell, measure
+
+    cells = [Cell(name, write_config(data, out_dir / f"{name}.yaml"), backend.name, general.threads)
+             for name, data in configs.items()]
+    print(f"measuring {', '.join(c.name for c in cells)}: {opts.runs} interleaved run(s) each, every run a fresh "
+          "`speechperf bench` process ...", file=err)
+
+    def on_result(result):
+        total = result.total
+        rep.runs.append({"variant": result.cell, "run": result.index + 1, "returncode": result.returncode,
+                         "error": result.error, "latency_ms": total and total.get("runtime_mean_ms"),
+                         "peak_rss_mib": total and total.get("peak_rss_mib")})
+        rep.write()
+
+    results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, on_result)
+    _fill_rows(rep, cfg, plans, results, dataset, out_dir, speech_out)
+    rep.write(complete=True)
+    if opts.csv_path is not None:
+        write_text_atomic(opts.csv_path, to_csv(list(rep.rows.values())))
+    if opts.md_path is not None:
+        write_text_atomic(opts.md_path, to_markdown(list(rep.rows.values())))
+    labels = " + ".join(p.label for p in plans)
+    print_table(list(rep.rows.values()), f"speechperf optimize: {cfg.general.model_type} {labels} on {backend.name}, "
+                f"{general.threads} thread(s), {opts.runs} run(s) per variant", file=out)
+    print(f"variants and their bench configs are in {out_dir}", file=err)
+    failed = [r for r in rep.rows.values() if r.status.startswith("failed")]
+    return 1 if failed else 0
+
+
+def _with_dumps(data: dict, out_dir: Path, name: str, speech_out: bool) -> dict:
+    if not speech_out:
+        return data
+    data = json.loads(json.dumps(data))
+    data["general"]["dump_speech_waveforms_dir"] = str((out_dir / "waveforms" / name).resolve())
+    return data
+
+
+def _make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general):
+    """Quantize every graph of every stage with ``method``; returns (variant config, bytes, graph diff, notes)."""
+    from speechperf.optimize.hook import QuantizeSource
+    from speechperf.optimize.variants import write_variant
+
+    data = json.loads(json.dumps(base))
+    size, diffs, notes = 0, [], []
+    scratch = out_dir / ".scratch" / method
+    for plan, stage, feeds, check in zip(plans, stages, calibration, held_out):
+        quantized = {}
+        for graph in plan.graphs:
+            source = QuantizeSource(graph.session, graph.specs, tuple(feeds[graph.session]), graph.example,
+                                    graph.dynamic_axes)
+            quantized[graph.session] = backend.quantize(method, source, scratch / f"stage{plan.index}")
+            notes += [n for q in [quantized[graph.session]] for n in q.notes if n not in notes]
+        keys, files = write_variant(plan, backend.name, method, quantized, out_dir / method / f"stage{plan.index}")
+        data[f"stage{plan.index}"].update(keys)
+        size += sum(f.stat().st_size for f in files)
+        diffs.append(_graph_diff(backend, plan, stage, keys, check, general))
+    return data, size, max(diffs), notes
+
+
+def _graph_diff(backend, plan, stage, keys, check, general) -> float:
+    """Load the stage's int8 graphs back and compare them with fp32 on the held-out sample's feeds."""
+    from speechperf.backend import ModelSpec
+    from speechperf.optimize.fidelity import graph_difference
+
+    worst = 0.0
+    for graph in plan.graphs:
+        if "model_dir" in keys and plan.folder is not None:
+            from speechperf.zoo.build import model_spec
+
+            spec = model_spec(Path(keys["model_dir"]), graph.session, keys["format"])
+        elif "model_dir" in keys:
+            spec = attrs.evolve(graph.specs[0], path=Path(keys["model_dir"]) / graph.specs[0].path.name)
+        else:
+            spec = attrs.evolve(graph.specs[0], path=Path(keys["path"]), format=None)
+        session = backend.load(spec, device=general.device, threads=general.threads)
+        session.inputs = stage.sessions[graph.session].inputs
+        calls = check[graph.session]
+        fp32 = [stage.sessions[graph.session](c) for c in calls]
+        variant = [session(c) for c in calls]
+        worst = max(worst, graph_difference(fp32, variant))
+    return worst
+
+
+def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech_out: bool) -> None:
+    from speechperf.stats import speed_ratio, welch_p_value
+
+    by_cell: dict[str, list] = {}
+    for r in results:
+        by_cell.setdefault(r.cell, []).append(r)
+    references = {s.id: s.text for s in dataset if s.text}
+    seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
+    role = cfg.roles[-1]
+    first_ok = {name: next((r.data for r in runs if r.ok and r.data), None)
+                for name, runs in by_cell.items()}
+    for name, runs in by_cell.items():
+        row = rep.rows[name]
+        ok = [r for r in runs if r.ok and r.total and r.total.get("runtime_mean_ms") is not None]
+        row.latencies_ms = [r.total["runtime_mean_ms"] for r in ok]
+        peaks = [r.total["peak_rss_mib"] for r in ok if r.total.get("peak_rss_mib") is not None]
+        row.peak_mib = statistics.median(peaks) if peaks else None
+        if not ok:
+            row.status = f"failed: every run failed ({runs[0].error})" if runs else "failed: not run"
+            continue
+        if len(ok) < len(runs):
+            bad = next(r for r in runs if r not in ok)
+            row.notes.append(f"{len(runs) - len(ok)} of {len(runs)} runs failed: {bad.error}")
+    fp32 = rep.rows[FP32]
+    for name, row in rep.rows.items():
+        if name == FP32 or row.status.startswith("failed") or not row.latencies_ms:
+            continue
+        if not fp32.latencies_ms:
+            row.status = "measured; fp32 failed, no speed-up figure"
+            continue
+        ratio = speed_ratio(row.latencies_ms, fp32.latencies_ms)
+        row.speedup, row.speedup_sigma = ratio.value, ratio.sigma
+        row.p_value = welch_p_value(row.latencies_ms, fp32.latencies_ms)
+        row.status = _speed_status(ratio.value, row.p_value)
+        if first_ok.get(FP32) and first_ok.get(name):
+            waves = (out_dir / "waveforms" / FP32, out_dir / "waveforms" / name) if speech_out else (None, None)
+            row.fidelity = fid.stage_fidelity(role, first_ok[FP32], first_ok[name], references, seconds, *waves,
+                                              row.graph_rel_diff)
+    if first_ok.get(FP32):
+        fp32.fidelity = fid.stage_fidelity(role, first_ok[FP32], first_ok[FP32], references, seconds,
+                                           *((out_dir / "waveforms" / FP32,) * 2 if speech_out else (None, None)),
+                                           0.0)
+    for row in rep.rows.values():
+        if row.status in ("quantizing", "measuring"):
+            row.status = "failed: not measured"
+
+
+def _speed_status(ratio: float, p_value: float | None) -> str:
+    if p_value is None:
+        return f"ok ({ratio:.2f}x; no significance test with fewer than 2 runs)"
+    if p_value < 0.05 and ratio > 1:
+        return "ok"
+    if p_value < 0.05:
+        return f"no speed-up: {1 / ratio:.2f}x slower than fp32"
+    return f"no speed-up: not significant (p = {p_value:.2g})"

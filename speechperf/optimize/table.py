@@ -1,0 +1,124 @@
+"""The optimize table: one row per variant (fp32 first), and its JSON, CSV and Markdown exports.
+
+Latency is the benchmark's total runtime per sample (mean over the dataset) of each process run; the row shows the
+mean ± sample standard deviation of those per-run values, and the speed-up is ``fp32 mean / variant mean`` with the
+propagated sigma and Welch's p-value (speechperf.stats): one value per independent process is the statistical unit.
+Peak memory is the median over runs of the run's peak RSS during one forward (MiB, absolute; see DESIGN.md 5).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+import sys
+
+import attrs
+
+from speechperf.optimize.fidelity import Fidelity
+
+COLUMNS = ("variant", "status", "size_mb", "size_ratio", "latency_ms", "latency_sigma_ms", "speedup",
+           "speedup_sigma", "p_value", "runs", "peak_rss_mib", "fidelity", "wer", "cer", "agreement_or_snr",
+           "graph_max_rel_diff")
+
+
+@attrs.define
+class Row:
+    variant: str
+    status: str
+    size_bytes: int | None = None
+    fp32_bytes: int | None = None
+    latencies_ms: list[float] = attrs.Factory(list)
+    speedup: float | None = None
+    speedup_sigma: float | None = None
+    p_value: float | None = None
+    peak_mib: float | None = None
+    fidelity: Fidelity | None = None
+    graph_rel_diff: float | None = None
+    notes: list[str] = attrs.Factory(list)
+
+    @property
+    def latency_ms(self) -> float | None:
+        return statistics.fmean(self.latencies_ms) if self.latencies_ms else None
+
+    @property
+    def latency_sigma_ms(self) -> float | None:
+        return statistics.stdev(self.latencies_ms) if len(self.latencies_ms) > 1 else None
+
+    @property
+    def size_ratio(self) -> float | None:
+        if self.size_bytes is None or not self.fp32_bytes:
+            return None
+        return self.size_bytes / self.fp32_bytes
+
+    def plain(self) -> dict:
+        fid = self.fidelity
+        return {
+            "variant": self.variant, "status": self.status,
+            "size_mb": _round(self.size_bytes / 1e6, 3) if self.size_bytes is not None else None,
+            "size_ratio": _round(self.size_ratio, 3), "latency_ms": _round(self.latency_ms, 3),
+            "latency_sigma_ms": _round(self.latency_sigma_ms, 3), "speedup": _round(self.speedup, 3),
+            "speedup_sigma": _round(self.speedup_sigma, 3), "p_value": _round(self.p_value, 4),
+            "runs": len(self.latencies_ms), "peak_rss_mib": _round(self.peak_mib, 1),
+            "fidelity": fid.text() if fid else None,
+            "wer": _round(fid.wer, 4) if fid else None, "cer": _round(fid.cer, 4) if fid else None,
+            "agreement_or_snr": _round(fid.value, 4) if fid else None,
+            "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
+        }
+
+
+def _round(value, digits):
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None if value is None or math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return round(value, digits)
+
+
+def _cell(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def to_csv(rows: list[Row]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if v is None else v for k, v in row.plain().items()})
+    return buf.getvalue()
+
+
+def _display(row: Row) -> list[str]:
+    p = row.plain()
+    size = "-" if p["size_mb"] is None else f"{p['size_mb']:.2f}" + (
+        f" ({p['size_ratio']:.2f}x)" if p["size_ratio"] is not None else "")
+    latency = "-" if p["latency_ms"] is None else f"{p['latency_ms']:.2f}" + (
+        f" ± {p['latency_sigma_ms']:.2f}" if p["latency_sigma_ms"] is not None else "")
+    speed = "-"
+    if p["speedup"] is not None:
+        speed = f"{p['speedup']:.2f}" + (f" ± {p['speedup_sigma']:.2f}" if p["speedup_sigma"] is not None else "")
+        speed += f" (p = {row.p_value:.2g})" if row.p_value is not None else ""
+    return [row.variant, row.status, size, latency, speed, _cell(p["peak_rss_mib"]), p["fidelity"] or "-",
+            "-" if row.graph_rel_diff is None else f"{row.graph_rel_diff:.2g}"]
+
+
+HEADERS = ("variant", "status", "size MB (x fp32)", "latency ms mean ± σ", "speed-up vs fp32", "peak RSS MiB",
+           "fidelity vs fp32", "graph max rel diff")
+
+
+def to_markdown(rows: list[Row]) -> str:
+    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    for row in rows:
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in _display(row)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def print_table(rows: list[Row], title: str, file=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for header in HEADERS:
+        table.add_column(header, justify="left" if header in ("variant", "status", "fidelity vs fp32") else "right")
+    for row in rows:
+        table.add_row(*_display(row))
+    Console(file=file or sys.stdout, soft_wrap=False, width=220).print(table)

@@ -1,0 +1,202 @@
+"""The graphs of each stage that a method quantizes, where their files are, and the variant folders and configs.
+
+A stage over a reference model (``model: s2t``) is quantized graph by graph (encoder, decoder step, ...); its variant
+is a model folder like the zoo's, with a manifest that says which method made it and how its files load, and the
+int8 files at the paths of their zoo format. A variant config is the user's config with that stage pointing at the
+folder (``model_dir`` and ``format``), so ``speechperf bench --config <variant>.yaml`` runs the int8 model like any
+other. A stage over the user's own file (``path``) is one graph; its variant config points ``path`` at the int8
+file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import attrs
+import numpy as np
+import yaml
+
+from speechperf.backend import ModelSpec, TensorInfo
+from speechperf.config.schema import BenchConfig, StageConfig
+from speechperf.errors import SpeechperfError
+from speechperf.optimize.hook import QuantizedModel
+
+SILERO = "silero_vad"
+
+
+@attrs.frozen
+class Graph:
+    """One quantizable graph of a stage: the session name it runs as, and its fp32 specs (stage format first)."""
+
+    session: str
+    specs: tuple[ModelSpec, ...]
+    dynamic_axes: dict = attrs.field(factory=dict)
+    example: dict | None = None
+
+
+@attrs.frozen
+class StagePlan:
+    """How stage ``index`` (1-based) is quantized: its graphs, the model folder they come from (reference models),
+    its zoo format, and the files its fp32 form loads (for the size column)."""
+
+    index: int
+    role: str
+    label: str
+    graphs: tuple[Graph, ...]
+    fp32_files: tuple[Path, ...]
+    folder: Path | None = None
+    fmt: str | None = None
+
+
+def zoo_formats_on(backend_name: str, variants: bool = False) -> list[str]:
+    """The zoo formats that run on a backend: those the zoo builds, and with ``variants`` those only variants have."""
+    from speechperf.registry import get_backend
+    from speechperf.zoo.build import runnable_formats
+
+    return runnable_formats(get_backend(backend_name), variants)
+
+
+def files_of(spec: ModelSpec) -> list[Path]:
+    """The files a spec loads: the model file (plus a paddle program's ``.pdiparams``), or a factory's weights."""
+    if spec.path is None:
+        weights = spec.weights or spec.factory_kwargs.get("weights")
+        return [Path(weights)] if weights is not None else []
+    files = [spec.path]
+    if spec.path.suffix in (".json", ".pdmodel"):
+        files.append(spec.path.with_suffix(".pdiparams"))
+    return files
+
+
+def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str) -> StagePlan:
+    if stage_cfg.path:
+        spec = ModelSpec(path=stage_cfg.path, format=stage_cfg.format,
+                         inputs=tuple(TensorInfo(i.name, i.dtype) for i in stage_cfg.inputs),
+                         outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs))
+        return StagePlan(index, role, stage_cfg.path, (Graph("model", (spec,)),), tuple(files_of(spec)))
+    if stage_cfg.model == SILERO:
+        from speechperf.adapters.vad import silero_model_spec
+
+        from speechperf.registry import get_backend
+
+        if getattr(get_backend(backend_name), "silero_vad_spec", None) is not None:
+            raise SpeechperfError(f"backend {backend_name!r} runs the silero VAD as its own port of the network, not "
+                                  "the wheel's file; quantize it on a backend that loads the wheel's ONNX or "
+                                  "TorchScript file")
+        spec = silero_model_spec(backend_name, Path("."))
+        return StagePlan(index, role, SILERO, (Graph("vad", (spec,)),), tuple(files_of(spec)))
+    from speechperf.benchmark.reference import zoo_format
+    from speechperf.zoo.build import ensure_built, model_spec
+    from speechperf.zoo.catalog import get_model
+
+    model = get_model(stage_cfg.model)
+    from speechperf.registry import get_backend
+
+    fmt = zoo_format(get_backend(backend_name), stage_cfg.format, f"stage{index}")
+    folder = Path(stage_cfg.model_dir) if stage_cfg.model_dir else ensure_built(model.name, stage_cfg.preset)
+    order = [fmt] + [f for f in zoo_formats_on(backend_name) if f != fmt]
+    graphs, fp32_files = [], []
+    for comp in model.components:
+        specs = []
+        for f in order:
+            spec = model_spec(folder, comp.name, f)
+            if all(p.exists() for p in files_of(spec)):
+                specs.append(spec)
+        example = model.example_feeds(comp.name, stage_cfg.preset, 2, comp.test_lengths[1],
+                                      np.random.default_rng(0))
+        graphs.append(Graph(comp.name, tuple(specs), comp.dynamic_axes(), example))
+        fp32_files += files_of(model_spec(folder, comp.name, fmt))
+    label = f"{model.name}/{stage_cfg.preset}"
+    return StagePlan(index, role, label, tuple(graphs), tuple(dict.fromkeys(fp32_files)), folder, fmt)
+
+
+def variant_format(plan: StagePlan, backend_name: str, quantized: QuantizedModel) -> str:
+    """The zoo format a quantized file runs as: the stage's own when the file is of that kind, else the first
+    format of this backend whose file has the same suffix."""
+    from speechperf.zoo.build import zoo_formats
+
+    suffix = quantized.path.suffix
+    formats = zoo_formats(variants=True)
+    candidates = [f for f in zoo_formats_on(backend_name, variants=True)
+                  if formats[f][1].path and formats[f][1].path.endswith(suffix)]
+    if plan.fmt in candidates:
+        return plan.fmt
+    if not candidates:
+        raise SpeechperfError(f"a {suffix} file is no zoo format of backend {backend_name!r}")
+    return candidates[0]
+
+
+def write_variant(plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel],
+                  folder: Path) -> tuple[dict, list[Path]]:
+    """Move the quantized graphs of a stage into ``folder``; returns the stage keys that load them and the files."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    if plan.folder is not None:
+        fmt, files = _write_model_folder(plan, backend_name, method, quantized, folder)
+        return {"model_dir": str(folder.resolve()), "format": fmt}, files
+    (q,) = quantized.values()
+    if plan.label == SILERO:  # the VAD stage reads the file of the silero wheel's name from model_dir
+        name = plan.graphs[0].specs[0].path.name
+        dest = folder / name
+        shutil.move(str(q.path), dest)
+        return {"model_dir": str(folder.resolve())}, [dest]
+    files = []
+    for f in q.files:
+        files.append(folder / f.name)
+        shutil.move(str(f), files[-1])
+    return {"path": str(files[0].resolve()), "format": None}, files
+
+
+def _write_model_folder(plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel],
+                        folder: Path) -> tuple[str, list[Path]]:
+    """The quantized graphs of a reference model at their zoo paths in ``folder``, with a manifest."""
+    from speechperf.zoo.build import MANIFEST, read_manifest, zoo_formats
+
+    fmts = {variant_format(plan, backend_name, q) for q in quantized.values()}
+    if len(fmts) != 1:
+        raise SpeechperfError(f"{method} wrote graphs of different formats ({', '.join(sorted(fmts))})")
+    fmt = fmts.pop()
+    files = []
+    for component, q in quantized.items():
+        target = folder / zoo_formats(variants=True)[fmt][1].path.format(component=component)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for f in q.files:
+            dest = target.with_suffix(f.suffix)
+            shutil.move(str(f), dest)
+            files.append(dest)
+    manifest = read_manifest(plan.folder)
+    manifest["files"] = [{"path": p.relative_to(folder).as_posix(), "format": fmt, "bytes": p.stat().st_size}
+                         for p in files]
+    manifest["quantization"] = {"method": method, "backend": backend_name, "from": str(plan.folder)}
+    options = {k: v for q in quantized.values() for k, v in q.options.items()}
+    if options:
+        manifest["load_options"] = {fmt: options}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return fmt, files
+
+
+def config_dict(cfg: BenchConfig, backend_name: str) -> dict:
+    """The merged config as plain YAML-able data, with the backend fixed, no FLOPs meter, and paths made absolute
+    (the variant configs live elsewhere than the user's)."""
+    data = json.loads(json.dumps(cfg.to_dict()))
+    data["general"]["backend"] = backend_name
+    # The table has no FLOPs column (an analytic count ignores the int8 arithmetic anyway), and counting them
+    # through a decoding loop costs each run more than its timed passes.
+    data["general"]["meters"] = [m for m in data["general"]["meters"] if m != "flops"]
+    for key in ("dataset_path", "dump_speech_waveforms_dir"):
+        if data["general"].get(key):
+            data["general"][key] = str(Path(data["general"][key]).resolve())
+    for i in range(1, len(cfg.stages) + 1):
+        stage = data[f"stage{i}"]
+        for key in ("path", "model_dir"):
+            if stage.get(key):
+                stage[key] = str(Path(stage[key]).resolve())
+    return data
+
+
+def write_config(data: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
