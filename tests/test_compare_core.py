@@ -117,3 +117,20 @@ def test_the_timeout_kills_what_the_child_started_too(tmp_path):
     time.sleep(0.2)
     state = subprocess.run(["ps", "-o", "stat=", "-p", pid_file.read_text()], capture_output=True, text=True).stdout
     assert state.strip() in ("", "Z"), f"the grandchild is still running: {state}"
+
+
+def test_group_parity_reads_saved_outputs_and_names_an_unreadable_file(tmp_path):
+    from speechperf.benchmark.saved_outputs import save_stage_outputs
+    from speechperf.compare.parity import group_parity
+
+    def run(label, tokens):
+        path = tmp_path / f"{label}.npz"
+        if tokens is not None:
+            save_stage_outputs(path, [{"s0": {"tokens": np.asarray(tokens), "text": "not numeric"}}])
+        return RunResult(label, 0, True, 0, None, None, "r.json", str(path), "e.txt")
+
+    results = [run("torch", [5, 6, 7]), run("paddle", [5, 6, 8]), run("onnxruntime", None)]
+    parity = group_parity(["torch", "paddle", "onnxruntime"], results)
+    assert parity["torch"].describe() == "reference"
+    assert parity["paddle"].mismatch and parity["paddle"].describe() == "stage1 tokens DIFFER in 1/1 samples"
+    assert parity["onnxruntime"].describe() == f"outputs unreadable: {tmp_path / 'onnxruntime.npz'}"

@@ -105,7 +105,10 @@ def group_parity(labels: Sequence[str], results: Sequence[RunResult]) -> dict[st
 
     def outputs(result: RunResult):
         if result.outputs_path not in cache:
-            cache[result.outputs_path] = load_stage_outputs(result.outputs_path)
+            try:
+                cache[result.outputs_path] = load_stage_outputs(result.outputs_path)
+            except (OSError, ValueError, KeyError):  # missing or not a file --save-outputs wrote
+                cache[result.outputs_path] = None
         return cache[result.outputs_path]
 
     for label in finished[1:]:
@@ -113,9 +116,16 @@ def group_parity(labels: Sequence[str], results: Sequence[RunResult]) -> dict[st
         for (other_label, run), result in ok.items():
             if other_label != label or (reference, run) not in ok:
                 continue
-            for diff in compare_outputs(outputs(ok[(reference, run)]), outputs(result)):
+            ref_out, got_out = outputs(ok[(reference, run)]), outputs(result)
+            if ref_out is None or got_out is None:
+                unreadable = ok[(reference, run)] if ref_out is None else result
+                parity[label] = CellParity(label, reference, (), f"outputs unreadable: {unreadable.outputs_path}")
+                break
+            for diff in compare_outputs(ref_out, got_out):
                 key = (diff.stage, diff.name)
                 worst[key] = _worst(worst[key], diff) if key in worst else diff
+        if label in parity:
+            continue
         note = None if worst else f"no run finished on both {label} and the reference {reference}"
         parity[label] = CellParity(label, reference, tuple(worst.values()), note)
     return parity
