@@ -87,3 +87,13 @@ def test_method_list_shows_every_backend(tmp_path):
     assert result.exit_code == 0
     assert result.output.splitlines() == ["onnxruntime: ort-dynamic, ort-static-qdq", "paddle: paddle-ptq",
                                           "torch: torchao-dynamic, pt2e-static, legacy-dynamic, fp32-export"]
+
+
+def test_an_unwritable_output_is_refused_before_any_quantization(tmp_path):
+    config = Path(__file__).resolve().parent.parent / "configs" / "S2T.yaml"
+    result = CliRunner().invoke(main, ["optimize", "-b", "onnxruntime", "--config", str(config),
+                                       "--preset", "tiny", "--method", "ort-dynamic", "--out-dir", str(tmp_path / "o"),
+                                       "--csv", "/dev/full"])
+    assert result.exit_code == 2, result.output
+    assert "--csv /dev/full is a character device" in result.output
+    assert not (tmp_path / "o").exists()  # nothing was quantized

@@ -27,7 +27,7 @@ import attrs
 
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError, first_line
-from speechperf.benchmark.runner import write_text_atomic
+from speechperf.outputs import check_output_path, write_text_atomic
 from speechperf.optimize import fidelity as fid
 from speechperf.optimize.table import Row, print_table, to_csv, to_markdown
 
@@ -94,6 +94,9 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     from speechperf.registry import require_backend
 
     out, err = out or sys.stdout, err or sys.stderr
+    for what, path in (("--output", opts.output), ("--csv", opts.csv_path), ("--markdown", opts.md_path)):
+        if path is not None:  # before quantizing: a bad path must not cost the whole study
+            check_output_path(path, what)
     backend = require_backend(opts.backend)
     check_methods(backend, opts.methods)
     general = cfg.general
