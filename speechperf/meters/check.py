@@ -22,10 +22,12 @@ user asked for (``--meters``) is not.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import attrs
 import numpy as np
@@ -109,12 +111,29 @@ class AllocSession(Session):
         self.hold_s = hold_s
 
     def run(self, feeds):
-        block = np.ones(self.size, dtype=np.uint8)  # ones, not empty: every page is written, so it is resident
-        end = time.perf_counter() + self.hold_s
-        while time.perf_counter() < end:
-            pass
-        del block
+        with resident_block(self.size):
+            end = time.perf_counter() + self.hold_s
+            while time.perf_counter() < end:
+                pass
         return {}
+
+
+@contextlib.contextmanager
+def resident_block(size: int) -> Iterator[None]:
+    """``size`` bytes of new resident memory while the block runs: an anonymous mapping with every page written.
+
+    Not ``np.ones``: glibc's malloc looks in its free lists before it maps new memory, and a process that earlier
+    freed a large region of its heap (a model build, a long test run) keeps those pages resident, so ``np.ones``
+    can be carved out of them and move RSS by nothing. A known allocation must be new pages whatever came before.
+    """
+    block = mmap.mmap(-1, size)
+    pages = np.frombuffer(block, dtype=np.uint8)
+    try:
+        pages[:: mmap.PAGESIZE] = 1  # one write per page makes the whole mapping resident
+        yield
+    finally:
+        del pages  # the mapping cannot close while a view of it exists
+        block.close()
 
 
 def compute_feeds(target_s: float = 0.001) -> dict[str, np.ndarray]:
