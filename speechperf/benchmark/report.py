@@ -7,8 +7,6 @@ half-written file and an interrupted run leaves the last complete snapshot.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -21,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from speechperf import tables
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
 from speechperf.outputs import write_text_atomic
 
@@ -148,23 +147,15 @@ def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -
 
 
 def to_csv(result: BenchResult) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows(result):
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    return buf.getvalue()
+    return tables.to_csv(COLUMNS, rows(result))
+
+
+def to_markdown(result: BenchResult) -> str:
+    return tables.to_markdown(COLUMNS, ([row[c] for c in COLUMNS] for row in rows(result)))
 
 
 def _cell(v: Any) -> str:
     return "-" if v is None else str(v)
-
-
-def to_markdown(result: BenchResult) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in rows(result):
-        lines.append("| " + " | ".join(_cell(row[c]) for c in COLUMNS) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def print_table(result: BenchResult, file=None) -> None:

@@ -3,14 +3,12 @@ the outputs, the failed runs with their reasons; JSON (every raw timing), CSV an
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from typing import IO, Any
 
 import attrs
 
-from speechperf import stats
+from speechperf import stats, tables
 from speechperf.compare import summary as summ
 from speechperf.compare.launch import RunResult
 from speechperf.compare.parity import CellParity, group_parity
@@ -115,21 +113,11 @@ def to_json(report: CompareReport, config: dict[str, Any] | None, options: dict[
 
 
 def to_csv(report: CompareReport) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows(report):
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    return buf.getvalue()
+    return tables.to_csv(COLUMNS, rows(report))
 
 
 def to_markdown(report: CompareReport) -> str:
-    def cell(v: Any) -> str:
-        return "-" if v is None else str(v).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(cell(row[c]) for c in COLUMNS) + " |" for row in rows(report)]
-    return "\n".join(lines) + "\n"
+    return tables.to_markdown(COLUMNS, ([row[c] for c in COLUMNS] for row in rows(report)))
 
 
 def _fmt_ms(seconds: float) -> str:

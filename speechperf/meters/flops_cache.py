@@ -16,6 +16,7 @@ temporary file renamed into place); one that cannot be read is ignored and count
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -31,17 +32,15 @@ from speechperf.meters.flops import FlopCount
 SCHEMA = 1
 
 
-def file_sha256(path: Path, _memo: dict = {}) -> str:  # noqa: B006 - the memo is the point
+def file_sha256(path: Path) -> str:
     """sha256 of a file's content, remembered per (path, size, mtime) within the process."""
     stat = path.stat()
-    memo_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if memo_key not in _memo:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _memo[memo_key] = digest.hexdigest()
-    return _memo[memo_key]
+    return _remembered_sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=None)
+def _remembered_sha256(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a changed file is re-read
+    return cache.file_sha256(Path(path))
 
 
 class DiskFlopCache:

@@ -8,14 +8,13 @@ Peak memory is the median over runs of the run's peak RSS during one forward (Mi
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import statistics
 import sys
 
 import attrs
 
+from speechperf import tables
 from speechperf.optimize.fidelity import Fidelity
 
 COLUMNS = ("variant", "status", "size_mb", "size_ratio", "latency_ms", "latency_sigma_ms", "speedup",
@@ -79,12 +78,7 @@ def _cell(value) -> str:
 
 
 def to_csv(rows: list[Row]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: "" if v is None else v for k, v in row.plain().items()})
-    return buf.getvalue()
+    return tables.to_csv(COLUMNS, (row.plain() for row in rows))
 
 
 def _display(row: Row) -> list[str]:
@@ -106,10 +100,7 @@ HEADERS = ("variant", "status", "size MB (x fp32)", "latency ms mean ± σ", "sp
 
 
 def to_markdown(rows: list[Row]) -> str:
-    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    for row in rows:
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in _display(row)) + " |")
-    return "\n".join(lines) + "\n"
+    return tables.to_markdown(HEADERS, (_display(row) for row in rows))
 
 
 def print_table(rows: list[Row], title: str, file=None) -> None:

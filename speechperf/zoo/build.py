@@ -17,7 +17,6 @@ first and the others read them. This module imports none of them and names none.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -191,14 +190,6 @@ def _tensor(t: TensorInfo) -> dict:
     return {"name": t.name, "dtype": t.dtype, "shape": list(t.shape) if t.shape is not None else None}
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _file_entry(folder: Path, artifact: Artifact) -> dict:
     path = Path(artifact.path)
     return {
@@ -206,7 +197,7 @@ def _file_entry(folder: Path, artifact: Artifact) -> dict:
         "format": artifact.format,
         "component": artifact.component,
         "bytes": path.stat().st_size,
-        "sha256": sha256(path),
+        "sha256": cache.file_sha256(path),
         "export_seconds": round(artifact.seconds, 3),
     }
 

@@ -84,6 +84,12 @@ def _norm(out: dict, name: str, ct2, prefix: str) -> None:
     out[f"{name}.bias"] = ct2.as_float32(f"{prefix}/beta")
 
 
+def _self_attention(out: dict, dst: str, ct2, src: str) -> None:
+    _norm(out, f"{dst}.attn_ln", ct2, f"{src}/self_attention/layer_norm")
+    _linear(out, f"{dst}.attn.qkv", ct2, f"{src}/self_attention/linear_0")
+    _linear(out, f"{dst}.attn.out", ct2, f"{src}/self_attention/linear_1")
+
+
 def ct2_to_state_dict(ct2, hp: WhisperHparams) -> dict[str, np.ndarray]:
     """The CTranslate2 WhisperSpec variables under the torch/paddle parameter names, float32, torch layout.
 
@@ -96,18 +102,14 @@ def ct2_to_state_dict(ct2, hp: WhisperHparams) -> dict[str, np.ndarray]:
     out["encoder.positions"] = ct2.as_float32("encoder/position_encodings/encodings")
     for i in range(hp.encoder_layers):
         src, dst = f"encoder/layer_{i}", f"encoder.layers.{i}"
-        _norm(out, f"{dst}.attn_ln", ct2, f"{src}/self_attention/layer_norm")
-        _linear(out, f"{dst}.attn.qkv", ct2, f"{src}/self_attention/linear_0")
-        _linear(out, f"{dst}.attn.out", ct2, f"{src}/self_attention/linear_1")
+        _self_attention(out, dst, ct2, src)
         _mlp(out, dst, ct2, src)
     _norm(out, "encoder.ln_post", ct2, "encoder/layer_norm")
     out["decoder.token_embedding.weight"] = ct2.as_float32("decoder/embeddings/weight")
     out["decoder.positions"] = ct2.as_float32("decoder/position_encodings/encodings")
     for i in range(hp.decoder_layers):
         src, dst = f"decoder/layer_{i}", f"decoder.layers.{i}"
-        _norm(out, f"{dst}.attn_ln", ct2, f"{src}/self_attention/layer_norm")
-        _linear(out, f"{dst}.attn.qkv", ct2, f"{src}/self_attention/linear_0")
-        _linear(out, f"{dst}.attn.out", ct2, f"{src}/self_attention/linear_1")
+        _self_attention(out, dst, ct2, src)
         _norm(out, f"{dst}.cross_ln", ct2, f"{src}/attention/layer_norm")
         _linear(out, f"{dst}.cross.query", ct2, f"{src}/attention/linear_0")
         _linear(out, f"{dst}.cross.kv", ct2, f"{src}/attention/linear_1")

@@ -14,7 +14,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from speechperf.meters.wer import score
 from speechperf.zoo.build import FORMATS, ensure_built, load_session
 from speechperf.zoo.catalog import get_model
 from speechperf.zoo.whisper import model_dir
+from zoo_figures import time_session  # tests/perf is on sys.path when this script runs
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 MODEL = "whisper-tiny-en"
@@ -64,17 +64,6 @@ def _ctranslate2_here(audio: list[np.ndarray], vocab: WhisperVocabulary) -> list
     return [vocab.decode(r.sequences_ids[0]) for r in results]
 
 
-def timed(session, feeds, warmup: int, repeats: int) -> tuple[float, float]:
-    for _ in range(warmup):
-        session(feeds)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter_ns()
-        session(feeds)
-        times.append((time.perf_counter_ns() - start) / 1e6)
-    return float(np.median(times)), float(min(times))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -98,7 +87,7 @@ def main() -> None:
         sessions = {c: load_session(folder, c, fmt, threads=1) for c in model.component_names}
         texts[fmt] = transcribe(sessions, audio, vocab)
         result = score(refs, texts[fmt])
-        cells = [timed(sessions[c], f, 1, args.repeats) for c, f in
+        cells = [time_session(sessions[c], f, 1, args.repeats) for c, f in
                  (("encoder", enc_feeds), ("cross_kv", kv_feeds), ("decoder_step", step_feeds))]
         print(f"| {fmt} | {result.wer:.4f} | {result.cer:.4f} | "
               + " | ".join(f"{med:.1f} / {low:.1f}" for med, low in cells) + " |", flush=True)
