@@ -52,8 +52,8 @@ from speechperf.registry import get_backend
 DEFAULT_BACKEND = "paddle"
 
 PROFILER_OPTIONS_HELP = (
-    "The option of profiler, which should be in format \"key1=value1;key2=value2;key3=value3\", e.g. "
-    "\"batch_range=[10,20]; state=All; sorted_key=total; profile_path=/tmp/profile; timer_only=false\"."
+    'The option of profiler, which should be in format "key1=value1;key2=value2;key3=value3", e.g. '
+    '"batch_range=[10,20]; state=All; sorted_key=total; profile_path=/tmp/profile; timer_only=false".'
 )
 BATCH_SIZE_HELP = "The batch size for benchmark: it overrides the batch size of the config."
 MAX_STEP_HELP = "The maximum number of training steps for benchmark; the trainer stops after it."

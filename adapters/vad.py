@@ -36,8 +36,10 @@ def silero_data_dir() -> Path:
     """The ``data`` folder of the installed silero-vad wheel, found without importing it."""
     spec = importlib.util.find_spec("silero_vad")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelFileError('the silero VAD model files come from silero-vad, which is not installed; '
-                             'install it with: pip install "speechperf[vad]"')
+        raise ModelFileError(
+            "the silero VAD model files come from silero-vad, which is not installed; "
+            'install it with: pip install "speechperf[vad]"'
+        )
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
@@ -45,8 +47,9 @@ def silero_files(data: Path) -> dict[str, ModelSpec]:
     """The silero-vad wheel's 16 kHz model, per file format: TorchScript (its ``_model`` takes input and state)
     and ONNX (the file names input, state, sr -> output, stateN)."""
     return {
-        "torchscript": ModelSpec(path=data / "silero_vad.jit", format="torchscript", entry="_model", inputs=INPUTS,
-                                 outputs=OUTPUTS),
+        "torchscript": ModelSpec(
+            path=data / "silero_vad.jit", format="torchscript", entry="_model", inputs=INPUTS, outputs=OUTPUTS
+        ),
         "onnx": ModelSpec(path=data / "silero_vad.onnx", format="onnx"),
     }
 
@@ -67,15 +70,19 @@ def silero_model_spec(backend, workdir: Path) -> ModelSpec:
     for fmt in backend.capabilities.formats:
         if fmt in files:
             return files[fmt]
-    raise SpeechperfError(f"no silero VAD model for backend {backend.name!r}: it loads "
-                          f"{', '.join(backend.capabilities.formats) or 'nothing'}; the silero files are "
-                          f"{', '.join(files)}")
+    raise SpeechperfError(
+        f"no silero VAD model for backend {backend.name!r}: it loads "
+        f"{', '.join(backend.capabilities.formats) or 'nothing'}; the silero files are "
+        f"{', '.join(files)}"
+    )
 
 
 def _check_audio(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     if sample_rate != SAMPLE_RATE:
-        raise SpeechperfError(f"sample rate {sample_rate} Hz is not taken by the silero 16 kHz VAD; "
-                              f"allowed: {SAMPLE_RATE} (resample first)")
+        raise SpeechperfError(
+            f"sample rate {sample_rate} Hz is not taken by the silero 16 kHz VAD; "
+            f"allowed: {SAMPLE_RATE} (resample first)"
+        )
     audio = np.asarray(audio)
     if audio.ndim != 1:
         raise SpeechperfError(f"audio has shape {audio.shape}; the VAD takes mono audio, one axis of samples")
@@ -102,8 +109,10 @@ class SileroStream:
         names = session.input_names
         missing = [n for n in ("input", "state") if n not in names]
         if missing:
-            raise SpeechperfError(f"session {session!r} lacks the silero input(s) {missing}; it must take "
-                                  "'input' and 'state' (and optionally 'sr')")
+            raise SpeechperfError(
+                f"session {session!r} lacks the silero input(s) {missing}; it must take "
+                "'input' and 'state' (and optionally 'sr')"
+            )
         self.session = session
         # The ONNX file takes the sample rate as an input; the TorchScript _model and the paddle port do not.
         self._sr = np.array(SAMPLE_RATE, dtype=np.int64) if "sr" in names else None

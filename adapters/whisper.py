@@ -145,7 +145,11 @@ def suppression_masks(vocab: WhisperVocabulary, size: int) -> tuple[np.ndarray, 
 
 
 def transcribe_features(
-    encoder: StepFn, cross_kv: StepFn, decoder_step: StepFn, features: np.ndarray, vocab: WhisperVocabulary,
+    encoder: StepFn,
+    cross_kv: StepFn,
+    decoder_step: StepFn,
+    features: np.ndarray,
+    vocab: WhisperVocabulary,
     max_tokens: int = 224,
 ) -> list[np.ndarray]:
     """Greedy token ids (prompt and end-of-text stripped) for a batch of log-mels (batch, 80, 3000)."""
@@ -161,8 +165,15 @@ def transcribe_features(
     finished = np.zeros(batch, dtype=bool)
     always = first = None
     for step in range(max_tokens):
-        result = decoder_step({"tokens": tokens, "self_k": self_k, "self_v": self_v,
-                               "cross_k": cross["cross_k"], "cross_v": cross["cross_v"]})
+        result = decoder_step(
+            {
+                "tokens": tokens,
+                "self_k": self_k,
+                "self_v": self_v,
+                "cross_k": cross["cross_k"],
+                "cross_v": cross["cross_v"],
+            }
+        )
         logits = np.array(result["logits"], dtype=np.float32)
         if always is None:
             always, first = suppression_masks(vocab, logits.shape[1])
@@ -176,10 +187,12 @@ def transcribe_features(
     return [row[: int(np.argmax(row == eot)) if (row == eot).any() else len(row)] for row in out]
 
 
-def transcribe(sessions: Mapping[str, StepFn], audio: list[np.ndarray], vocab: WhisperVocabulary,
-               max_tokens: int = 224) -> list[str]:
+def transcribe(
+    sessions: Mapping[str, StepFn], audio: list[np.ndarray], vocab: WhisperVocabulary, max_tokens: int = 224
+) -> list[str]:
     """Texts of mono 16 kHz waveforms (each at most 30 s is used), decoded as one batch."""
     features = np.stack([log_mel(a) for a in audio])
-    ids = transcribe_features(sessions["encoder"], sessions["cross_kv"], sessions["decoder_step"], features, vocab,
-                              max_tokens)
+    ids = transcribe_features(
+        sessions["encoder"], sessions["cross_kv"], sessions["decoder_step"], features, vocab, max_tokens
+    )
     return [vocab.decode(row) for row in ids]

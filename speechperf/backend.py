@@ -426,8 +426,9 @@ def check_method(backend, method: str) -> str:
     methods = tuple(getattr(backend.capabilities, "quantization", ()))
     if method not in methods:
         offered = ", ".join(methods) if methods else "none"
-        raise SpeechperfError(f"unknown quantization method {method!r} for backend {backend.name!r}; "
-                              f"its methods: {offered}")
+        raise SpeechperfError(
+            f"unknown quantization method {method!r} for backend {backend.name!r}; its methods: {offered}"
+        )
     return method
 
 

@@ -24,8 +24,13 @@ class OutputError(SpeechperfError):
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -58,8 +63,9 @@ def check_output_path(path: str | Path, what: str) -> Path:
         with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".check"):
             pass
     except OSError as exc:
-        raise OutputError(f"{what} {path}: its folder {target.parent} is not writable "
-                          f"({exc.strerror or type(exc).__name__})") from None
+        raise OutputError(
+            f"{what} {path}: its folder {target.parent} is not writable ({exc.strerror or type(exc).__name__})"
+        ) from None
     return target
 
 

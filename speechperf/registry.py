@@ -62,8 +62,7 @@ def get_backend(name: str) -> Backend:
             backend = eps[name].load()()
         except Exception as exc:  # a broken plugin is reported, never fatal to the others
             raise BackendUnavailableError(
-                f"backend {name!r} is broken: its plugin {eps[name].value} failed to load: "
-                f"{type(exc).__name__}: {exc}"
+                f"backend {name!r} is broken: its plugin {eps[name].value} failed to load: {type(exc).__name__}: {exc}"
             ) from exc
         _note_distribution(backend, eps[name])
     _instances[name] = backend

@@ -111,8 +111,11 @@ def outliers(values: Sequence[float], threshold: float = OUTLIER_Z, min_relative
     mad = statistics.median(abs(v - median) for v in values)
     if mad == 0:
         return []
-    return [i for i, v in enumerate(values) if abs(_MAD_TO_Z * (v - median) / mad) > threshold
-            and abs(v - median) > min_relative * abs(median)]
+    return [
+        i
+        for i, v in enumerate(values)
+        if abs(_MAD_TO_Z * (v - median) / mad) > threshold and abs(v - median) > min_relative * abs(median)
+    ]
 
 
 def outlier_warning(values: Sequence[float], what: str, min_relative: float = 0.0) -> str | None:
@@ -121,8 +124,10 @@ def outlier_warning(values: Sequence[float], what: str, min_relative: float = 0.
     if not found:
         return None
     away = f" and more than {min_relative:.0%} from the median" if min_relative else ""
-    return (f"{what}: {len(found)} of {len(values)} values are outliers (modified z-score > {OUTLIER_Z}{away}); "
-            "another process may have interfered: close other programs and rerun with more --runs")
+    return (
+        f"{what}: {len(found)} of {len(values)} values are outliers (modified z-score > {OUTLIER_Z}{away}); "
+        "another process may have interfered: close other programs and rerun with more --runs"
+    )
 
 
 def _require_values(values: Sequence[float], what: str) -> None:

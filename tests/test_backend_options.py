@@ -21,18 +21,28 @@ def vad_config(tmp_path: Path, options: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("options, message", [
-    ("{onnxruntime: {graph_optimisation_level: basic}}",
-     "stage1.options.onnxruntime: unknown option 'graph_optimisation_level' of backend 'onnxruntime' (did you mean "
-     "'graph_optimization_level'?); allowed: graph_optimization_level, providers, log_severity_level, "
-     "enable_profiling, profile_file_prefix"),
-    ("{onnxruntime: {graph_optimization_level: max}}",
-     "options.onnxruntime.graph_optimization_level = 'max'; allowed: disable, basic, extended, all"),
-    ("{paddle: {api: grpc}}", "options.paddle.api = 'grpc'; allowed: predictor, jit"),
-    ("{torch: {optimize_for_inference: 1}}", "options.torch.optimize_for_inference = 1 (int); expected true or false"),
-    ("{onnxrt: {}}", "unknown backend 'onnxrt' (did you mean 'onnxruntime'?)"),
-    ("[basic]", "stage1.options = ['basic'] (list); expected a mapping of backend name -> options"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            "{onnxruntime: {graph_optimisation_level: basic}}",
+            "stage1.options.onnxruntime: unknown option 'graph_optimisation_level' of backend 'onnxruntime' (did you mean "
+            "'graph_optimization_level'?); allowed: graph_optimization_level, providers, log_severity_level, "
+            "enable_profiling, profile_file_prefix",
+        ),
+        (
+            "{onnxruntime: {graph_optimization_level: max}}",
+            "options.onnxruntime.graph_optimization_level = 'max'; allowed: disable, basic, extended, all",
+        ),
+        ("{paddle: {api: grpc}}", "options.paddle.api = 'grpc'; allowed: predictor, jit"),
+        (
+            "{torch: {optimize_for_inference: 1}}",
+            "options.torch.optimize_for_inference = 1 (int); expected true or false",
+        ),
+        ("{onnxrt: {}}", "unknown backend 'onnxrt' (did you mean 'onnxruntime'?)"),
+        ("[basic]", "stage1.options = ['basic'] (list); expected a mapping of backend name -> options"),
+    ],
+)
 def test_bad_options_are_one_line_exit_2_from_config_check_and_bench(tmp_path, options, message):
     config = vad_config(tmp_path, options)
     for args in (["config", "check", str(config)], ["bench", "-b", "onnxruntime", "--config", str(config)]):
@@ -44,8 +54,12 @@ def test_bad_options_are_one_line_exit_2_from_config_check_and_bench(tmp_path, o
 
 
 def test_options_of_every_backend_are_kept_per_backend(tmp_path):
-    cfg = load_config(vad_config(tmp_path, "{onnxruntime: {graph_optimization_level: disable, providers: "
-                                            "[CPUExecutionProvider]}, paddle: {api: jit}}"))
+    cfg = load_config(
+        vad_config(
+            tmp_path,
+            "{onnxruntime: {graph_optimization_level: disable, providers: [CPUExecutionProvider]}, paddle: {api: jit}}",
+        )
+    )
     assert cfg.stages[0].options == {
         "onnxruntime": {"graph_optimization_level": "disable", "providers": ("CPUExecutionProvider",)},
         "paddle": {"api": "jit"},
@@ -70,8 +84,9 @@ def test_paddle_api_option_picks_the_jit_loader(tmp_path):
 
     paddle = pytest.importorskip("paddle")
     layer = paddle.nn.Linear(4, 3)
-    static = paddle.jit.to_static(layer, input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")],
-                                  full_graph=True)
+    static = paddle.jit.to_static(
+        layer, input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")], full_graph=True
+    )
     paddle.jit.save(static, str(tmp_path / "lin"))
     path = next(p for p in (tmp_path / "lin.json", tmp_path / "lin.pdmodel") if p.exists())
     backend = get_backend("paddle")

@@ -53,8 +53,18 @@ def synth_dataset(tmp_path_factory) -> Path:
 def test_vad_preset_on_synthesized_speech_agrees_across_backends(tmp_path, synth_dataset):
     segments = {}
     for backend in BACKENDS:
-        data = bench_json(tmp_path, "-b", backend, "--config", str(REPO / "configs" / "VAD.yaml"),
-                          "--dataset-path", str(synth_dataset), "--dataset-type", "raw", *FAST)
+        data = bench_json(
+            tmp_path,
+            "-b",
+            backend,
+            "--config",
+            str(REPO / "configs" / "VAD.yaml"),
+            "--dataset-path",
+            str(synth_dataset),
+            "--dataset-type",
+            "raw",
+            *FAST,
+        )
         result = data["result"]
         assert result["backend"] == backend and result["failed"] == {}
         assert data["environment"]["threads"] == 1 and data["config"]["general"]["model_type"] == "VAD"
@@ -82,11 +92,15 @@ def user_file(backend: str, tmp_path: Path) -> Path:
         from onnx import TensorProto, helper, numpy_helper
 
         graph = helper.make_graph(
-            [helper.make_node("MatMul", ["speech", "W"], ["logits"]),
-             helper.make_node("ArgMax", ["logits"], ["hyp"], axis=-1, keepdims=0)],
-            "user", [helper.make_tensor_value_info("speech", TensorProto.FLOAT, [1, "T", 80])],
+            [
+                helper.make_node("MatMul", ["speech", "W"], ["logits"]),
+                helper.make_node("ArgMax", ["logits"], ["hyp"], axis=-1, keepdims=0),
+            ],
+            "user",
+            [helper.make_tensor_value_info("speech", TensorProto.FLOAT, [1, "T", 80])],
             [helper.make_tensor_value_info("hyp", TensorProto.INT64, [1, "T"])],
-            [numpy_helper.from_array(WEIGHTS, "W")])
+            [numpy_helper.from_array(WEIGHTS, "W")],
+        )
         path = tmp_path / "user.onnx"
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
         return path
@@ -117,8 +131,9 @@ def user_file(backend: str, tmp_path: Path) -> Path:
         def forward(self, speech):
             return paddle.argmax(paddle.matmul(speech, self.w), axis=-1)
 
-    static = paddle.jit.to_static(UserLayer(), input_spec=[paddle.static.InputSpec([1, None, 80], "float32", "speech")],
-                                  full_graph=True)
+    static = paddle.jit.to_static(
+        UserLayer(), input_spec=[paddle.static.InputSpec([1, None, 80], "float32", "speech")], full_graph=True
+    )
     paddle.jit.save(static, str(tmp_path / "user"))
     return next(p for p in (tmp_path / "user.json", tmp_path / "user.pdmodel") if p.exists())
 
@@ -142,7 +157,10 @@ stage1:
         result = data["result"]
         assert result["stages"][0]["label"] == str(path) and result["failed"] == {}
         tokens[backend] = {sid: out["tokens"] for sid, out in result["outputs"].items()}
-        assert [len(t) for t in tokens[backend].values()] == [28, 58]  # one per 25 ms window every 10 ms (Kaldi framing)
+        assert [len(t) for t in tokens[backend].values()] == [
+            28,
+            58,
+        ]  # one per 25 ms window every 10 ms (Kaldi framing)
     assert tokens["torch"] == tokens["paddle"] == tokens["onnxruntime"]
 
 
@@ -174,21 +192,47 @@ def bad_runs(tmp_path: Path):
     np.save(npy, items, allow_pickle=True)
     (tmp_path / "s.txt").write_text("a sentence\n")
     dup = tmp_path / "dup.yaml"
-    dup.write_text("general: {model_type: 3StageS2ST}\nstage1: {model: s2t}\nstage2: {model: mt}\nstage2: {model: tts}\n")
+    dup.write_text(
+        "general: {model_type: 3StageS2ST}\nstage1: {model: s2t}\nstage2: {model: mt}\nstage2: {model: tts}\n"
+    )
     return [
-        (["--config", vad, "--dataset-path", str(missing / "m.tsv"), "--dataset-type", "raw"],
-         f"{missing / 'm.tsv'}:2: audio file not found"),
-        (["--config", vad, "--dataset-path", str(corrupt / "m.tsv"), "--dataset-type", "raw"],
-         f"{corrupt / 'm.tsv'}:2: cannot read audio file"),
-        (["--config", vad, "--dataset-path", str(tone_manifest(tmp_path / "count", count=99)), "--dataset-type", "raw"],
-         "manifest says 99 samples but"),
-        (["--config", vad, "--dataset-path", str(tone_manifest(tmp_path / "rate", rate=2000)), "--dataset-type", "raw"],
-         "has sample rate 2000 Hz, which cannot be resampled to 16000 Hz"),
+        (
+            ["--config", vad, "--dataset-path", str(missing / "m.tsv"), "--dataset-type", "raw"],
+            f"{missing / 'm.tsv'}:2: audio file not found",
+        ),
+        (
+            ["--config", vad, "--dataset-path", str(corrupt / "m.tsv"), "--dataset-type", "raw"],
+            f"{corrupt / 'm.tsv'}:2: cannot read audio file",
+        ),
+        (
+            [
+                "--config",
+                vad,
+                "--dataset-path",
+                str(tone_manifest(tmp_path / "count", count=99)),
+                "--dataset-type",
+                "raw",
+            ],
+            "manifest says 99 samples but",
+        ),
+        (
+            [
+                "--config",
+                vad,
+                "--dataset-path",
+                str(tone_manifest(tmp_path / "rate", rate=2000)),
+                "--dataset-type",
+                "raw",
+            ],
+            "has sample rate 2000 Hz, which cannot be resampled to 16000 Hz",
+        ),
         (["--dataset-path", str(npy), "--dataset-type", "npy"], "unpickling runs code from the file"),
         (["--config", str(dup)], "duplicate key 'stage2'"),
         (["--config", vad, "--threads", "0"], "Invalid value for '--threads'"),
-        (["--config", vad, "--dataset-path", str(tmp_path / "s.txt")], "sample '1' is text; the first stage (vad) "
-                                                                        "takes audio"),
+        (
+            ["--config", vad, "--dataset-path", str(tmp_path / "s.txt")],
+            "sample '1' is text; the first stage (vad) takes audio",
+        ),
         (["--config", vad, "--dataset-path", str(tmp_path / "data.wav")], "cannot tell the dataset type of"),
         (["--config", vad, "--set", "general.generated_seconds=[2, 1]"], "must be [shortest, longest]"),
         (["--config", vad, "--device", "cuda"], "device 'cuda' was requested, but onnxruntime"),
@@ -241,8 +285,19 @@ def test_preset_runs_on_every_backend_and_outputs_agree(preset, tmp_path):
     size = OWN_SIZE.get(preset, "tiny")
     outputs = {}
     for backend in BACKENDS:
-        data = bench_json(tmp_path, "-b", backend, "--config", str(REPO / "configs" / f"{preset}.yaml"),
-                          "--preset", size, "--set", "general.generated_seconds=[0.5, 1.0]", *SHORT[preset], *FAST)
+        data = bench_json(
+            tmp_path,
+            "-b",
+            backend,
+            "--config",
+            str(REPO / "configs" / f"{preset}.yaml"),
+            "--preset",
+            size,
+            "--set",
+            "general.generated_seconds=[0.5, 1.0]",
+            *SHORT[preset],
+            *FAST,
+        )
         result = data["result"]
         assert result["failed"] == {}, result["failed"]
         assert len(result["samples"]) == 2
@@ -262,16 +317,30 @@ def test_preset_runs_on_every_backend_and_outputs_agree(preset, tmp_path):
 def test_synthesized_speech_through_s2t_agrees_across_backends(tmp_path, synth_dataset):
     tokens = {}
     for backend in BACKENDS:
-        data = bench_json(tmp_path, "-b", backend, "--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny",
-                          "--dataset-path", str(synth_dataset), "--dataset-type", "raw", "--set", "stage1.max_len_b=4",
-                          *FAST)
+        data = bench_json(
+            tmp_path,
+            "-b",
+            backend,
+            "--config",
+            str(REPO / "configs" / "S2T.yaml"),
+            "--preset",
+            "tiny",
+            "--dataset-path",
+            str(synth_dataset),
+            "--dataset-type",
+            "raw",
+            "--set",
+            "stage1.max_len_b=4",
+            *FAST,
+        )
         result = data["result"]
         assert result["failed"] == {}
         # RTF divides by the input audio: the real durations of the two synthesized sentences.
         rtf = result["stages"][0]["rtf"]
         assert rtf["audio"] == "input"
-        assert rtf["total_audio_s"] == pytest.approx(sum(sf.info(p).duration for p in (synth_dataset.parent / "wav")
-                                                         .glob("*.wav")), rel=1e-3)
+        assert rtf["total_audio_s"] == pytest.approx(
+            sum(sf.info(p).duration for p in (synth_dataset.parent / "wav").glob("*.wav")), rel=1e-3
+        )
         tokens[backend] = {sid: out["tokens"] for sid, out in result["outputs"].items()}
         assert sorted(tokens[backend]) == ["utt000", "utt001"] and all(tokens[backend].values())
     assert tokens["torch"] == tokens["paddle"] == tokens["onnxruntime"]
@@ -281,8 +350,21 @@ def test_synthesized_speech_through_s2t_agrees_across_backends(tmp_path, synth_d
 def test_default_run_exports_and_dump(tmp_path):
     """No config: the built-in tiny S2T on generated data; JSON, CSV and Markdown exports; no waveform to dump."""
     out, csv_path, md_path = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.md"
-    result = bench("-b", "onnxruntime", "--quiet", "--dataset-size", "2", "--repeat", "3", "-o", str(out),
-                   "--csv", str(csv_path), "--markdown", str(md_path))
+    result = bench(
+        "-b",
+        "onnxruntime",
+        "--quiet",
+        "--dataset-size",
+        "2",
+        "--repeat",
+        "3",
+        "-o",
+        str(out),
+        "--csv",
+        str(csv_path),
+        "--markdown",
+        str(md_path),
+    )
     assert result.exit_code == 0, result.output
     assert "speechperf bench: S2T on onnxruntime/cpu" in result.output  # the table is on stdout
     data = json.loads(out.read_text())
@@ -298,9 +380,25 @@ def test_default_run_exports_and_dump(tmp_path):
 @pytest.mark.slow
 def test_direct_s2u_dump_is_resampled_into_a_new_folder(tmp_path):
     dump = tmp_path / "new" / "waves"
-    result = bench("-b", "onnxruntime", "--config", str(REPO / "configs" / "DirectS2U.yaml"), "--preset", "tiny",
-                   "--set", "stage1.max_len_b=6", *FAST, "--dump-speech-waveforms-dir", str(dump),
-                   "--dump-waveform-file-prefix", "s2u", "--target-sr", "8000", "-o", str(tmp_path / "r.json"))
+    result = bench(
+        "-b",
+        "onnxruntime",
+        "--config",
+        str(REPO / "configs" / "DirectS2U.yaml"),
+        "--preset",
+        "tiny",
+        "--set",
+        "stage1.max_len_b=6",
+        *FAST,
+        "--dump-speech-waveforms-dir",
+        str(dump),
+        "--dump-waveform-file-prefix",
+        "s2u",
+        "--target-sr",
+        "8000",
+        "-o",
+        str(tmp_path / "r.json"),
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "r.json").read_text())
     for i, sid in enumerate(data["result"]["samples"]):
@@ -316,10 +414,12 @@ def test_direct_s2s_user_file_dumps_speech(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
 
     graph = helper.make_graph(
-        [helper.make_node("Mul", ["wave", "half"], ["out"])], "s2s",
+        [helper.make_node("Mul", ["wave", "half"], ["out"])],
+        "s2s",
         [helper.make_tensor_value_info("wave", TensorProto.FLOAT, [1, "N"])],
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, "N"])],
-        [numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half")],
+    )
     model = tmp_path / "s2s.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
     config = tmp_path / "s2s.yaml"
@@ -328,8 +428,18 @@ general: {{model_type: S2S, generated_seconds: [0.5, 1.0]}}
 stage1: {{path: {model}, inputs: [{{name: wave, source: audio}}], outputs: [out]}}
 """)
     dump = tmp_path / "dump"
-    data = bench_json(tmp_path, "-b", "onnxruntime", "--config", str(config), *FAST,
-                      "--dump-speech-waveforms-dir", str(dump), "--target-sr", "8000")
+    data = bench_json(
+        tmp_path,
+        "-b",
+        "onnxruntime",
+        "--config",
+        str(config),
+        *FAST,
+        "--dump-speech-waveforms-dir",
+        str(dump),
+        "--target-sr",
+        "8000",
+    )
     stage = data["result"]["stages"][0]
     assert stage["role"] == "s2s" and stage["rtf"]["audio"] == "input"
     audio, rate = sf.read(dump / "_1_pred.wav")  # fairseq's name with an empty prefix
@@ -352,8 +462,18 @@ def test_vad_flops_are_equal_on_every_backend(tmp_path):
     """The silero ONNX file is one If on `sr` whose branches hold the network: the branch taken is counted."""
     counts = {}
     for backend in BACKENDS:
-        data = bench_json(tmp_path, "--backend", backend, "--config", str(REPO / "configs" / "VAD.yaml"),
-                          "--meters", "flops", "--dataset-size", "2", "--quiet")
+        data = bench_json(
+            tmp_path,
+            "--backend",
+            backend,
+            "--config",
+            str(REPO / "configs" / "VAD.yaml"),
+            "--meters",
+            "flops",
+            "--dataset-size",
+            "2",
+            "--quiet",
+        )
         flops = data["result"]["stages"][0]["flops"]
         assert flops["source"] == "analytic"
         counts[backend] = flops["per_sample"]

@@ -11,8 +11,7 @@ import pytest
 import soundfile as sf
 
 from speechperf.backend import Availability, Capabilities, Session, TensorInfo
-from speechperf.benchmark import Cascaded2StageS2ST, Cascaded3StageS2ST, Processing, benchmark_for
-from speechperf.benchmark import report
+from speechperf.benchmark import Cascaded2StageS2ST, Cascaded3StageS2ST, Processing, benchmark_for, report
 from speechperf.benchmark.stage import Stage
 from speechperf.data.generated import generated_audio
 from speechperf.errors import SpeechperfError
@@ -65,8 +64,17 @@ class FakeSession(Session):
 class FakeStage(Stage):
     """Calls its session once per 1000 audio samples (a stand-in for a decoding loop)."""
 
-    def __init__(self, role, flops_per_call=10, seconds=0.0, handoff_seconds=0.0, allocate_mib=0, fail_on=(),
-                 interrupt_on=None, speech=False):
+    def __init__(
+        self,
+        role,
+        flops_per_call=10,
+        seconds=0.0,
+        handoff_seconds=0.0,
+        allocate_mib=0,
+        fail_on=(),
+        interrupt_on=None,
+        speech=False,
+    ):
         self.role = role
         self.label = f"fake-{role}"
         self.sessions = {"main": FakeSession(flops_per_call, seconds, allocate_mib)}
@@ -108,14 +116,18 @@ def run(stages, **kw):
 
 
 def test_cascade_totals_sum_runtime_and_flops_and_take_max_memory():
-    stages = [FakeStage("s2t", flops_per_call=10, seconds=0.001), FakeStage("mt", flops_per_call=100),
-              FakeStage("tts", flops_per_call=1000, allocate_mib=40, speech=True)]
+    stages = [
+        FakeStage("s2t", flops_per_call=10, seconds=0.001),
+        FakeStage("mt", flops_per_call=100),
+        FakeStage("tts", flops_per_call=1000, allocate_mib=40, speech=True),
+    ]
     bench, result = run(stages, model_type="3StageS2ST")
     assert isinstance(bench, Cascaded3StageS2ST)
     s1, s2, s3 = result.stages
     for sid in result.samples:
-        assert result.totals.per_sample_s[sid] == pytest.approx(sum(s.runtime.per_sample_seconds[sid] for s in
-                                                                      result.stages))
+        assert result.totals.per_sample_s[sid] == pytest.approx(
+            sum(s.runtime.per_sample_seconds[sid] for s in result.stages)
+        )
     # FLOPs: calls per sample are 4, 6, 8 (audio length / 1000); per stage 10, 100, 1000 FLOPs a call.
     assert s1.flops.per_sample == {"gen0": 40, "gen1": 60, "gen2": 80}
     assert result.totals.flops_per_sample == pytest.approx(6 * 10 + 6 * 100 + 6 * 1000)  # mean 6 calls a sample
@@ -139,8 +151,10 @@ def test_a_failed_sample_is_recorded_and_the_rest_runs():
     stages = [FakeStage("s2t", fail_on={"gen1"}), FakeStage("tts", speech=True)]
     _, result = run(stages, model_type="2StageS2ST")
     assert set(result.totals.per_sample_s) == {"gen0", "gen2"}
-    assert result.failed == {"gen1": "stage1 (fake-s2t): sample 'gen1' failed in the hand-off to the next stage: "
-                                     "RuntimeError: cannot decode gen1"}
+    assert result.failed == {
+        "gen1": "stage1 (fake-s2t): sample 'gen1' failed in the hand-off to the next stage: "
+        "RuntimeError: cannot decode gen1"
+    }
     assert set(result.stages[1].runtime.per_sample_seconds) == {"gen0", "gen2"}
     rows = report.rows(result)
     assert rows[-1]["ok"] == 2 and rows[-1]["failed"] == 1
@@ -197,8 +211,7 @@ def test_interrupt_keeps_what_was_measured(tmp_path, monkeypatch):
     out, csv_path, md_path = tmp_path / "partial.json", tmp_path / "partial.csv", tmp_path / "partial.md"
     try:
         with pytest.raises(KeyboardInterrupt, match=r"what was measured is in .*partial.json, .*partial.csv"):
-            runner.run_benchmark(cfg, output=out, csv_path=csv_path, md_path=md_path, workdir=tmp_path,
-                                 progress=False)
+            runner.run_benchmark(cfg, output=out, csv_path=csv_path, md_path=md_path, workdir=tmp_path, progress=False)
     finally:
         unregister_backend("fake")
     data = json.loads(out.read_text())

@@ -9,7 +9,15 @@ from click.testing import CliRunner
 from speechperf.backend import Availability, Session, TensorInfo
 from speechperf.cli import main
 from speechperf.meters.check import (
-    FAIL, INFO, PASS, CheckReport, CheckRow, check_flops, check_memory, check_runtime_overhead, format_report,
+    FAIL,
+    INFO,
+    PASS,
+    CheckReport,
+    CheckRow,
+    check_flops,
+    check_memory,
+    check_runtime_overhead,
+    format_report,
 )
 from speechperf.meters.flops import FlopCount
 from speechperf.meters.memory import hwm_status
@@ -22,12 +30,14 @@ def run(*args):
 
 
 def test_a_meter_is_trustworthy_when_its_deciding_rows_pass():
-    report = CheckReport((
-        CheckRow("memory", "exact", "50", "50", PASS),
-        CheckRow("memory", "sampling", "57", "50", FAIL, decides=False),
-        CheckRow("flops", "x", "1", "2", FAIL),
-        CheckRow("papi", "counters", "-", "-", INFO, decides=False),
-    ))
+    report = CheckReport(
+        (
+            CheckRow("memory", "exact", "50", "50", PASS),
+            CheckRow("memory", "sampling", "57", "50", FAIL, decides=False),
+            CheckRow("flops", "x", "1", "2", FAIL),
+            CheckRow("papi", "counters", "-", "-", INFO, decides=False),
+        )
+    )
     assert report.trustworthy("memory")
     assert not report.trustworthy("flops")
     assert not report.trustworthy("papi")  # nothing decided: not shown to work
@@ -101,7 +111,8 @@ def test_unknown_meter_is_one_line_exit_2():
     result = run("--meters", "runtime,flopz")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "Error: unknown meter 'flopz' (did you mean 'flops'?); known meters: runtime, memory, flops, papi, threads"]
+        "Error: unknown meter 'flopz' (did you mean 'flops'?); known meters: runtime, memory, flops, papi, threads"
+    ]
 
 
 def test_unknown_backend_is_one_line_exit_2():

@@ -37,16 +37,43 @@ def test_run_prints_outputs(files):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["-b", "onnxruntime", "--model", "{d}/missing.onnx", "--feeds", "{d}/good.npz"], "model file not found: {d}/missing.onnx"),
-        (["-b", "onnxruntime", "--model", "{d}/junk.onnx", "--feeds", "{d}/good.npz"], "cannot load {d}/junk.onnx as ONNX"),
-        (["-b", "torch", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz"], "backend 'torch' loads: torchscript, export, module"),
-        (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/wrong_name.npz"], "unknown input 'feats'; this session takes: x"),
-        (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/wrong_dtype.npz"], "input 'x' has dtype float64; expected float32"),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/missing.onnx", "--feeds", "{d}/good.npz"],
+            "model file not found: {d}/missing.onnx",
+        ),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/junk.onnx", "--feeds", "{d}/good.npz"],
+            "cannot load {d}/junk.onnx as ONNX",
+        ),
+        (
+            ["-b", "torch", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz"],
+            "backend 'torch' loads: torchscript, export, module",
+        ),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/wrong_name.npz"],
+            "unknown input 'feats'; this session takes: x",
+        ),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/wrong_dtype.npz"],
+            "input 'x' has dtype float64; expected float32",
+        ),
         (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/wrong_rank.npz"], "input 'x' has rank 2"),
-        (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--threads", "0"], "threads must be an integer >= 1, got 0"),
-        (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--threads", "-2"], "threads must be an integer >= 1, got -2"),
-        (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--device", "tpu"], "'tpu' is not one of 'cpu', 'cuda'"),
-        (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--device", "cuda"], "device 'cuda' was requested, but onnxruntime"),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--threads", "0"],
+            "threads must be an integer >= 1, got 0",
+        ),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--threads", "-2"],
+            "threads must be an integer >= 1, got -2",
+        ),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--device", "tpu"],
+            "'tpu' is not one of 'cpu', 'cuda'",
+        ),
+        (
+            ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--device", "cuda"],
+            "device 'cuda' was requested, but onnxruntime",
+        ),
         (["-b", "onnxrt", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz"], "unknown backend 'onnxrt'"),
     ],
 )

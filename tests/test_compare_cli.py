@@ -23,8 +23,18 @@ from click.testing import CliRunner
 from speechperf.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-S2T_TINY = ["--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny", "--dataset-size", "2",
-            "--repeat", "1", "--warmup", "1"]
+S2T_TINY = [
+    "--config",
+    str(REPO / "configs" / "S2T.yaml"),
+    "--preset",
+    "tiny",
+    "--dataset-size",
+    "2",
+    "--repeat",
+    "1",
+    "--warmup",
+    "1",
+]
 
 
 def compare_cmd(*args: str) -> list[str]:
@@ -36,10 +46,28 @@ def three_backends(tmp_path_factory):
     """One real comparison on every backend, every meter, 2 runs, with every export."""
     out = tmp_path_factory.mktemp("compare")
     paths = {"json": out / "c.json", "csv": out / "c.csv", "md": out / "c.md", "png": out / "c.png"}
-    proc = subprocess.run(compare_cmd(*S2T_TINY, "--backends", "torch,paddle,onnxruntime", "--runs", "2",
-                                      "--workdir", str(out / "work"), "-o", str(paths["json"]), "--csv",
-                                      str(paths["csv"]), "--markdown", str(paths["md"]), "--plot", str(paths["png"])),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        compare_cmd(
+            *S2T_TINY,
+            "--backends",
+            "torch,paddle,onnxruntime",
+            "--runs",
+            "2",
+            "--workdir",
+            str(out / "work"),
+            "-o",
+            str(paths["json"]),
+            "--csv",
+            str(paths["csv"]),
+            "--markdown",
+            str(paths["md"]),
+            "--plot",
+            str(paths["png"]),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, paths, json.loads(paths["json"].read_text())
 
@@ -72,8 +100,9 @@ def test_ranked_table_ratios_and_parity_on_three_backends(three_backends):
     for label in ("paddle", "onnxruntime"):
         parity = data["parity"][label]
         assert parity["mismatch"] is False
-        assert parity["outputs"] == [{"stage": "stage1", "name": "tokens", "exact": True, "samples": 2,
-                                      "differing": 0, "max_abs": None}]
+        assert parity["outputs"] == [
+            {"stage": "stage1", "name": "tokens", "exact": True, "samples": 2, "differing": 0, "max_abs": None}
+        ]
     assert out.count("stage1 tokens identical") == 2
     assert "statistical unit: one process run" in out
 
@@ -97,8 +126,9 @@ def test_statistics_are_those_of_the_children_results(three_backends):
     for slow, c in comparisons.items():
         s = values[slow]
         ratio = statistics.fmean(s) / statistics.fmean(f)
-        sigma = ratio * math.sqrt((statistics.stdev(f) / statistics.fmean(f)) ** 2
-                                  + (statistics.stdev(s) / statistics.fmean(s)) ** 2)
+        sigma = ratio * math.sqrt(
+            (statistics.stdev(f) / statistics.fmean(f)) ** 2 + (statistics.stdev(s) / statistics.fmean(s)) ** 2
+        )
         assert c["fast"] == fastest and c["ratio"] == pytest.approx(ratio) and c["sigma"] == pytest.approx(sigma)
         assert c["p_value"] == pytest.approx(float(ttest_ind(f, s, equal_var=False).pvalue))
         assert c["significant"] == (c["p_value"] < 0.05)
@@ -150,9 +180,24 @@ def test_svg_plot_parses(three_backends, tmp_path):
 
 def test_a_child_killed_with_sigkill_is_reported_and_the_others_are_written(tmp_path):
     out = tmp_path / "c.json"
-    proc = subprocess.Popen(compare_cmd(*S2T_TINY, "--meters", "runtime", "--backends", "torch,onnxruntime",
-                                        "--runs", "2", "--workdir", str(tmp_path / "work"), "-o", str(out)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        compare_cmd(
+            *S2T_TINY,
+            "--meters",
+            "runtime",
+            "--backends",
+            "torch,onnxruntime",
+            "--runs",
+            "2",
+            "--workdir",
+            str(tmp_path / "work"),
+            "-o",
+            str(out),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     killed = None
     stderr_lines = []
     for line in proc.stderr:
@@ -178,9 +223,26 @@ def test_a_child_killed_with_sigkill_is_reported_and_the_others_are_written(tmp_
 
 def test_a_child_past_the_timeout_is_killed_and_reported(tmp_path):
     out = tmp_path / "c.json"
-    proc = subprocess.run(compare_cmd(*S2T_TINY, "--meters", "runtime", "--backends", "torch", "--runs", "1",
-                                      "--timeout", "0.5", "--workdir", str(tmp_path / "work"), "-o", str(out)),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        compare_cmd(
+            *S2T_TINY,
+            "--meters",
+            "runtime",
+            "--backends",
+            "torch",
+            "--runs",
+            "1",
+            "--timeout",
+            "0.5",
+            "--workdir",
+            str(tmp_path / "work"),
+            "-o",
+            str(out),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "run 1 FAILED: timed out after 0.5 s (exit code 137" in proc.stdout
     run = json.loads(out.read_text())["runs"][0]
@@ -189,10 +251,31 @@ def test_a_child_past_the_timeout_is_killed_and_reported(tmp_path):
 
 def test_threads_and_sweep_make_one_cell_each_with_the_threads_recorded(tmp_path):
     out = tmp_path / "c.json"
-    result = CliRunner().invoke(main, ["compare", *S2T_TINY[:2], "--dataset-size", "1", "--repeat", "1",
-                                       "--meters", "runtime", "--backends", "onnxruntime", "--threads", "1,2",
-                                       "--sweep", "preset=tiny", "--runs", "1", "--workdir", str(tmp_path / "w"),
-                                       "-o", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            *S2T_TINY[:2],
+            "--dataset-size",
+            "1",
+            "--repeat",
+            "1",
+            "--meters",
+            "runtime",
+            "--backends",
+            "onnxruntime",
+            "--threads",
+            "1,2",
+            "--sweep",
+            "preset=tiny",
+            "--runs",
+            "1",
+            "--workdir",
+            str(tmp_path / "w"),
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert [c["label"] for c in data["cells"]] == ["onnxruntime t=1 preset=tiny", "onnxruntime t=2 preset=tiny"]
@@ -202,15 +285,18 @@ def test_threads_and_sweep_make_one_cell_each_with_the_threads_recorded(tmp_path
     assert len(data["comparisons"]) == 1 and len(data["comparisons"][0]) == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--backends", "torch,tensorflow"], "--backends: unknown backend 'tensorflow'; known backends: "),
-    (["--threads", "1,x"], "--threads '1,x': 'x' is not a thread count"),
-    (["--sweep", "colour=red"], "--sweep colour: not a config key; allowed: preset"),
-    (["--sweep", "preset=tiny", "--preset", "tiny"], "--preset and --sweep preset=... both given"),
-    (["--plot", "p.pdf"], "--plot p.pdf: the file must end in .png or .svg"),
-    (["--backends", "torch,torch"], "--backends 'torch,torch': torch is given more than once"),
-    (["--sweep", "beam=0"], "beam"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--backends", "torch,tensorflow"], "--backends: unknown backend 'tensorflow'; known backends: "),
+        (["--threads", "1,x"], "--threads '1,x': 'x' is not a thread count"),
+        (["--sweep", "colour=red"], "--sweep colour: not a config key; allowed: preset"),
+        (["--sweep", "preset=tiny", "--preset", "tiny"], "--preset and --sweep preset=... both given"),
+        (["--plot", "p.pdf"], "--plot p.pdf: the file must end in .png or .svg"),
+        (["--backends", "torch,torch"], "--backends 'torch,torch': torch is given more than once"),
+        (["--sweep", "beam=0"], "beam"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message):
     result = CliRunner().invoke(main, ["compare", *args])
     assert result.exit_code == 2
@@ -223,14 +309,29 @@ def test_ray_executor_without_ray_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     result = CliRunner().invoke(main, ["compare", "--executor", "ray", "--backends", "onnxruntime"])
     assert result.exit_code == 2
-    assert result.output.strip() == ('Error: --executor ray needs the ray package, which is not installed: '
-                                     'pip install "speechperf[ray]"')
+    assert result.output.strip() == (
+        'Error: --executor ray needs the ray package, which is not installed: pip install "speechperf[ray]"'
+    )
 
 
 def test_bench_save_outputs_holds_every_stage_output(tmp_path):
     npz, js = tmp_path / "o.npz", tmp_path / "r.json"
-    result = CliRunner().invoke(main, ["bench", "-b", "onnxruntime", *S2T_TINY, "--meters", "runtime", "-q",
-                                       "--save-outputs", str(npz), "-o", str(js)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "-b",
+            "onnxruntime",
+            *S2T_TINY,
+            "--meters",
+            "runtime",
+            "-q",
+            "--save-outputs",
+            str(npz),
+            "-o",
+            str(js),
+        ],
+    )
     assert result.exit_code == 0, result.output
     from speechperf.benchmark.saved_outputs import load_stage_outputs
 
@@ -246,9 +347,29 @@ def test_bench_save_outputs_holds_every_stage_output(tmp_path):
 
 def test_jobs_above_one_warns_and_still_runs_every_child(tmp_path):
     out = tmp_path / "c.json"
-    result = CliRunner().invoke(main, ["compare", *S2T_TINY[:4], "--dataset-size", "1", "--repeat", "1",
-                                       "--meters", "runtime", "--backends", "onnxruntime", "--runs", "2", "--jobs", "2",
-                                       "--workdir", str(tmp_path / "w"), "-o", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            *S2T_TINY[:4],
+            "--dataset-size",
+            "1",
+            "--repeat",
+            "1",
+            "--meters",
+            "runtime",
+            "--backends",
+            "onnxruntime",
+            "--runs",
+            "2",
+            "--jobs",
+            "2",
+            "--workdir",
+            str(tmp_path / "w"),
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "warning: --jobs 2 runs 2 measured children at once" in result.output
     runs = json.loads(out.read_text())["runs"]

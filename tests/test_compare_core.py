@@ -18,10 +18,20 @@ from speechperf.compare.summary import check_threads
 
 
 def test_cells_are_sweep_then_threads_then_backends_with_the_sets_that_make_them():
-    cells = build_cells(["torch", "onnxruntime"], [1, 2], [parse_sweep("beam=1,4")], config=Path("c.yaml"),
-                        sets=["general.dataset_size=2"], stage_count=2)
-    assert [c.label for c in cells][:4] == ["torch t=1 beam=1", "onnxruntime t=1 beam=1", "torch t=2 beam=1",
-                                            "onnxruntime t=2 beam=1"]
+    cells = build_cells(
+        ["torch", "onnxruntime"],
+        [1, 2],
+        [parse_sweep("beam=1,4")],
+        config=Path("c.yaml"),
+        sets=["general.dataset_size=2"],
+        stage_count=2,
+    )
+    assert [c.label for c in cells][:4] == [
+        "torch t=1 beam=1",
+        "onnxruntime t=1 beam=1",
+        "torch t=2 beam=1",
+        "onnxruntime t=2 beam=1",
+    ]
     assert len(cells) == 8
     last = cells[-1]
     assert last.sets == ("general.dataset_size=2", "stage1.beam=4", "stage2.beam=4")
@@ -33,8 +43,10 @@ def test_cells_are_sweep_then_threads_then_backends_with_the_sets_that_make_them
 
 def test_preset_and_general_keys_sweep_through_the_right_option(tmp_path):
     preset_cells = build_cells(["torch"], [1], [parse_sweep("preset=tiny,base")])
-    assert [(c.label, c.preset, c.sets) for c in preset_cells] == [("torch preset=tiny", "tiny", ()),
-                                                                  ("torch preset=base", "base", ())]
+    assert [(c.label, c.preset, c.sets) for c in preset_cells] == [
+        ("torch preset=tiny", "tiny", ()),
+        ("torch preset=base", "base", ()),
+    ]
     size = build_cells(["torch"], [1], [parse_sweep("dataset_size=1")])[0]
     assert size.sets == ("general.dataset_size=1",)
     with pytest.raises(PlanError, match="swept twice"):
@@ -55,10 +67,18 @@ def _out(stage, sid, name, value):
 
 
 def test_parity_counts_differing_token_samples_and_float_deltas():
-    ref = {**_out("stage1", "a", "tokens", [1, 2, 3]), **_out("stage1", "b", "tokens", [4, 5]),
-           **_out("stage2", "a", "waveform", [0.5, -0.5]), **_out("stage2", "b", "waveform", [1.0, 1.0])}
-    got = {**_out("stage1", "a", "tokens", [1, 2, 3]), **_out("stage1", "b", "tokens", [4, 6]),
-           **_out("stage2", "a", "waveform", [0.5, -0.4999]), **_out("stage2", "b", "waveform", [1.0, 1.0, 1.0])}
+    ref = {
+        **_out("stage1", "a", "tokens", [1, 2, 3]),
+        **_out("stage1", "b", "tokens", [4, 5]),
+        **_out("stage2", "a", "waveform", [0.5, -0.5]),
+        **_out("stage2", "b", "waveform", [1.0, 1.0]),
+    }
+    got = {
+        **_out("stage1", "a", "tokens", [1, 2, 3]),
+        **_out("stage1", "b", "tokens", [4, 6]),
+        **_out("stage2", "a", "waveform", [0.5, -0.4999]),
+        **_out("stage2", "b", "waveform", [1.0, 1.0, 1.0]),
+    }
     tokens, wave = compare_outputs(ref, got)
     assert (tokens.name, tokens.exact, tokens.samples, tokens.differing) == ("tokens", True, 2, 1)
     assert tokens.describe() == "stage1 tokens DIFFER in 1/2 samples"
@@ -110,8 +130,10 @@ def test_exit_0_without_a_complete_json_is_a_failure(tmp_path):
 
 def test_the_timeout_kills_what_the_child_started_too(tmp_path):
     pid_file = tmp_path / "grandchild.pid"
-    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
-            f" open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    code = (
+        "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+        f" open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
+    )
     result = _child(tmp_path, code, timeout_s=1.5)
     assert result.reason == "timed out after 1.5 s" and result.exit_code == 137 and result.wall_s < 10
     time.sleep(0.2)

@@ -37,8 +37,9 @@ def test_pinned_cores_give_concurrent_slots_disjoint_cores():
 
 @pytest.mark.slow
 def test_ray_tasks_run_the_children_pinned_to_their_cores(local_ray, tmp_path):
-    cells = build_cells(["onnxruntime", "torch"], [1], [], config=REPO / "configs" / "S2T.yaml", preset="tiny",
-                        sets=FAST)
+    cells = build_cells(
+        ["onnxruntime", "torch"], [1], [], config=REPO / "configs" / "S2T.yaml", preset="tiny", sets=FAST
+    )
     results = run_cells(cells, 1, tmp_path, executor="ray", jobs=2)
     assert [(r.label, r.ok) for r in results] == [("onnxruntime", True), ("torch", True)], [r.reason for r in results]
     available = sorted(os.sched_getaffinity(0))
@@ -55,10 +56,32 @@ def test_ray_tasks_run_the_children_pinned_to_their_cores(local_ray, tmp_path):
 @pytest.mark.slow
 def test_compare_cli_on_ray_writes_the_same_json(local_ray, tmp_path):
     out = tmp_path / "c.json"
-    result = CliRunner().invoke(main, ["compare", "--executor", "ray", "--backends", "onnxruntime", "--runs", "2",
-                                       "--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny",
-                                       "--dataset-size", "1", "--repeat", "1", "--meters", "runtime",
-                                       "--workdir", str(tmp_path / "w"), "-o", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--executor",
+            "ray",
+            "--backends",
+            "onnxruntime",
+            "--runs",
+            "2",
+            "--config",
+            str(REPO / "configs" / "S2T.yaml"),
+            "--preset",
+            "tiny",
+            "--dataset-size",
+            "1",
+            "--repeat",
+            "1",
+            "--meters",
+            "runtime",
+            "--workdir",
+            str(tmp_path / "w"),
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["complete"] is True and len(data["runs"]) == 2

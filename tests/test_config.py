@@ -24,7 +24,10 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_merge_defaults_general_stage(tmp_path):
-    cfg = load_config(write(tmp_path, """
+    cfg = load_config(
+        write(
+            tmp_path,
+            """
 general:
   model_type: 3StageS2ST
   max_len_b: 50
@@ -33,7 +36,9 @@ general:
 stage1: {model: s2t, max_len_b: 7}
 stage2: {model: mt}
 stage3: {model: tts, preset: tiny}
-"""))
+""",
+        )
+    )
     assert cfg.general.threads == 3 and cfg.general.warmup == 2  # general over defaults
     assert [s.max_len_b for s in cfg.stages] == [7, 50, 50]  # stage over general
     assert [s.beam for s in cfg.stages] == [2, 2, 2]
@@ -50,18 +55,25 @@ def test_cli_overrides_replace_general_and_stage_keys(tmp_path):
 
 def test_duplicate_stage_is_rejected_with_both_lines(tmp_path):
     # fairseq's own 3StageS2ST.yaml has stage2 twice; PyYAML would silently keep only the last one.
-    path = write(tmp_path, "general:\n  model_type: 3StageS2ST\nstage1: {model: s2t}\nstage2: {model: mt}\n"
-                           "stage2: {model: tts}\n")
+    path = write(
+        tmp_path,
+        "general:\n  model_type: 3StageS2ST\nstage1: {model: s2t}\nstage2: {model: mt}\nstage2: {model: tts}\n",
+    )
     with pytest.raises(ConfigError) as err:
         load_config(path)
-    assert str(err.value) == (f"{path}:5: duplicate key 'stage2' (first at line 4); each key may appear once in a "
-                              "section (YAML would silently keep only the last)")
+    assert str(err.value) == (
+        f"{path}:5: duplicate key 'stage2' (first at line 4); each key may appear once in a "
+        "section (YAML would silently keep only the last)"
+    )
 
 
 def test_unknown_key_suggests_the_nearest(tmp_path):
     path = write(tmp_path, "general:\n  model_type: S2T\n  dataset_szie: 3\nstage1: {model: s2t}\n")
-    with pytest.raises(ConfigError, match=r"bench.yaml:3: unknown key general.dataset_szie \(did you mean "
-                                          r"'dataset_size'\?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"bench.yaml:3: unknown key general.dataset_szie \(did you mean "
+        r"'dataset_size'\?\)",
+    ):
         load_config(path)
     path = write(tmp_path, "general: {model_type: S2T}\nstage1:\n  model: s2t\n  max_lenb: 3\n")
     with pytest.raises(ConfigError, match=r":4: unknown key stage1.max_lenb \(did you mean 'max_len_b'\?\)"):
@@ -74,19 +86,25 @@ def test_run_level_key_in_a_stage_says_where_it_belongs(tmp_path):
         load_config(path)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("general: {warmup: two}\nstage1: {model: s2t}", "general.warmup = 'two' (str); expected an integer"),
-    ("general: {warmup: -1}\nstage1: {model: s2t}", "general.warmup = -1; must be >= 0"),
-    ("general: {threads: true}\nstage1: {model: s2t}", "general.threads = True (bool); expected an integer"),
-    ("general: {device: gpu}\nstage1: {model: s2t}", "general.device = 'gpu'; allowed: cpu, cuda"),
-    ("general: {model_type: S2X}\nstage1: {model: s2t}", "general.model_type = 'S2X'; allowed: S2T, MT, TTS"),
-    ("general: {meters: [runtime, flop]}\nstage1: {model: s2t}", "allowed: runtime, memory, flops (did you mean 'flops'?)"),
-    ("stage1: {model: s2t, max_len_a: abc}", "stage1.max_len_a = 'abc' (str); expected a number"),
-    ("stage1: {model: s2t, dur_prediction: 1}", "stage1.dur_prediction = 1 (int); expected true or false"),
-    ("stage1: [1, 2]", "section 'stage1' is a list; a mapping is required"),
-    ("stage4: {model: s2t}", "unknown section 'stage4'"),
-    ("general: {model_type: S2T\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("general: {warmup: two}\nstage1: {model: s2t}", "general.warmup = 'two' (str); expected an integer"),
+        ("general: {warmup: -1}\nstage1: {model: s2t}", "general.warmup = -1; must be >= 0"),
+        ("general: {threads: true}\nstage1: {model: s2t}", "general.threads = True (bool); expected an integer"),
+        ("general: {device: gpu}\nstage1: {model: s2t}", "general.device = 'gpu'; allowed: cpu, cuda"),
+        ("general: {model_type: S2X}\nstage1: {model: s2t}", "general.model_type = 'S2X'; allowed: S2T, MT, TTS"),
+        (
+            "general: {meters: [runtime, flop]}\nstage1: {model: s2t}",
+            "allowed: runtime, memory, flops (did you mean 'flops'?)",
+        ),
+        ("stage1: {model: s2t, max_len_a: abc}", "stage1.max_len_a = 'abc' (str); expected a number"),
+        ("stage1: {model: s2t, dur_prediction: 1}", "stage1.dur_prediction = 1 (int); expected true or false"),
+        ("stage1: [1, 2]", "section 'stage1' is a list; a mapping is required"),
+        ("stage4: {model: s2t}", "unknown section 'stage4'"),
+        ("general: {model_type: S2T\n", "not valid YAML"),
+    ],
+)
 def test_wrong_values_are_one_clear_line(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
@@ -95,11 +113,14 @@ def test_wrong_values_are_one_clear_line(tmp_path, text, message):
     assert str(path) in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("model_type, present, missing", [
-    ("2StageS2ST", "stage1: {model: s2t}", "needs stage2 (the tts model); it has stage1"),
-    ("3StageS2ST", "stage1: {model: s2t}\nstage2: {model: mt}", "needs stage3 (the tts model)"),
-    ("S2T", "", "needs stage1 (the s2t model); it has no stages"),
-])
+@pytest.mark.parametrize(
+    "model_type, present, missing",
+    [
+        ("2StageS2ST", "stage1: {model: s2t}", "needs stage2 (the tts model); it has stage1"),
+        ("3StageS2ST", "stage1: {model: s2t}\nstage2: {model: mt}", "needs stage3 (the tts model)"),
+        ("S2T", "", "needs stage1 (the s2t model); it has no stages"),
+    ],
+)
 def test_missing_stage_for_the_model_type(tmp_path, model_type, present, missing):
     with pytest.raises(ConfigError, match=missing.replace("(", r"\(").replace(")", r"\)")):
         load_config(write(tmp_path, f"general: {{model_type: {model_type}}}\n{present}\n"))
@@ -117,7 +138,10 @@ def test_extra_stage_and_model_or_path(tmp_path):
 
 
 def test_user_model_file_with_declared_inputs(tmp_path):
-    cfg = load_config(write(tmp_path, """
+    cfg = load_config(
+        write(
+            tmp_path,
+            """
 general: {model_type: S2T}
 stage1:
   path: my_asr.onnx
@@ -125,10 +149,14 @@ stage1:
     - {name: speech, source: features}
     - {name: speech_lengths, source: feature_length, dtype: int64}
   outputs: [hyp]
-"""))
+""",
+        )
+    )
     inputs = cfg.stages[0].inputs
-    assert [(i.name, i.source, i.dtype) for i in inputs] == [("speech", "features", "float32"),
-                                                            ("speech_lengths", "feature_length", "int64")]
+    assert [(i.name, i.source, i.dtype) for i in inputs] == [
+        ("speech", "features", "float32"),
+        ("speech_lengths", "feature_length", "int64"),
+    ]
     assert cfg.stages[0].outputs == ("hyp",)
 
 
@@ -156,7 +184,9 @@ def test_builtin_default_is_package_data():
 
 def test_key_reference_doc_is_current():
     doc = REPO / "docs" / "config-keys.md"
-    assert doc.read_text() == markdown(), "docs/config-keys.md is stale: run `speechperf config keys > docs/config-keys.md`"
+    assert doc.read_text() == markdown(), (
+        "docs/config-keys.md is stale: run `speechperf config keys > docs/config-keys.md`"
+    )
 
 
 def test_key_reference_lists_every_key():
@@ -183,9 +213,11 @@ def test_cli_config_keys_check_and_error(tmp_path):
 
 
 def test_config_import_needs_no_framework():
-    code = ("import sys, speechperf.config, speechperf.cli.config_cmd; "
-            "bad = [m for m in ('torch', 'paddle', 'onnxruntime') if m in sys.modules]; print(bad); "
-            "sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, speechperf.config, speechperf.cli.config_cmd; "
+        "bad = [m for m in ('torch', 'paddle', 'onnxruntime') if m in sys.modules]; print(bad); "
+        "sys.exit(1 if bad else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -212,26 +244,41 @@ def test_config_show_prints_the_merged_config():
     assert merged["stage3"]["vocoder"] == "mel_vocoder" and merged["stage1"]["preset"] == "base"
 
 
-_USER_FILE = "general: {{model_type: S2T}}\nstage1: {{path: {path}, inputs: [{{name: x, source: features{dtype}}}], " \
-             "outputs: [y]}}\n"
+_USER_FILE = (
+    "general: {{model_type: S2T}}\nstage1: {{path: {path}, inputs: [{{name: x, source: features{dtype}}}], "
+    "outputs: [y]}}\n"
+)
 
 
-@pytest.mark.parametrize("text,message", [
-    (_USER_FILE.format(path="nothere.onnx", dtype=""), "stage1: model file not found: nothere.onnx"),
-    (_USER_FILE.format(path="model.xyz", dtype=""), "cannot tell the format of model.xyz from its suffix"),
-    (_USER_FILE.format(path="model.onnx", dtype=", dtype: int65"),
-     "stage1.inputs[0].dtype = 'int65'; allowed: float16, float32"),
-    ("stage1: {model: s2tt, preset: tiny}\n", "stage1: unknown reference model 's2tt' (did you mean 's2t'?)"),
-    ("stage1: {model: s2t, preset: huge}\n", "stage1: unknown preset 'huge'; known presets: tiny, base"),
-    ("general: {generated_seconds: [3, 1]}\nstage1: {model: s2t, preset: tiny}\n",
-     "generated_seconds [3.0, 1.0] must be [shortest, longest]"),
-    ("general: {model_type: VAD}\nstage1: {model: silero_vad, vad_threshold: 0}\n",
-     "stage1.vad_threshold = 0; must be > 0 and < 1"),
-    ("general: {model_type: VAD}\nstage1: {model: silero_vad, vad_threshold: 1.5}\n",
-     "stage1.vad_threshold = 1.5; must be > 0 and < 1"),
-    ("general: {model_type: S2T, dataset_type: raw, dataset_path: nothere.tsv}\nstage1: {model: s2t, preset: tiny}\n",
-     "manifest not found: nothere.tsv"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (_USER_FILE.format(path="nothere.onnx", dtype=""), "stage1: model file not found: nothere.onnx"),
+        (_USER_FILE.format(path="model.xyz", dtype=""), "cannot tell the format of model.xyz from its suffix"),
+        (
+            _USER_FILE.format(path="model.onnx", dtype=", dtype: int65"),
+            "stage1.inputs[0].dtype = 'int65'; allowed: float16, float32",
+        ),
+        ("stage1: {model: s2tt, preset: tiny}\n", "stage1: unknown reference model 's2tt' (did you mean 's2t'?)"),
+        ("stage1: {model: s2t, preset: huge}\n", "stage1: unknown preset 'huge'; known presets: tiny, base"),
+        (
+            "general: {generated_seconds: [3, 1]}\nstage1: {model: s2t, preset: tiny}\n",
+            "generated_seconds [3.0, 1.0] must be [shortest, longest]",
+        ),
+        (
+            "general: {model_type: VAD}\nstage1: {model: silero_vad, vad_threshold: 0}\n",
+            "stage1.vad_threshold = 0; must be > 0 and < 1",
+        ),
+        (
+            "general: {model_type: VAD}\nstage1: {model: silero_vad, vad_threshold: 1.5}\n",
+            "stage1.vad_threshold = 1.5; must be > 0 and < 1",
+        ),
+        (
+            "general: {model_type: S2T, dataset_type: raw, dataset_path: nothere.tsv}\nstage1: {model: s2t, preset: tiny}\n",
+            "manifest not found: nothere.tsv",
+        ),
+    ],
+)
 def test_config_check_rejects_what_bench_rejects(tmp_path, monkeypatch, text, message):
     """The same one-line error, exit 2, from `config check` and from `bench` before it loads anything."""
     monkeypatch.chdir(tmp_path)
@@ -239,8 +286,11 @@ def test_config_check_rejects_what_bench_rejects(tmp_path, monkeypatch, text, me
     (tmp_path / "model.onnx").write_bytes(b"\0")
     path = write(tmp_path, text)
     lines = []
-    for args in (["config", "check", str(path)], ["config", "check", "-b", "onnxruntime", str(path)],
-                 ["bench", "-b", "onnxruntime", "--quiet", "--config", str(path)]):
+    for args in (
+        ["config", "check", str(path)],
+        ["config", "check", "-b", "onnxruntime", str(path)],
+        ["bench", "-b", "onnxruntime", "--quiet", "--config", str(path)],
+    ):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2, result.output
         assert result.output.startswith("Error: ") and len(result.output.strip().splitlines()) == 1, result.output
@@ -270,24 +320,30 @@ def test_config_check_with_a_backend_checks_its_formats(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "unknown backend 'torchh' (did you mean 'torch'?)" in result.output
 
 
-@pytest.mark.parametrize("inputs,message", [
-    ("[{name: scales, value: [1, 2], source: audio}]", "needs exactly one of source"),
-    ("[{name: scales}]", "needs exactly one of source"),
-    ("[{name: scales, value: null}]", "needs exactly one of source"),
-    ("[{name: scales, value: [[1, 2], [3]]}]", "expected a number or a rectangular nested list of numbers"),
-    ("[{name: scales, value: [a, b]}]", "expected a number or a rectangular nested list of numbers"),
-    ("[{name: n, value: [1.5], dtype: int64}]", "does not fit dtype int64 exactly"),
-])
+@pytest.mark.parametrize(
+    "inputs,message",
+    [
+        ("[{name: scales, value: [1, 2], source: audio}]", "needs exactly one of source"),
+        ("[{name: scales}]", "needs exactly one of source"),
+        ("[{name: scales, value: null}]", "needs exactly one of source"),
+        ("[{name: scales, value: [[1, 2], [3]]}]", "expected a number or a rectangular nested list of numbers"),
+        ("[{name: scales, value: [a, b]}]", "expected a number or a rectangular nested list of numbers"),
+        ("[{name: n, value: [1.5], dtype: int64}]", "does not fit dtype int64 exactly"),
+    ],
+)
 def test_constant_input_values_are_checked(tmp_path, inputs, message):
     with pytest.raises(ConfigError, match=message):
-        parse_config(f"general: {{model_type: TTS}}\nstage1: {{path: m.onnx, inputs: {inputs}, outputs: [y]}}\n",
-                     "c.yaml")
+        parse_config(
+            f"general: {{model_type: TTS}}\nstage1: {{path: m.onnx, inputs: {inputs}, outputs: [y]}}\n", "c.yaml"
+        )
 
 
 def test_output_sample_rate_only_for_a_speech_output_file(tmp_path):
-    cfg = parse_config("general: {model_type: TTS}\nstage1: {path: m.onnx, output_sample_rate: 22050, inputs: "
-                       "[{name: t, source: tokens, dtype: int64}, {name: s, value: [0.667, 1, 0.8]}], outputs: [y]}\n",
-                       "c.yaml")
+    cfg = parse_config(
+        "general: {model_type: TTS}\nstage1: {path: m.onnx, output_sample_rate: 22050, inputs: "
+        "[{name: t, source: tokens, dtype: int64}, {name: s, value: [0.667, 1, 0.8]}], outputs: [y]}\n",
+        "c.yaml",
+    )
     assert cfg.stages[0].output_sample_rate == 22050 and cfg.stages[0].inputs[1].value == pytest.approx([0.667, 1, 0.8])
     with pytest.raises(ConfigError, match="output_sample_rate applies to your own model file"):
         parse_config("stage1: {model: s2t, output_sample_rate: 22050}\n", "c.yaml")
@@ -297,5 +353,7 @@ def test_output_sample_rate_only_for_a_speech_output_file(tmp_path):
 def test_empty_meters_is_an_error(meters):
     result = CliRunner().invoke(main, ["bench", "-b", "onnxruntime", "--quiet", "--meters", meters])
     assert result.exit_code == 2
-    assert result.output == (f"Error: <built-in default.yaml>: general.meters = {meters!r} is empty; allowed: one or "
-                             "more of runtime, memory, flops\n")
+    assert result.output == (
+        f"Error: <built-in default.yaml>: general.meters = {meters!r} is empty; allowed: one or "
+        "more of runtime, memory, flops\n"
+    )

@@ -45,10 +45,15 @@ class TestOnnxRuntimeConformance(BackendConformance):
 
         from speechperf.errors import SpeechperfError
 
-        message = ("backend 'onnxruntime': options.onnxruntime.graph_optimization_level = 'max'; "
-                   "allowed: disable, basic, extended, all")
+        message = (
+            "backend 'onnxruntime': options.onnxruntime.graph_optimization_level = 'max'; "
+            "allowed: disable, basic, extended, all"
+        )
         with pytest.raises(SpeechperfError, match=message):
             backend.load(attrs.evolve(affine[0], options={"graph_optimization_level": "max"}))
-        with pytest.raises(SpeechperfError, match="unknown option 'intra_threads' of backend 'onnxruntime'; "
-                                                  "allowed: graph_optimization_level, providers"):
+        with pytest.raises(
+            SpeechperfError,
+            match="unknown option 'intra_threads' of backend 'onnxruntime'; "
+            "allowed: graph_optimization_level, providers",
+        ):
             backend.load(attrs.evolve(affine[0], options={"intra_threads": 2}))

@@ -50,9 +50,7 @@ class TestTorchExportConformance(BackendConformance):
     def build_affine_model(self, directory, weight, bias):
         batch, time = torch.export.Dim("batch", min=1), torch.export.Dim("time", min=1)
         example = (torch.zeros(2, 3, weight.shape[0]),)
-        program = torch.export.export(
-            _module(weight, bias), example, dynamic_shapes={"x": {0: batch, 1: time}}
-        )
+        program = torch.export.export(_module(weight, bias), example, dynamic_shapes={"x": {0: batch, 1: time}})
         path = directory / "affine.pt2"
         torch.export.save(program, str(path))
         return ModelSpec(path, outputs=Y)

@@ -30,8 +30,11 @@ def _model(variables: list[bytes], aliases: dict[str, str], version: int = 6, sp
 
 WEIGHT = np.arange(6, dtype=np.float16).reshape(2, 3) / 4
 BIAS = np.array([1.5, -2.0], dtype=np.float32)
-VARIABLES = [_variable("layer/weight", WEIGHT, 4), _variable("layer/bias", BIAS, 0),
-             _variable("heads", np.array(6, dtype=np.int16), 2)]
+VARIABLES = [
+    _variable("layer/weight", WEIGHT, 4),
+    _variable("layer/bias", BIAS, 0),
+    _variable("heads", np.array(6, dtype=np.int16), 2),
+]
 
 
 def test_a_written_file_reads_back(tmp_path):
@@ -58,8 +61,11 @@ def test_bfloat16_widens_exactly(tmp_path):
 @pytest.mark.parametrize(
     "corrupt, message",
     [
-        (lambda b: struct.pack("<I", 99) + b[4:], r"model\.bin is not a CTranslate2 model\.bin this reader knows: "
-                                                  r"binary version 99; allowed: 5, 6"),
+        (
+            lambda b: struct.pack("<I", 99) + b[4:],
+            r"model\.bin is not a CTranslate2 model\.bin this reader knows: "
+            r"binary version 99; allowed: 5, 6",
+        ),
         (lambda b: b"PK\x03\x04" + b[4:], r"binary version 67324752"),
         (lambda b: b[:-40], r"model\.bin is truncated: .* needs \d+ bytes at offset \d+, the file has \d+"),
         (lambda b: b[:3], r"truncated: binary version needs 4 bytes at offset 0, the file has 3"),
@@ -78,11 +84,16 @@ def test_broken_files_are_named_in_one_line(tmp_path, corrupt, message):
 def test_unknown_dtype_and_bad_byte_count_and_alias_are_refused(tmp_path):
     path = tmp_path / "model.bin"
     path.write_bytes(_model([_variable("w", BIAS, 9)], {}))
-    with pytest.raises(CTranslate2FormatError, match=r"variable 'w' has dtype id 9; known ids: 0 float32, .* 5 bfloat16"):
+    with pytest.raises(
+        CTranslate2FormatError, match=r"variable 'w' has dtype id 9; known ids: 0 float32, .* 5 bfloat16"
+    ):
         read_model(path)
     path.write_bytes(_model([_variable("w", BIAS, 4)], {}))  # 8 bytes declared as 2 float16
-    with pytest.raises(CTranslate2FormatError, match=r"variable 'w' of shape \(2,\) and dtype id 4 declares 8 bytes; "
-                                                     r"expected 4"):
+    with pytest.raises(
+        CTranslate2FormatError,
+        match=r"variable 'w' of shape \(2,\) and dtype id 4 declares 8 bytes; "
+        r"expected 4",
+    ):
         read_model(path)
     path.write_bytes(_model(VARIABLES, {"a": "missing"}))
     with pytest.raises(CTranslate2FormatError, match="alias 'a' points to unknown variable 'missing'"):

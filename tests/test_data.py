@@ -43,8 +43,9 @@ def peak_hz(audio: np.ndarray, rate: int) -> float:
 
 def test_raw_stereo_is_averaged_and_really_resampled(tmp_path):
     left, right = tone(440, 1.0, 22050), tone(1000, 1.0, 22050)
-    manifest = make_manifest(tmp_path, {"a.wav": (np.stack([left, right], axis=1), 22050),
-                                        "b.wav": (tone(300, 0.5, 16000), 16000)})
+    manifest = make_manifest(
+        tmp_path, {"a.wav": (np.stack([left, right], axis=1), 22050), "b.wav": (tone(300, 0.5, 16000), 16000)}
+    )
     a, b = load_raw(manifest, 16000)
     assert a.id == "a" and a.sample_rate == 16000 and a.audio.dtype == np.float32 and a.audio.ndim == 1
     assert len(a.audio) == 16000 and a.seconds == pytest.approx(1.0)
@@ -73,8 +74,11 @@ def test_raw_errors_name_the_manifest_line(tmp_path):
         load_raw(manifest, 16000)
 
     manifest = make_manifest(tmp_path, {"low.wav": (tone(100, 0.5, 1000), 1000)})
-    with pytest.raises(AudioError, match="has sample rate 1000 Hz, which cannot be resampled to 16000 Hz; rates "
-                                         "from 4000 to 384000 Hz are allowed"):
+    with pytest.raises(
+        AudioError,
+        match="has sample rate 1000 Hz, which cannot be resampled to 16000 Hz; rates "
+        "from 4000 to 384000 Hz are allowed",
+    ):
         load_raw(manifest, 16000)
 
     manifest.write_text("audio\nlow.wav\tmany\n")
@@ -84,8 +88,13 @@ def test_raw_errors_name_the_manifest_line(tmp_path):
 
 def test_npz_arrays_by_kind(tmp_path):
     path = tmp_path / "d.npz"
-    np.savez(path, utt1=np.ones((7, 80), np.float32), utt2=np.arange(5), utt3=np.zeros(160, np.float32),
-             utt4=np.ones((1, 9, 80), np.float32))
+    np.savez(
+        path,
+        utt1=np.ones((7, 80), np.float32),
+        utt2=np.arange(5),
+        utt3=np.zeros(160, np.float32),
+        utt4=np.ones((1, 9, 80), np.float32),
+    )
     s = load_npz(path, 16000, 80)
     assert [x.kind for x in s] == ["features", "tokens", "audio", "features"]
     assert [x.length for x in s] == [7, 5, 160, 9]
@@ -96,8 +105,10 @@ def test_npz_arrays_by_kind(tmp_path):
 
 
 def fairseq_npy(path: Path) -> Path:
-    items = [{"id": 7, "net_input": {"src_tokens": np.ones((1, 12, 80), np.float32), "src_lengths": np.array([12])}},
-             {"id": 9, "net_input": {"src_tokens": np.ones((1, 5, 80), np.float32), "src_lengths": np.array([5])}}]
+    items = [
+        {"id": 7, "net_input": {"src_tokens": np.ones((1, 12, 80), np.float32), "src_lengths": np.array([12])}},
+        {"id": 9, "net_input": {"src_tokens": np.ones((1, 5, 80), np.float32), "src_lengths": np.array([5])}},
+    ]
     array = np.empty(len(items), dtype=object)
     array[:] = items
     np.save(path, array, allow_pickle=True)
@@ -117,8 +128,10 @@ def test_pickled_npy_needs_the_flag(tmp_path):
 def test_text_and_generated(tmp_path):
     path = tmp_path / "s.txt"
     path.write_text("hello world\n\nsecond line here\n")
-    assert [(s.id, s.text, s.length) for s in load_text(path)] == [("1", "hello world", 2),
-                                                                   ("3", "second line here", 3)]  # ids are line numbers
+    assert [(s.id, s.text, s.length) for s in load_text(path)] == [
+        ("1", "hello world", 2),
+        ("3", "second line here", 3),
+    ]  # ids are line numbers
     a, b = generated_audio(3, 16000, (1.0, 2.0), seed=1), generated_audio(3, 16000, (1.0, 2.0), seed=1)
     assert [len(x.audio) for x in a] == [16000, 24000, 32000]
     assert all(np.array_equal(x.audio, y.audio) for x, y in zip(a, b))
@@ -155,8 +168,9 @@ def test_npy_subset_is_written_as_npz_and_needs_the_flag(tmp_path):
     out = tmp_path / "short.npz"
     result = runner.invoke(main, ["data", "subset", str(path), "--kind", "short", "-n", "1", "-o", str(out)])
     assert result.exit_code == 2 and "--unsafe-pickle-runs-code" in result.output
-    result = runner.invoke(main, ["data", "subset", str(path), "--kind", "short", "-n", "1", "-o", str(out),
-                                  "--unsafe-pickle-runs-code"])
+    result = runner.invoke(
+        main, ["data", "subset", str(path), "--kind", "short", "-n", "1", "-o", str(out), "--unsafe-pickle-runs-code"]
+    )
     assert result.exit_code == 0, result.output
     assert [(s.id, s.length) for s in load_npz(out, 16000, 80)] == [("9", 5)]
 
@@ -179,8 +193,10 @@ def test_synth_makes_reproducible_real_speech(tmp_path):
     digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
     assert digest(tmp_path / "a/wav/utt000.wav") == digest(tmp_path / "b/wav/utt000.wav")
     samples = load_raw(tmp_path / "a" / "manifest.tsv", 16000)
-    assert [s.text for s in samples] == ["the quick brown fox jumps over the lazy dog",
-                                         "a speech model turns sound into words"]
+    assert [s.text for s in samples] == [
+        "the quick brown fox jumps over the lazy dog",
+        "a speech model turns sound into words",
+    ]
     assert all(1.0 < s.seconds < 6.0 for s in samples)
     assert (tmp_path / "a" / "sentences.txt").read_text().count("\n") == 2
 
@@ -196,8 +212,9 @@ def _one_line_exit_2(args: list[str], *needles: str) -> None:
 def test_stats_refuses_what_bench_refuses(tmp_path):
     """A corrupt wav and a wrong num_samples are errors (naming the file and both numbers), not "not audio"."""
     manifest = make_manifest(tmp_path, {"a.wav": (tone(300, 0.2, 16000), 16000)}, counts={"a.wav": 999999999})
-    _one_line_exit_2(["data", "stats", str(manifest)],
-                     f"{manifest}:2: manifest says 999999999 samples but", "a.wav has 3200")
+    _one_line_exit_2(
+        ["data", "stats", str(manifest)], f"{manifest}:2: manifest says 999999999 samples but", "a.wav has 3200"
+    )
     (tmp_path / "audio" / "bad.wav").write_bytes(b"RIFF not really a wave file")
     manifest.write_text("audio\nbad.wav\t10\n")
     _one_line_exit_2(["data", "stats", str(manifest)], f"{manifest}:2: cannot read audio file", "bad.wav")
@@ -208,10 +225,13 @@ def test_binary_files_read_as_raw_are_one_line(tmp_path):
     npz = tmp_path / "x.npz"
     np.savez(npz, a=np.zeros(3))
     for path in (npz, Path(shutil.which("ls") or "/bin/ls")):
-        _one_line_exit_2(["data", "stats", "--type", "raw", str(path)], f"{path} is not a raw manifest",
-                         "--dataset-type npz")
-        _one_line_exit_2(["bench", "-b", "onnxruntime", "--dataset-type", "raw", "--dataset-path", str(path)],
-                         f"{path} is not a raw manifest")
+        _one_line_exit_2(
+            ["data", "stats", "--type", "raw", str(path)], f"{path} is not a raw manifest", "--dataset-type npz"
+        )
+        _one_line_exit_2(
+            ["bench", "-b", "onnxruntime", "--dataset-type", "raw", "--dataset-path", str(path)],
+            f"{path} is not a raw manifest",
+        )
 
 
 def test_bom_is_read_and_a_folder_is_named(tmp_path):
@@ -227,6 +247,9 @@ def test_bom_is_read_and_a_folder_is_named(tmp_path):
     out = tmp_path / "sub.tsv"
     assert CliRunner().invoke(main, ["data", "subset", str(manifest), "-n", "1", "-o", str(out)]).exit_code == 0
     assert not out.read_text().startswith("\ufeff") and [s.id for s in load_raw(out, 16000)] == ["a"]
-    for args in (["data", "stats", str(tmp_path)], ["data", "stats", "--type", "npz", str(tmp_path)],
-                 ["bench", "-b", "onnxruntime", "--dataset-path", str(tmp_path)]):
+    for args in (
+        ["data", "stats", str(tmp_path)],
+        ["data", "stats", "--type", "npz", str(tmp_path)],
+        ["bench", "-b", "onnxruntime", "--dataset-path", str(tmp_path)],
+    ):
         _one_line_exit_2(args, f"{tmp_path} is a folder; give the file itself (it holds sub.tsv, train.tsv)")

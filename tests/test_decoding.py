@@ -57,7 +57,7 @@ def test_greedy_takes_the_argmax_path():
 
 def test_beam_search_finds_the_sequence_greedy_misses():
     step = table_step(GARDEN_PATH, dist(EOS=1.0))
-    (hyp, score), = beam_search(step, MEMORY, LENGTHS, max_len=10, beam=2)
+    ((hyp, score),) = beam_search(step, MEMORY, LENGTHS, max_len=10, beam=2)
     assert hyp.tolist() == [B]
     assert score == pytest.approx((np.log(0.4) + np.log(0.95)) / 2, abs=1e-4)
 

@@ -56,7 +56,8 @@ def test_torch_fused_attention_paths_are_counted(torch_count):
     mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()  # inference: the native fast path
     x = torch.rand(2, 6, 32)
     assert module_flops(lambda t: mha(t, t, t, need_weights=False), x).total == 4 * 2 * 12 * 32 * 32 + 2 * 2 * (
-        2 * 6 * 6 * 32)
+        2 * 6 * 6 * 32
+    )
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
     expected = 4 * 2 * 12 * 32 * 32 + 2 * 2 * (2 * 6 * 6 * 32) + 2 * 12 * (32 * 64 * 2)
     assert module_flops(layer, x).total == expected
@@ -91,8 +92,11 @@ def _onnx_model(onnx, nodes, inputs, initializers, path):
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers,
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -147,8 +151,9 @@ def test_onnx_count_of_feeds_the_graph_cannot_take_is_one_line(onnx_tools, tmp_p
     ]
     session = _onnx_model(onnx_tools, nodes, [("x", ["n"]), ("target", [2])], [], tmp_path / "bad.onnx")
     with pytest.raises(SpeechperfError) as info:
-        get_backend("onnxruntime").count_flops(session, {"x": np.zeros(6, np.float32),
-                                                         "target": np.array([4, 4], np.float32)})
+        get_backend("onnxruntime").count_flops(
+            session, {"x": np.zeros(6, np.float32), "target": np.array([4, 4], np.float32)}
+        )
     assert "cannot count FLOPs" in str(info.value) and "\n" not in str(info.value)
 
 
@@ -209,8 +214,11 @@ def test_device_memory_says_clearly_when_there_is_none(backend):
         cuda.reset()
         assert cuda.peak_bytes() >= 0
         return
-    expected = {"torch": "sees no CUDA device", "paddle": "has no usable GPU",
-                "onnxruntime": "does not expose its cuda allocator's peak"}[backend]
+    expected = {
+        "torch": "sees no CUDA device",
+        "paddle": "has no usable GPU",
+        "onnxruntime": "does not expose its cuda allocator's peak",
+    }[backend]
     assert expected in cuda.reason
     with pytest.raises(RuntimeError, match=expected):
         cuda.peak_bytes()

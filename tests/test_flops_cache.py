@@ -23,9 +23,12 @@ def matmul_file(path: Path, k: int, n: int) -> Path:
 
     weight = np.random.default_rng(n).standard_normal((k, n)).astype(np.float32)
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "mm",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", k])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(weight, "w")])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(weight, "w")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, str(path))

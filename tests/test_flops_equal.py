@@ -134,11 +134,15 @@ def sessions(request, tmp_path_factory):
     # The legacy exporter is fast; it fixes these shapes, which is the input counted here.
     torch.onnx.export(tmodel, (torch.from_numpy(x),), str(path), input_names=["x"], output_names=["y"], dynamo=False)
     io = ((TensorInfo("x", "float32"),), (TensorInfo("y"),))
-    return kind, x, {
-        "torch": TorchSession(tmodel, *io, "cpu"),
-        "paddle": LayerSession(pmodel, *io, "cpu"),
-        "onnxruntime": get_backend("onnxruntime").load(ModelSpec(path=path)),
-    }
+    return (
+        kind,
+        x,
+        {
+            "torch": TorchSession(tmodel, *io, "cpu"),
+            "paddle": LayerSession(pmodel, *io, "cpu"),
+            "onnxruntime": get_backend("onnxruntime").load(ModelSpec(path=path)),
+        },
+    )
 
 
 def test_models_are_the_same_on_every_backend(sessions):

@@ -18,8 +18,7 @@ from speechperf.zoo.catalog import MODEL_MODULES, get_model  # noqa: E402
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore")]
 
 COMPONENTS = [(m, c.name) for m in MODEL_MODULES for c in get_model(m).components]
-FORMATS = {"torch-eager": "torch", "paddle-eager": "paddle", "onnx-torch": "onnxruntime",
-           "onnx-paddle": "onnxruntime"}
+FORMATS = {"torch-eager": "torch", "paddle-eager": "paddle", "onnx-torch": "onnxruntime", "onnx-paddle": "onnxruntime"}
 
 
 @pytest.mark.parametrize("model, component", COMPONENTS)

@@ -74,9 +74,12 @@ def backend_names_in_code(source: str, names: set[str]) -> list[tuple[int, str, 
     excepted: ``if name == "paddle"``, ``get_backend("torch")``, ``{"onnxruntime": ...}`` all count."""
     tree = ast.parse(source)
     docstrings = {
-        id(node.body[0].value) for node in ast.walk(tree)
+        id(node.body[0].value)
+        for node in ast.walk(tree)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
     }
     targets = {}
     for statement in tree.body:
@@ -85,8 +88,11 @@ def backend_names_in_code(source: str, names: set[str]) -> list[tuple[int, str, 
             target = next((t.id for t in names_of if isinstance(t, ast.Name)), None)
             for node in ast.walk(statement):
                 targets[id(node)] = target
-    return [(node.lineno, node.value, targets.get(id(node))) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings]
+    return [
+        (node.lineno, node.value, targets.get(id(node)))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings
+    ]
 
 
 def test_the_name_check_catches_backend_knowledge():

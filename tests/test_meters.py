@@ -9,10 +9,17 @@ import pytest
 
 from speechperf.errors import SpeechperfError
 from speechperf.meters import (
-    FlopCount, FlopsMeter, MemoryMeter, MeterError, RuntimeMeter, SampleFailure, parse_meter_names, real_time_factor,
+    FlopCount,
+    FlopsMeter,
+    MemoryMeter,
+    MeterError,
+    RuntimeMeter,
+    SampleFailure,
+    parse_meter_names,
+    real_time_factor,
 )
 from speechperf.meters.check import AllocSession
-from speechperf.meters.memory import MIB, hwm_status
+from speechperf.meters.memory import hwm_status
 from speechperf.meters.papi import papi_status
 from speechperf.meters.runtime import PERCENTILE_METHOD, SampleTiming, Stats
 
@@ -47,13 +54,16 @@ def test_meter_names_are_validated_with_a_hint():
         parse_meter_names(" , ")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"warmup": -1}, "warmup must be an integer >= 0, got -1"),
-    ({"repeat": 0}, "repeat must be an integer >= 1, got 0"),
-    ({"repeat": -3}, "repeat must be an integer >= 1, got -3"),
-    ({"repeat": 2.5}, "repeat must be an integer >= 1, got 2.5"),
-    ({"warmup": True}, "warmup must be an integer >= 0, got True"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"warmup": -1}, "warmup must be an integer >= 0, got -1"),
+        ({"repeat": 0}, "repeat must be an integer >= 1, got 0"),
+        ({"repeat": -3}, "repeat must be an integer >= 1, got -3"),
+        ({"repeat": 2.5}, "repeat must be an integer >= 1, got 2.5"),
+        ({"warmup": True}, "warmup must be an integer >= 0, got True"),
+    ],
+)
 def test_runtime_meter_rejects_bad_counts(kwargs, message):
     with pytest.raises(SpeechperfError) as info:
         RuntimeMeter(**kwargs)
@@ -139,12 +149,15 @@ def test_rtf_is_total_runtime_over_total_audio():
     assert result.per_sample == {"a": 0.25, "b": 0.75}
 
 
-@pytest.mark.parametrize("runtime, audio, side, message", [
-    ({"a": 1.0}, {"a": 1.0}, "both", "audio must be one of input, output, got 'both'"),
-    ({"a": 1.0}, {}, "input", "no input audio duration for sample 'a'"),
-    ({"a": 1.0}, {"a": 0.0}, "input", "input audio duration of sample 'a' is 0.0; it must be > 0 seconds"),
-    ({}, {}, "input", "no sample has a runtime"),
-])
+@pytest.mark.parametrize(
+    "runtime, audio, side, message",
+    [
+        ({"a": 1.0}, {"a": 1.0}, "both", "audio must be one of input, output, got 'both'"),
+        ({"a": 1.0}, {}, "input", "no input audio duration for sample 'a'"),
+        ({"a": 1.0}, {"a": 0.0}, "input", "input audio duration of sample 'a' is 0.0; it must be > 0 seconds"),
+        ({}, {}, "input", "no sample has a runtime"),
+    ],
+)
 def test_rtf_bad_input(runtime, audio, side, message):
     with pytest.raises(MeterError, match=message):
         real_time_factor(runtime, audio, audio=side)
@@ -235,10 +248,13 @@ def test_memory_failure_is_recorded_and_the_others_measured():
     assert "no separate device allocator" in result.device_note
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"method": "tracemalloc"}, "unknown memory method 'tracemalloc'; allowed: hwm, memory_profiler"),
-    ({"method": "memory_profiler", "interval": 0}, "interval must be a number of seconds > 0, got 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"method": "tracemalloc"}, "unknown memory method 'tracemalloc'; allowed: hwm, memory_profiler"),
+        ({"method": "memory_profiler", "interval": 0}, "interval must be a number of seconds > 0, got 0"),
+    ],
+)
 def test_memory_meter_bad_settings(kwargs, message):
     with pytest.raises(MeterError, match=message):
         MemoryMeter(**kwargs)

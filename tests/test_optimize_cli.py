@@ -14,15 +14,38 @@ from click.testing import CliRunner
 
 from speechperf.cli import main
 
-TINY = ["--preset", "tiny", "--dataset-size", "3", "--calibration-size", "2", "--set", "general.repeat=1",
-        "--set", "general.warmup=1"]
+TINY = [
+    "--preset",
+    "tiny",
+    "--dataset-size",
+    "3",
+    "--calibration-size",
+    "2",
+    "--set",
+    "general.repeat=1",
+    "--set",
+    "general.warmup=1",
+]
 
 
 def optimize(tmp_path: Path, *args: str):
     out = tmp_path / "optimize.json"
-    result = CliRunner().invoke(main, ["optimize", *args, "--out-dir", str(tmp_path / "variants"), "-o", str(out),
-                                       "--csv", str(tmp_path / "t.csv"), "--markdown", str(tmp_path / "t.md")],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        main,
+        [
+            "optimize",
+            *args,
+            "--out-dir",
+            str(tmp_path / "variants"),
+            "-o",
+            str(out),
+            "--csv",
+            str(tmp_path / "t.csv"),
+            "--markdown",
+            str(tmp_path / "t.md"),
+        ],
+        catch_exceptions=False,
+    )
     return result, json.loads(out.read_text()) if out.exists() else None
 
 
@@ -60,40 +83,74 @@ def test_table_on_the_tiny_s2t(tmp_path, backend, method):
 def test_a_method_that_fails_is_a_row_with_its_reason_and_exit_1(tmp_path):
     """torchao quantizes an nn.Module; the silero VAD on torch is TorchScript, which it cannot read. The fp32
     baseline is still measured, the failed method is a row saying why, and the exit code is 1."""
-    result, doc = optimize(tmp_path, "-b", "torch", "--config", "configs/VAD.yaml", "--method",
-                           "torchao-dynamic,legacy-dynamic", "--runs", "1", "--dataset-size", "2",
-                           "--calibration-size", "1", "--set", "general.repeat=1")
+    result, doc = optimize(
+        tmp_path,
+        "-b",
+        "torch",
+        "--config",
+        "configs/VAD.yaml",
+        "--method",
+        "torchao-dynamic,legacy-dynamic",
+        "--runs",
+        "1",
+        "--dataset-size",
+        "2",
+        "--calibration-size",
+        "1",
+        "--set",
+        "general.repeat=1",
+    )
     assert result.exit_code == 1
     table = rows(doc)
     assert table["fp32"]["runs"] == 1 and table["fp32"]["latency_ms"] > 0
-    assert table["torchao-dynamic"]["status"] == ("failed: method 'torchao-dynamic' reads a model in format module; "
-                                                  "vad is at hand in: torchscript")
+    assert table["torchao-dynamic"]["status"] == (
+        "failed: method 'torchao-dynamic' reads a model in format module; vad is at hand in: torchscript"
+    )
     assert table["legacy-dynamic"]["status"].startswith("failed: ")
     assert "failed: method 'torchao-dynamic' reads a model in format module" in result.output
 
 
 def test_an_unknown_method_is_one_line_exit_2(tmp_path):
-    result = CliRunner().invoke(main, ["optimize", "-b", "onnxruntime", "--method", "ort-dynamic,int4",
-                                       "--out-dir", str(tmp_path)])
+    result = CliRunner().invoke(
+        main, ["optimize", "-b", "onnxruntime", "--method", "ort-dynamic,int4", "--out-dir", str(tmp_path)]
+    )
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "Error: unknown quantization method 'int4' for backend 'onnxruntime'; its methods: ort-dynamic, "
-        "ort-static-qdq"]
+        "Error: unknown quantization method 'int4' for backend 'onnxruntime'; its methods: ort-dynamic, ort-static-qdq"
+    ]
     assert not any(tmp_path.iterdir())  # nothing ran
 
 
 def test_method_list_shows_every_backend(tmp_path):
     result = CliRunner().invoke(main, ["optimize", "--method", "list"])
     assert result.exit_code == 0
-    assert result.output.splitlines() == ["onnxruntime: ort-dynamic, ort-static-qdq", "paddle: paddle-ptq",
-                                          "torch: torchao-dynamic, pt2e-static, legacy-dynamic, fp32-export"]
+    assert result.output.splitlines() == [
+        "onnxruntime: ort-dynamic, ort-static-qdq",
+        "paddle: paddle-ptq",
+        "torch: torchao-dynamic, pt2e-static, legacy-dynamic, fp32-export",
+    ]
 
 
 def test_an_unwritable_output_is_refused_before_any_quantization(tmp_path):
     config = Path(__file__).resolve().parent.parent / "configs" / "S2T.yaml"
-    result = CliRunner().invoke(main, ["optimize", "-b", "onnxruntime", "--config", str(config),
-                                       "--preset", "tiny", "--method", "ort-dynamic", "--out-dir", str(tmp_path / "o"),
-                                       "--csv", "/dev/full"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "optimize",
+            "-b",
+            "onnxruntime",
+            "--config",
+            str(config),
+            "--preset",
+            "tiny",
+            "--method",
+            "ort-dynamic",
+            "--out-dir",
+            str(tmp_path / "o"),
+            "--csv",
+            "/dev/full",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert "--csv /dev/full is a character device" in result.output
     assert not (tmp_path / "o").exists()  # nothing was quantized

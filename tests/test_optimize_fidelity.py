@@ -73,10 +73,29 @@ def test_vad_on_real_speech_agrees_with_fp32(tmp_path):
         lines.append(f"{name}\t{len(clip)}")
     (tmp_path / "manifest.tsv").write_text("\n".join(lines) + "\n")
     out = tmp_path / "vad.json"
-    result = CliRunner().invoke(main, ["optimize", "-b", "onnxruntime", "--config", "configs/VAD.yaml",
-                                       "--dataset-path", str(tmp_path / "manifest.tsv"), "--calibration-size", "1",
-                                       "--method", "ort-dynamic", "--runs", "1", "--out-dir",
-                                       str(tmp_path / "variants"), "-o", str(out)], catch_exceptions=False)
+    result = CliRunner().invoke(
+        main,
+        [
+            "optimize",
+            "-b",
+            "onnxruntime",
+            "--config",
+            "configs/VAD.yaml",
+            "--dataset-path",
+            str(tmp_path / "manifest.tsv"),
+            "--calibration-size",
+            "1",
+            "--method",
+            "ort-dynamic",
+            "--runs",
+            "1",
+            "--out-dir",
+            str(tmp_path / "variants"),
+            "-o",
+            str(out),
+        ],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     table = {r["variant"]: r for r in json.loads(out.read_text())["table"]}
     assert table["ort-dynamic"]["size_ratio"] < 0.9  # measured 0.75: the LSTM weights are int8

@@ -83,8 +83,11 @@ def test_write_through_a_symlink_keeps_the_link(tmp_path):
 
 @pytest.mark.parametrize("option", ["--output", "--csv", "--markdown"])
 def test_bench_refuses_device_fifo_and_proc_before_measuring(option, fifo):
-    for path, why in (("/dev/full", "is a character device"), (str(fifo), "is a FIFO"),
-                      ("/proc/x.json", "folder /proc is not writable")):
+    for path, why in (
+        ("/dev/full", "is a character device"),
+        (str(fifo), "is a FIFO"),
+        ("/proc/x.json", "folder /proc is not writable"),
+    ):
         start = time.perf_counter()
         result = invoke("bench", *FAST, option, path)
         one_line_error(result, option, path, why)
@@ -105,8 +108,7 @@ def test_bench_writes_through_a_symlink(tmp_path):
 
 
 def test_data_subset_refuses_device_fifo_and_folder(tmp_path, npz_dataset, fifo):
-    for path, why in (("/dev/full", "is a character device"), (str(fifo), "is a FIFO"),
-                      (str(tmp_path), "is a folder")):
+    for path, why in (("/dev/full", "is a character device"), (str(fifo), "is a FIFO"), (str(tmp_path), "is a folder")):
         one_line_error(invoke("data", "subset", str(npz_dataset), "-n", "2", "-o", path), "--output", why)
     target = tmp_path / "subset_target.npz"
     link = tmp_path / "subset.npz"
@@ -124,10 +126,31 @@ def test_ctrl_c_keeps_json_csv_markdown_and_says_interrupted_once(tmp_path):
     out, csv_path, md_path = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.md"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        SPEECHPERF + ["bench", "-b", "onnxruntime", "--dataset-size", "300", "--warmup", "1", "--repeat", "1",
-                      "--meters", "runtime,memory,flops", "-o", str(out), "--csv", str(csv_path),
-                      "--markdown", str(md_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        SPEECHPERF
+        + [
+            "bench",
+            "-b",
+            "onnxruntime",
+            "--dataset-size",
+            "300",
+            "--warmup",
+            "1",
+            "--repeat",
+            "1",
+            "--meters",
+            "runtime,memory,flops",
+            "-o",
+            str(out),
+            "--csv",
+            str(csv_path),
+            "--markdown",
+            str(md_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     lines = []
     for line in proc.stderr:  # progress lines on a non-terminal: "s2t/tiny: runtime done (300 samples)"
         lines.append(line)

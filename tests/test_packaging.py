@@ -28,5 +28,7 @@ def test_builtin_backends_register_through_the_entry_point_group():
 def test_readme_test_command_is_what_ci_runs():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    command = next(line.strip() for line in readme.splitlines() if "pytest" in line and line.strip().startswith("python"))
+    command = next(
+        line.strip() for line in readme.splitlines() if "pytest" in line and line.strip().startswith("python")
+    )
     assert command in ci

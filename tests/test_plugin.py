@@ -131,12 +131,12 @@ def known_session(graph, threads=None):
     return make_session(model.SerializeToString(), threads or 1)
 '''
 
-MEMORY = '''
+MEMORY = """
 class DeviceMemory:
     def __init__(self, device="cpu"):
         self.available = False
         self.reason = "ortwrap exposes no device allocator"
-'''
+"""
 
 ENTRY_POINTS = """
 [speechperf.backends]
@@ -162,8 +162,11 @@ def plugin_path(tmp_path_factory) -> Path:
 
 
 def speechperf(plugin_path: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")]),
-           "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")]),
+        "COLUMNS": "200",
+    }
     return subprocess.run([*SPEECHPERF, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
 
 
@@ -224,8 +227,11 @@ def test_profile_without_profiler_module_is_one_line(plugin_path):
         graph = __import__("speechperf.meters.flops", fromlist=["KnownGraph"]).KnownGraph("matmul")
         session = elsewhere.known_session(graph, 1)
         np.testing.assert_allclose(session(graph.feeds())["y"], graph.reference(graph.feeds()), rtol=1e-4)
-        with pytest.raises(CapabilityUnavailableError, match=r"^backend 'elsewhere': capability 'profiler' is "
-                           r"unavailable \(ortwrap.memory defines no make_step_profiler\)$"):
+        with pytest.raises(
+            CapabilityUnavailableError,
+            match=r"^backend 'elsewhere': capability 'profiler' is "
+            r"unavailable \(ortwrap.memory defines no make_step_profiler\)$",
+        ):
             elsewhere.step_profiler("")
     finally:
         unregister_backend("ortwrap")
@@ -237,8 +243,22 @@ def test_profile_without_profiler_module_is_one_line(plugin_path):
 @pytest.mark.slow
 def test_vad_preset_runs_the_silero_onnx_on_the_plugin(plugin_path, tmp_path):
     out = tmp_path / "vad.json"
-    result = speechperf(plugin_path, "bench", "--backend", "ortwrap", "--config", "configs/VAD.yaml",
-                        "--dataset-size", "2", "--warmup", "1", "--repeat", "1", "--output", str(out))
+    result = speechperf(
+        plugin_path,
+        "bench",
+        "--backend",
+        "ortwrap",
+        "--config",
+        "configs/VAD.yaml",
+        "--dataset-size",
+        "2",
+        "--warmup",
+        "1",
+        "--repeat",
+        "1",
+        "--output",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
     stage = data["result"]["stages"][0]
@@ -251,9 +271,26 @@ def test_vad_preset_runs_the_silero_onnx_on_the_plugin(plugin_path, tmp_path):
 @pytest.mark.slow
 def test_s2t_preset_runs_the_onnx_exports_on_the_plugin(plugin_path, tmp_path):
     out = tmp_path / "s2t.json"
-    result = speechperf(plugin_path, "bench", "--backend", "ortwrap", "--config", "configs/S2T.yaml",
-                        "--preset", "tiny", "--dataset-size", "2", "--warmup", "1", "--repeat", "1",
-                        "--meters", "runtime", "--output", str(out))
+    result = speechperf(
+        plugin_path,
+        "bench",
+        "--backend",
+        "ortwrap",
+        "--config",
+        "configs/S2T.yaml",
+        "--preset",
+        "tiny",
+        "--dataset-size",
+        "2",
+        "--warmup",
+        "1",
+        "--repeat",
+        "1",
+        "--meters",
+        "runtime",
+        "--output",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["result"]["backend"] == "ortwrap" and data["result"]["failed"] == {}
@@ -264,20 +301,38 @@ def test_plugin_options_are_checked_by_the_plugin(plugin_path, tmp_path):
     config = tmp_path / "vad.yaml"
     base = (REPO / "configs" / "VAD.yaml").read_text()
     config.write_text(base + "  options:\n    ortwrap: {graph_optimisation_level: basic}\n")
-    for command in (["config", "check", str(config)],
-                    ["bench", "--backend", "ortwrap", "--config", str(config), "--dataset-size", "1"]):
+    for command in (
+        ["config", "check", str(config)],
+        ["bench", "--backend", "ortwrap", "--config", str(config), "--dataset-size", "1"],
+    ):
         result = speechperf(plugin_path, *command)
         assert result.returncode == 2, result.stdout + result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in result.stderr
-        assert ("unknown option 'graph_optimisation_level' of backend 'ortwrap' (did you mean "
-                "'graph_optimization_level'?); allowed: graph_optimization_level") in lines[0]
+        assert (
+            "unknown option 'graph_optimisation_level' of backend 'ortwrap' (did you mean "
+            "'graph_optimization_level'?); allowed: graph_optimization_level"
+        ) in lines[0]
         assert str(config) in lines[0] and "stage1.options.ortwrap" in lines[0]
 
     config.write_text(base + "  options:\n    ortwrap: {graph_optimization_level: basic}\n")
     out = tmp_path / "ok.json"
-    result = speechperf(plugin_path, "bench", "--backend", "ortwrap", "--config", str(config), "--dataset-size", "1",
-                        "--warmup", "0", "--meters", "runtime", "--output", str(out))
+    result = speechperf(
+        plugin_path,
+        "bench",
+        "--backend",
+        "ortwrap",
+        "--config",
+        str(config),
+        "--dataset-size",
+        "1",
+        "--warmup",
+        "0",
+        "--meters",
+        "runtime",
+        "--output",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     saved = json.loads(out.read_text())["config"]["stage1"]["options"]
     assert saved == {"ortwrap": {"graph_optimization_level": "basic"}}

@@ -16,10 +16,20 @@ from tests.test_profiler_onnxruntime import tiny_onnx  # noqa: E402,F401  (the f
 
 def test_profile_an_onnx_model(tmp_path, tiny_onnx):  # noqa: F811
     trace = tmp_path / "cli trace.json"
-    result = CliRunner().invoke(main, [
-        "profile", "--backend", "onnxruntime", "--model", str(tiny_onnx), "--input", "x:2x80x30",
-        "--profiler-options", f"batch_range=[2,5]; sorted_key=calls; profile_path={trace}",
-    ])
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "--backend",
+            "onnxruntime",
+            "--model",
+            str(tiny_onnx),
+            "--input",
+            "x:2x80x30",
+            "--profiler-options",
+            f"batch_range=[2,5]; sorted_key=calls; profile_path={trace}",
+        ],
+    )
     assert result.exit_code == 0, result.output
     out = result.output
     assert "onnxruntime ops, sorted by calls (ms)" in out and "FusedConv" in out
@@ -30,10 +40,20 @@ def test_profile_an_onnx_model(tmp_path, tiny_onnx):  # noqa: F811
 
 
 def test_timer_only(tmp_path, tiny_onnx):  # noqa: F811
-    result = CliRunner().invoke(main, [
-        "profile", "-b", "onnxruntime", "--model", str(tiny_onnx), "--input", "x:2x80x30",
-        "--profiler-options", f"batch_range=[1,4]; timer_only=true; profile_path={tmp_path}/t.json",
-    ])
+    result = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            "-b",
+            "onnxruntime",
+            "--model",
+            str(tiny_onnx),
+            "--input",
+            "x:2x80x30",
+            "--profiler-options",
+            f"batch_range=[1,4]; timer_only=true; profile_path={tmp_path}/t.json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "ips:" in result.output and "FusedConv" not in result.output and not list(tmp_path.iterdir())
 
@@ -46,10 +66,14 @@ def test_timer_only(tmp_path, tiny_onnx):  # noqa: F811
         (["--input", "x:2by80"], "--input 'x:2by80' is not NAME:SHAPE[:DTYPE]"),
         (["--input", "y:2x80x30"], "--input 'y': the model has no such input; its inputs: x"),
         (["--input", "x:2x80x30", "--seed", "-5"], "Invalid value for '--seed': -5 is not in the range x>=0"),
-        (["--input", "x:2x80x30", "--profiler-options", "profile_path=/proc/t.json"],
-         "profile_path /proc/t.json: its folder /proc is not writable"),
-        (["--input", "x:2x80x30", "--profiler-options", "profile_path=/dev/full"],
-         "profile_path /dev/full is a character device; only a regular file (or a new path) is written"),
+        (
+            ["--input", "x:2x80x30", "--profiler-options", "profile_path=/proc/t.json"],
+            "profile_path /proc/t.json: its folder /proc is not writable",
+        ),
+        (
+            ["--input", "x:2x80x30", "--profiler-options", "profile_path=/dev/full"],
+            "profile_path /dev/full is a character device; only a regular file (or a new path) is written",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(tiny_onnx, args, message):  # noqa: F811
@@ -71,14 +95,28 @@ def test_a_range_from_step_0_or_1_records_the_same_steps_on_every_backend(tmp_pa
     for backend in ("torch", "paddle", "onnxruntime"):
         pytest.importorskip({"torch": "torch", "paddle": "paddle", "onnxruntime": "onnxruntime"}[backend])
         trace = tmp_path / f"{backend}.json"
-        result = CliRunner().invoke(main, [
-            "profile", "-b", backend, "--config", str(S2T_CONFIG), "--preset", "tiny", "--dataset-size", "2",
-            "--profiler-options", f"batch_range={batch_range}; profile_path={trace}"])
+        result = CliRunner().invoke(
+            main,
+            [
+                "profile",
+                "-b",
+                backend,
+                "--config",
+                str(S2T_CONFIG),
+                "--preset",
+                "tiny",
+                "--dataset-size",
+                "2",
+                "--profiler-options",
+                f"batch_range={batch_range}; profile_path={trace}",
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert "steps timed: 2" in result.output
         events = json.loads(trace.read_text())
         events = events["traceEvents"] if isinstance(events, dict) else events
         # ProfilerStep#N (torch, onnxruntime), ProfileStep#N[... ms] (paddle)
-        recorded[backend] = {int(m.group(1)) for e in events
-                             if (m := re.match(r"Profiler?Step#(\d+)", str(e.get("name", ""))))}
+        recorded[backend] = {
+            int(m.group(1)) for e in events if (m := re.match(r"Profiler?Step#(\d+)", str(e.get("name", ""))))
+        }
     assert recorded == {"torch": steps, "paddle": steps, "onnxruntime": steps}

@@ -20,8 +20,7 @@ TINY = ["--config", S2T, "--preset", "tiny", "--dataset-size", "2", "--set", "st
 # The tiny S2T's conv subsampler has two Conv1d layers and runs once per sample, in the encoder.
 CONVS_PER_SAMPLE = 2
 # What each framework calls the model's matrix products and its convolutions.
-MATMUL = {"torch": ("aten::linear", "aten::matmul"), "onnxruntime": ("MatMul", "Gemm"),
-          "paddle": ("matmul", "fc")}
+MATMUL = {"torch": ("aten::linear", "aten::matmul"), "onnxruntime": ("MatMul", "Gemm"), "paddle": ("matmul", "fc")}
 CONV = {"torch": "aten::conv1d", "onnxruntime": "Conv", "paddle": "conv2d"}
 
 
@@ -90,8 +89,9 @@ def test_s2t_preset_records_steps_2_to_4(tmp_path, summaries, backend):
 def test_timer_only_gives_ips_and_no_trace(tmp_path, summaries, backend):
     trace_dir = tmp_path / "traces"
     trace_dir.mkdir()
-    result = profile("-b", backend, *TINY, "--profiler-options",
-                     f"batch_range=[1,4]; timer_only=true; profile_path={trace_dir}")
+    result = profile(
+        "-b", backend, *TINY, "--profiler-options", f"batch_range=[1,4]; timer_only=true; profile_path={trace_dir}"
+    )
     assert result.exit_code == 0, result.output
     (summary,) = summaries
     assert summary.ops == () and summary.trace_path is None and summary.timing.steps == 3

@@ -12,7 +12,12 @@ def test_defaults_are_paddlespeech_s():
     o = ProfilerOptions.parse(None)
     assert o == ProfilerOptions.parse("")
     assert (o.batch_range, o.state, o.sorted_key, o.tracer_option, o.profile_path, o.exit_on_finished) == (
-        (10, 20), "All", "total", "Default", "/tmp/profile", True,
+        (10, 20),
+        "All",
+        "total",
+        "Default",
+        "/tmp/profile",
+        True,
     )
     assert (o.timer_only, o.api, o.backend) == (False, "new", None)
 
@@ -30,22 +35,42 @@ def test_trailing_semicolon_and_paths_with_spaces():
     assert o.timer_only is True
 
 
-@pytest.mark.parametrize("word,value", [("yes", True), ("TRUE", True), ("t", True), ("1", True),
-                                        ("no", False), ("False", False), ("f", False), ("0", False)])
+@pytest.mark.parametrize(
+    "word,value",
+    [
+        ("yes", True),
+        ("TRUE", True),
+        ("t", True),
+        ("1", True),
+        ("no", False),
+        ("False", False),
+        ("f", False),
+        ("0", False),
+    ],
+)
 def test_booleans(word, value):
     assert ProfilerOptions.parse(f"exit_on_finished={word}").exit_on_finished is value
 
 
 def test_repr_shows_the_effective_options():
     text = repr(ProfilerOptions.parse("state=CPU; sorted_key=calls"))
-    for part in ("batch_range=(10, 20)", "state='CPU'", "sorted_key='calls'", "profile_path='/tmp/profile'",
-                 "exit_on_finished=True", "timer_only=False", "api='new'"):
+    for part in (
+        "batch_range=(10, 20)",
+        "state='CPU'",
+        "sorted_key='calls'",
+        "profile_path='/tmp/profile'",
+        "exit_on_finished=True",
+        "timer_only=False",
+        "api='new'",
+    ):
         assert part in text
 
 
 def test_to_string_round_trips():
-    o = ProfilerOptions.parse("batch_range=[3,7]; state=GPU; sorted_key=ave; tracer_option=AllOpDetail; "
-                              "profile_path=/a b/c; exit_on_finished=no; timer_only=yes; api=legacy; backend=torch")
+    o = ProfilerOptions.parse(
+        "batch_range=[3,7]; state=GPU; sorted_key=ave; tracer_option=AllOpDetail; "
+        "profile_path=/a b/c; exit_on_finished=no; timer_only=yes; api=legacy; backend=torch"
+    )
     assert ProfilerOptions.parse(o.to_string()) == o
 
 

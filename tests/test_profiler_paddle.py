@@ -89,8 +89,12 @@ def test_legacy_api_records_steps_10_to_19_of_30(tmp_path, capfd):
 
 
 def test_legacy_sorted_by_calls(tmp_path):
-    s = train(get_backend("paddle").step_profiler(f"batch_range=[1,3]; api=legacy; sorted_key=calls; "
-                                                  f"profile_path={tmp_path}"), 4)
+    s = train(
+        get_backend("paddle").step_profiler(
+            f"batch_range=[1,3]; api=legacy; sorted_key=calls; profile_path={tmp_path}"
+        ),
+        4,
+    )
     calls = [o.calls for o in s.ops]
     assert calls == sorted(calls, reverse=True) and s.raw_path == tmp_path / "paddle_legacy.profile"
 
@@ -98,8 +102,9 @@ def test_legacy_sorted_by_calls(tmp_path):
 def test_timer_only_gives_ips_and_no_trace(tmp_path):
     for api in ("new", "legacy"):
         trace = tmp_path / f"{api}.json"
-        s = train(get_backend("paddle").step_profiler(f"batch_range=[3,8]; timer_only=t; api={api}; "
-                                                      f"profile_path={trace}"), 10)
+        s = train(
+            get_backend("paddle").step_profiler(f"batch_range=[3,8]; timer_only=t; api={api}; profile_path={trace}"), 10
+        )
         assert s.ops == () and s.trace_path is None and not trace.exists()
         assert s.timing.steps == 5 and s.timing.ips > 0
 

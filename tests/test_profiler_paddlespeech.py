@@ -100,10 +100,21 @@ def test_argparse_benchmark_options(capsys):
     parser = argparse.ArgumentParser()
     group = ps.add_benchmark_options(parser)
     assert group.title == "Benchmark Options"
-    args = parser.parse_args(["--profiler-options", "batch_range=[5,9]; state=CPU;",
-                              "--benchmark-batch-size", "8", "--benchmark-max-step", "40"])
+    args = parser.parse_args(
+        [
+            "--profiler-options",
+            "batch_range=[5,9]; state=CPU;",
+            "--benchmark-batch-size",
+            "8",
+            "--benchmark-max-step",
+            "40",
+        ]
+    )
     assert (args.profiler_options, args.benchmark_batch_size, args.benchmark_max_step) == (
-        "batch_range=[5,9]; state=CPU;", 8, 40)
+        "batch_range=[5,9]; state=CPU;",
+        8,
+        40,
+    )
     assert parser.parse_args([]).profiler_options is None
     with pytest.raises(SystemExit) as info:
         parser.parse_args(["--profiler-options", "sorted_key=avg"])
@@ -158,8 +169,13 @@ def torch_train_batch(request):
     torch.set_num_threads(1)  # 2 shared cores: more threads only spin
     request.addfinalizer(lambda: torch.set_num_threads(before))
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv1d(80, 32, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.AdaptiveAvgPool1d(1), torch.nn.Flatten(), torch.nn.Linear(32, 5))
+    model = torch.nn.Sequential(
+        torch.nn.Conv1d(80, 32, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool1d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32, 5),
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def train_batch(batch):
@@ -178,8 +194,13 @@ def paddle_train_batch(request):
 
     paddle = import_paddle()
     paddle.seed(0)
-    model = paddle.nn.Sequential(paddle.nn.Conv1D(80, 32, 3, padding=1), paddle.nn.ReLU(),
-                                 paddle.nn.AdaptiveAvgPool1D(1), paddle.nn.Flatten(), paddle.nn.Linear(32, 5))
+    model = paddle.nn.Sequential(
+        paddle.nn.Conv1D(80, 32, 3, padding=1),
+        paddle.nn.ReLU(),
+        paddle.nn.AdaptiveAvgPool1D(1),
+        paddle.nn.Flatten(),
+        paddle.nn.Linear(32, 5),
+    )
     opt = paddle.optimizer.SGD(learning_rate=0.01, parameters=model.parameters())
 
     def train_batch(batch):
@@ -208,8 +229,9 @@ def batches(n, batch=4):
 )
 def test_trainer_hook_profiles_a_training_loop(request, tmp_path, backend_key, make, conv_op):
     trace = tmp_path / "trace.json"
-    args = parse(["--benchmark-max-step", "50", "--profiler-options",
-                  f"batch_range=[3,6]; profile_path={trace}{backend_key}"])
+    args = parse(
+        ["--benchmark-max-step", "50", "--profiler-options", f"batch_range=[3,6]; profile_path={trace}{backend_key}"]
+    )
     trainer = Trainer(args, make(request))
     with pytest.raises(SystemExit) as info:
         trainer.train(batches(50))

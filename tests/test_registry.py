@@ -78,7 +78,9 @@ def test_backends_command_shows_all_three_available():
 
 
 def test_backends_table_lists_versions():
-    result = subprocess.run([sys.executable, "-m", "speechperf", "backends"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "speechperf", "backends"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0
     for name in ("torch", "paddle", "onnxruntime"):
         assert name in result.stdout

@@ -249,8 +249,7 @@ def test_silero_file_is_picked_by_the_format_a_backend_loads(tmp_path):
     spec = silero_model_spec(OnnxToo(), tmp_path)
     assert spec.format == "onnx" and spec.path.name == "silero_vad.onnx"
     assert silero_model_spec("torch", tmp_path).path.name == "silero_vad.jit"
-    message = ("no silero VAD model for backend 'ir-only': it loads openvino-ir; the silero files are "
-               "torchscript, onnx")
+    message = "no silero VAD model for backend 'ir-only': it loads openvino-ir; the silero files are torchscript, onnx"
     with pytest.raises(SpeechperfError, match=message):
         silero_model_spec(IrOnly(), tmp_path)
 

@@ -33,12 +33,17 @@ def piper_like(tmp_path, monkeypatch) -> Path:
         helper.make_node("Tile", ["scaled", "repeats"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "piper_like",
-        [helper.make_tensor_value_info("tokens", TensorProto.INT64, [1, "n"]),
-         helper.make_tensor_value_info("scales", TensorProto.FLOAT, [3])],
+        nodes,
+        "piper_like",
+        [
+            helper.make_tensor_value_info("tokens", TensorProto.INT64, [1, "n"]),
+            helper.make_tensor_value_info("scales", TensorProto.FLOAT, [3]),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None])],
-        initializer=[numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
-                     numpy_helper.from_array(np.array([1, HOP], dtype=np.int64), "repeats")],
+        initializer=[
+            numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+            numpy_helper.from_array(np.array([1, HOP], dtype=np.int64), "repeats"),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -65,10 +70,27 @@ stage1:
 
 def test_constant_input_and_rtf_at_the_output_rate(piper_like):
     out, dump = piper_like / "r.json", piper_like / "wav"
-    result = CliRunner().invoke(main, [
-        "bench", "-b", "onnxruntime", "--config", str(config(piper_like, "[0.667, 1.0, 0.8]")), "--repeat", "3",
-        "--meters", "runtime", "--quiet", "-o", str(out), "--dump-speech-waveforms-dir", str(dump),
-        "--target-sr", str(RATE)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "-b",
+            "onnxruntime",
+            "--config",
+            str(config(piper_like, "[0.667, 1.0, 0.8]")),
+            "--repeat",
+            "3",
+            "--meters",
+            "runtime",
+            "--quiet",
+            "-o",
+            str(out),
+            "--dump-speech-waveforms-dir",
+            str(dump),
+            "--target-sr",
+            str(RATE),
+        ],
+    )
     assert result.exit_code == 0, result.output
     stage = json.loads(out.read_text())["result"]["stages"][0]
     seconds = {k: n * HOP / RATE for k, n in TOKENS.items()}  # 0.5 s and 0.9 s of output audio
@@ -84,8 +106,10 @@ def test_constant_input_and_rtf_at_the_output_rate(piper_like):
 
 
 def test_constant_of_the_wrong_shape_fails_before_measuring(piper_like):
-    result = CliRunner().invoke(main, ["bench", "-b", "onnxruntime", "--config", str(config(piper_like, "[0.667, 1.0]")),
-                                       "--quiet"])
+    result = CliRunner().invoke(
+        main, ["bench", "-b", "onnxruntime", "--config", str(config(piper_like, "[0.667, 1.0]")), "--quiet"]
+    )
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines() == [
-        f"Error: {piper_like / 'tts.yaml'}: stage1.inputs[1].value = [0.667, 1.0]: input 'scales' has size 2 on axis 0; expected 3 (3)"]
+        f"Error: {piper_like / 'tts.yaml'}: stage1.inputs[1].value = [0.667, 1.0]: input 'scales' has size 2 on axis 0; expected 3 (3)"
+    ]

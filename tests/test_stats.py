@@ -61,5 +61,6 @@ def test_outliers_can_require_a_minimum_distance_from_the_median():
     assert stats.outliers(steady, min_relative=0.10) == []
     assert stats.outliers([*steady[:-1], 1.5], min_relative=0.10) == [6]
     warning = stats.outlier_warning([*steady[:-1], 1.5], "torch", min_relative=0.10)
-    assert warning.startswith("torch: 1 of 7 values are outliers (modified z-score > 3.5 and more than 10% from the "
-                              "median)")
+    assert warning.startswith(
+        "torch: 1 of 7 values are outliers (modified z-score > 3.5 and more than 10% from the median)"
+    )

@@ -22,9 +22,14 @@ def test_cer_counts_characters():
     assert score(["abcd"], ["abed"]).cer == pytest.approx(1 / 4)
 
 
-@pytest.mark.parametrize("refs,hyps,needle", [(["a"], [], "one transcript per reference"),
-                                             ([], [], "at least one reference"),
-                                             (["..."], ["x"], "empty after normalisation")])
+@pytest.mark.parametrize(
+    "refs,hyps,needle",
+    [
+        (["a"], [], "one transcript per reference"),
+        ([], [], "at least one reference"),
+        (["..."], ["x"], "empty after normalisation"),
+    ],
+)
 def test_bad_input_is_one_clear_error(refs, hyps, needle):
     with pytest.raises(SpeechperfError, match=needle):
         score(refs, hyps)

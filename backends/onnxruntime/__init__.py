@@ -13,10 +13,17 @@ from speechperf.errors import DeviceError
 class OnnxRuntimeOptions:
     """``options: {onnxruntime: {...}}`` of a stage (see speechperf.config.backend_options)."""
 
-    graph_optimization_level: str = key("all", "ORT graph optimisations applied when the session is made", "str",
-                                         ("disable", "basic", "extended", "all"))
-    providers: tuple[str, ...] = key((), "execution providers in order of preference (default: the CPU "
-                                            "one, or CUDA then CPU on device cuda)", "list[str]")
+    graph_optimization_level: str = key(
+        "all",
+        "ORT graph optimisations applied when the session is made",
+        "str",
+        ("disable", "basic", "extended", "all"),
+    )
+    providers: tuple[str, ...] = key(
+        (),
+        "execution providers in order of preference (default: the CPU one, or CUDA then CPU on device cuda)",
+        "list[str]",
+    )
     log_severity_level: int = key(3, "ORT log level: 0 verbose .. 4 fatal", "int", minimum=0)
     enable_profiling: bool = key(False, "write ORT's own JSON profile of the session", "bool")
     profile_file_prefix: str = key("onnxruntime_profile", "file name prefix of that profile", "str")

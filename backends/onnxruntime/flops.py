@@ -20,13 +20,50 @@ from onnx import shape_inference
 from speechperf.errors import SpeechperfError, first_line
 from speechperf.meters.flops import FlopCount
 
-KINDS = {"MatMul": "matmul", "Gemm": "matmul", "Conv": "conv", "ConvTranspose": "conv",
-         "LSTM": "rnn", "GRU": "rnn", "RNN": "rnn"}
+KINDS = {
+    "MatMul": "matmul",
+    "Gemm": "matmul",
+    "Conv": "conv",
+    "ConvTranspose": "conv",
+    "LSTM": "rnn",
+    "GRU": "rnn",
+    "RNN": "rnn",
+}
 # Ops with no floating point work at all: never listed as uncounted.
-NO_ARITHMETIC = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Shape", "Gather", "Concat", "Slice", "Split",
-                 "Constant", "ConstantOfShape", "Identity", "Cast", "Expand", "Flatten", "Range", "Size",
-                 "GatherElements", "ScatterND", "Tile", "Pad", "Unique", "NonZero", "Where", "Equal", "Less",
-                 "Greater", "Not", "And", "Or", "ArgMax", "TopK"}
+NO_ARITHMETIC = {
+    "Reshape",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Shape",
+    "Gather",
+    "Concat",
+    "Slice",
+    "Split",
+    "Constant",
+    "ConstantOfShape",
+    "Identity",
+    "Cast",
+    "Expand",
+    "Flatten",
+    "Range",
+    "Size",
+    "GatherElements",
+    "ScatterND",
+    "Tile",
+    "Pad",
+    "Unique",
+    "NonZero",
+    "Where",
+    "Equal",
+    "Less",
+    "Greater",
+    "Not",
+    "And",
+    "Or",
+    "ArgMax",
+    "TopK",
+}
 
 #: If nodes nested deeper than this are left uncounted (each level costs one run of the graph).
 MAX_IF_NESTING = 16
@@ -174,8 +211,9 @@ def _take_branches(model: onnx.ModelProto, ifs: list, choice: tuple[bool, ...]) 
         branch = next(a.g for a in node.attribute if a.name == taken[node.output[0]])
         nodes.extend(branch.node)
         flat.graph.initializer.extend(branch.initializer)
-        nodes.extend(onnx.helper.make_node("Identity", [inner.name], [outer])
-                     for inner, outer in zip(branch.output, node.output))
+        nodes.extend(
+            onnx.helper.make_node("Identity", [inner.name], [outer]) for inner, outer in zip(branch.output, node.output)
+        )
     del flat.graph.node[:]
     flat.graph.node.extend(nodes)
     return flat

@@ -3,6 +3,7 @@ on it). The FLOP counter finds the graph through the session's model bytes."""
 
 from __future__ import annotations
 
+
 def known_session(graph, threads: int | None = None):
     """An OnnxRuntimeSession over a one-node graph computing a KnownGraph (``MatMul`` or ``Conv``)."""
     import onnxruntime as ort
@@ -14,7 +15,8 @@ def known_session(graph, threads: int | None = None):
     node = helper.make_node(op, ["x", "w"], ["y"])
     model = helper.make_model(
         helper.make_graph(
-            [node], f"known_{graph.kind}",
+            [node],
+            f"known_{graph.kind}",
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(graph.input_shape))],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
             [numpy_helper.from_array(graph.weight(), "w")],

@@ -47,8 +47,10 @@ def preprocess(src: Path, dst: Path) -> list[str]:
     try:
         quant_pre_process(str(src), str(dst), skip_symbolic_shape=False)
     except Exception as exc:  # symbolic shape inference asserts on graphs it cannot follow
-        notes.append(f"quant_pre_process: symbolic shape inference failed ({first_line(exc) or type(exc).__name__}); "
-                     "ran without it")
+        notes.append(
+            f"quant_pre_process: symbolic shape inference failed ({first_line(exc) or type(exc).__name__}); "
+            "ran without it"
+        )
         quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
     return notes
 
@@ -68,7 +70,13 @@ class FeedsReader:
 
 
 def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> QuantizedModel:
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
 
     spec = source.spec_for(("onnx",), method, _fmt)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -79,8 +87,13 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
             notes = preprocess(spec.path, pre)
             if method == "ort-dynamic":
                 # EnableSubgraph: the silero VAD keeps its LSTMs inside If branches (one per sample rate).
-                quantize_dynamic(str(pre), str(out), weight_type=QuantType.QInt8, op_types_to_quantize=DYNAMIC_OPS,
-                                 extra_options={"EnableSubgraph": True})
+                quantize_dynamic(
+                    str(pre),
+                    str(out),
+                    weight_type=QuantType.QInt8,
+                    op_types_to_quantize=DYNAMIC_OPS,
+                    extra_options={"EnableSubgraph": True},
+                )
             else:
                 if not source.calibration:
                     raise QuantizationError(f"{method}: no calibration feeds for {source.name}")
@@ -88,9 +101,16 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
 
                 names = {i.name for i in onnx.load(str(pre), load_external_data=False).graph.input}
                 reader = type("Reader", (FeedsReader, CalibrationDataReader), {})(source.calibration, names)
-                quantize_static(str(pre), str(out), reader, quant_format=QuantFormat.QDQ,
-                                activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
-                                op_types_to_quantize=STATIC_OPS)
+                quantize_static(
+                    str(pre),
+                    str(out),
+                    reader,
+                    quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8,
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    op_types_to_quantize=STATIC_OPS,
+                )
     except QuantizationError:
         raise
     except Exception as exc:
@@ -99,14 +119,27 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
         pre.unlink(missing_ok=True)
     if not quantized_ops(out):
         ops = DYNAMIC_OPS if method == "ort-dynamic" else STATIC_OPS
-        raise QuantizationError(f"{method} quantized no operator of {spec.path.name} (it quantizes "
-                                f"{', '.join(ops)}; none was found where onnxruntime.quantization reaches)")
+        raise QuantizationError(
+            f"{method} quantized no operator of {spec.path.name} (it quantizes "
+            f"{', '.join(ops)}; none was found where onnxruntime.quantization reaches)"
+        )
     return QuantizedModel((out,), "onnx", notes=tuple(notes))
 
 
 #: Operators that only a quantized graph holds.
-INT8_OPS = {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QuantizeLinear", "DynamicQuantizeLSTM",
-            "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QLinearMatMul", "QLinearConv", "QGemm", "QAttention"}
+INT8_OPS = {
+    "DynamicQuantizeLinear",
+    "MatMulInteger",
+    "ConvInteger",
+    "QuantizeLinear",
+    "DynamicQuantizeLSTM",
+    "MatMulIntegerToFloat",
+    "DynamicQuantizeMatMul",
+    "QLinearMatMul",
+    "QLinearConv",
+    "QGemm",
+    "QAttention",
+}
 
 
 def quantized_ops(path: Path) -> int:

@@ -35,10 +35,19 @@ def import_paddle():
 class PaddleOptions:
     """``options: {paddle: {...}}`` of a stage (see speechperf.config.backend_options)."""
 
-    api: str = key("predictor", "how an inference model (.json/.pdmodel) runs: the paddle.inference predictor, or "
-                   "paddle.jit.load (one thread only)", "str", ("predictor", "jit"))
-    mkldnn_int8: bool = key(False, "predictor on cpu: run a quantized program's int8 kernels with oneDNN (what "
-                            "`speechperf optimize` sets for its paddle-ptq variants)", "bool")
+    api: str = key(
+        "predictor",
+        "how an inference model (.json/.pdmodel) runs: the paddle.inference predictor, or "
+        "paddle.jit.load (one thread only)",
+        "str",
+        ("predictor", "jit"),
+    )
+    mkldnn_int8: bool = key(
+        False,
+        "predictor on cpu: run a quantized program's int8 kernels with oneDNN (what "
+        "`speechperf optimize` sets for its paddle-ptq variants)",
+        "bool",
+    )
 
 
 class PaddleBackend(BackendBase):
@@ -129,5 +138,9 @@ class PaddleBackend(BackendBase):
             partial = out.with_name(out.stem + ".partial.safetensors")
             get_backend("torch").export_weights(attrs.evolve(source, inputs=None, outputs=None), partial)
             partial.replace(out)
-        return ModelSpec(factory="speechperf.backends.paddle.silero_vad:build", weights=out, inputs=source.inputs,
-                         outputs=source.outputs)
+        return ModelSpec(
+            factory="speechperf.backends.paddle.silero_vad:build",
+            weights=out,
+            inputs=source.inputs,
+            outputs=source.outputs,
+        )

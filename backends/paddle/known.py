@@ -6,6 +6,7 @@ from speechperf.backends.paddle import import_paddle
 
 paddle = import_paddle()
 
+
 def known_session(graph, threads: int | None = None):
     """A LayerSession computing a KnownGraph (matmul via ``paddle.matmul``, conv via ``nn.Conv1D`` without bias)."""
     from speechperf.backend import TensorInfo

@@ -43,8 +43,11 @@ def _tensors(spec, feeds):
 
 def _called_layers(layer, args) -> list:
     called = []
-    hooks = [sub.register_forward_pre_hook(lambda s, _inputs: called.append(s) or None)
-             for sub in layer.sublayers() if isinstance(sub, (paddle.nn.Linear, paddle.nn.Conv1D))]
+    hooks = [
+        sub.register_forward_pre_hook(lambda s, _inputs: called.append(s) or None)
+        for sub in layer.sublayers()
+        if isinstance(sub, (paddle.nn.Linear, paddle.nn.Conv1D))
+    ]
     with paddle.no_grad():
         layer(*args)
     for hook in hooks:
@@ -68,8 +71,11 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
             layer = spec.build_from_factory()
             layer.eval()
             config = QuantConfig(activation=None, weight=None)
-            config.add_layer_config(_called_layers(layer, _tensors(spec, first)),
-                                    activation=AbsmaxObserver(quant_bits=8), weight=AbsmaxObserver(quant_bits=8))
+            config.add_layer_config(
+                _called_layers(layer, _tensors(spec, first)),
+                activation=AbsmaxObserver(quant_bits=8),
+                weight=AbsmaxObserver(quant_bits=8),
+            )
             ptq = PTQ(config)
             observed = ptq.quantize(layer, inplace=False)
             with paddle.no_grad():
@@ -89,9 +95,15 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
     files = (prefix.with_suffix(".json"), prefix.with_suffix(".pdiparams"))
     _check_saved(backend, files[0], spec, first, expected, method, source.name)
     shape = "x".join(str(d) for d in first[names[0]].shape)
-    return QuantizedModel(files, "inference", dict(LOAD_OPTIONS), notes=(
-        f"{method}: saved at the fixed input shapes of the first calibration feed ({names[0]} {shape}); paddle "
-        f"{paddle.__version__} cannot save its quantize ops with dynamic axes",))
+    return QuantizedModel(
+        files,
+        "inference",
+        dict(LOAD_OPTIONS),
+        notes=(
+            f"{method}: saved at the fixed input shapes of the first calibration feed ({names[0]} {shape}); paddle "
+            f"{paddle.__version__} cannot save its quantize ops with dynamic axes",
+        ),
+    )
 
 
 def _check_saved(backend, path: Path, spec, feeds, expected, method: str, name: str) -> None:
@@ -110,4 +122,5 @@ def _check_saved(backend, path: Path, spec, feeds, expected, method: str, name: 
             raise QuantizationError(
                 f"{method} on {name}: the saved int8 program disagrees with the converted layer it was saved from "
                 f"(max |diff| {diff:.3g} for outputs of scale {scale:.3g}, on {out_name}; paddle "
-                f"{paddle.__version__} PIR save of PTQ models)")
+                f"{paddle.__version__} PIR save of PTQ models)"
+            )

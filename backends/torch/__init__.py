@@ -16,8 +16,11 @@ SUFFIX_FORMATS = {".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscri
 class TorchOptions:
     """``options: {torch: {...}}`` of a stage (see speechperf.config.backend_options)."""
 
-    optimize_for_inference: bool = key(False, "TorchScript: freeze the module and apply "
-                                       "torch.jit.optimize_for_inference (fuses conv+bn, folds constants)", "bool")
+    optimize_for_inference: bool = key(
+        False,
+        "TorchScript: freeze the module and apply torch.jit.optimize_for_inference (fuses conv+bn, folds constants)",
+        "bool",
+    )
 
 
 class TorchBackend(BackendBase):

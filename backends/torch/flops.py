@@ -22,12 +22,66 @@ aten = torch.ops.aten
 
 # Ops that do no floating point arithmetic: never listed as uncounted.
 _NO_ARITHMETIC = {
-    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "select",
-    "slice", "clone", "contiguous", "detach", "alias", "cat", "stack", "split", "split_with_sizes", "unbind", "zeros",
-    "empty", "full", "ones", "new_zeros", "new_empty", "copy_", "_to_copy", "lift_fresh", "index_select", "embedding",
-    "arange", "as_strided", "zero_", "fill_", "masked_fill", "index", "gather", "flatten", "constant_pad_nd",
-    "narrow", "repeat", "_reshape_alias", "empty_like", "zeros_like", "ones_like", "full_like", "eq", "ne", "lt",
-    "gt", "le", "ge", "logical_not", "logical_and", "argmax", "topk", "scalar_tensor", "item", "_local_scalar_dense",
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "permute",
+    "transpose",
+    "t",
+    "expand",
+    "unsqueeze",
+    "squeeze",
+    "select",
+    "slice",
+    "clone",
+    "contiguous",
+    "detach",
+    "alias",
+    "cat",
+    "stack",
+    "split",
+    "split_with_sizes",
+    "unbind",
+    "zeros",
+    "empty",
+    "full",
+    "ones",
+    "new_zeros",
+    "new_empty",
+    "copy_",
+    "_to_copy",
+    "lift_fresh",
+    "index_select",
+    "embedding",
+    "arange",
+    "as_strided",
+    "zero_",
+    "fill_",
+    "masked_fill",
+    "index",
+    "gather",
+    "flatten",
+    "constant_pad_nd",
+    "narrow",
+    "repeat",
+    "_reshape_alias",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "eq",
+    "ne",
+    "lt",
+    "gt",
+    "le",
+    "ge",
+    "logical_not",
+    "logical_and",
+    "argmax",
+    "topk",
+    "scalar_tensor",
+    "item",
+    "_local_scalar_dense",
 }
 
 
@@ -49,8 +103,9 @@ def _sdpa_flops(q, k, v, *args, out_val=None, **kwargs) -> int:
     return 2 * batch * length * source * (e + ev)
 
 
-def _mha_flops(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, *args, out_val=None,
-               **kwargs) -> int:
+def _mha_flops(
+    query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, *args, out_val=None, **kwargs
+) -> int:
     """In-projections, attention and out-projection of ``_native_multi_head_attention`` (batch-first)."""
     batch, length, e = query[0], query[-2], query[-1]
     source = key[-2]
@@ -58,9 +113,28 @@ def _mha_flops(query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, pr
     return projections + 2 * batch * length * source * 2 * e
 
 
-def _encoder_layer_flops(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
-                         norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
-                         ffn_bias_1, ffn_weight_2, *args, out_val=None, **kwargs) -> int:
+def _encoder_layer_flops(
+    src,
+    embed_dim,
+    num_heads,
+    qkv_weight,
+    qkv_bias,
+    proj_weight,
+    proj_bias,
+    use_gelu,
+    norm_first,
+    eps,
+    norm_weight_1,
+    norm_bias_1,
+    norm_weight_2,
+    norm_bias_2,
+    ffn_weight_1,
+    ffn_bias_1,
+    ffn_weight_2,
+    *args,
+    out_val=None,
+    **kwargs,
+) -> int:
     tokens = math.prod(src[:-1])
     ffn = 2 * tokens * (math.prod(ffn_weight_1) + math.prod(ffn_weight_2))
     return _mha_flops(src, src, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight) + ffn
@@ -83,9 +157,19 @@ for _packet, _formula in _FORMULAS.items():
     for _overload in _packet.overloads():
         EXTRA[getattr(_packet, _overload)] = _formula
 
-KINDS = {"mm": "matmul", "addmm": "matmul", "bmm": "matmul", "baddbmm": "matmul", "matmul": "matmul",
-         "convolution": "conv", "_convolution": "conv", "lstm": "rnn", "gru": "rnn", "rnn_tanh": "rnn",
-         "rnn_relu": "rnn"}
+KINDS = {
+    "mm": "matmul",
+    "addmm": "matmul",
+    "bmm": "matmul",
+    "baddbmm": "matmul",
+    "matmul": "matmul",
+    "convolution": "conv",
+    "_convolution": "conv",
+    "lstm": "rnn",
+    "gru": "rnn",
+    "rnn_tanh": "rnn",
+    "rnn_relu": "rnn",
+}
 
 
 class _Counter(FlopCounterMode):

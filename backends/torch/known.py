@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+
 def known_session(graph, threads: int | None = None):
     """A TorchSession computing a KnownGraph (matmul via ``torch.matmul``, conv via ``nn.Conv1d`` without bias)."""
     from speechperf.backend import TensorInfo

@@ -53,9 +53,7 @@ class TorchStepProfiler(StepProfiler):
         self._trace.unlink(missing_ok=True)  # a trace left by an earlier run must not pass for this one
         self._prof = profile(
             activities=self._activities,
-            schedule=schedule(
-                skip_first=step, wait=0, warmup=warmup, active=self._end - self._start, repeat=1
-            ),
+            schedule=schedule(skip_first=step, wait=0, warmup=warmup, active=self._end - self._start, repeat=1),
             on_trace_ready=lambda p: p.export_chrome_trace(str(self._trace)),
             record_shapes=detail != "Default",
             profile_memory=detail == "AllOpDetail",

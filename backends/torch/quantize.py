@@ -31,8 +31,12 @@ import torch
 from speechperf.errors import first_line
 from speechperf.optimize.hook import QuantizationError, QuantizedModel, QuantizeSource
 
-READS = {"torchao-dynamic": ("module",), "pt2e-static": ("module", "export"), "legacy-dynamic": ("module",),
-         "fp32-export": ("module",)}
+READS = {
+    "torchao-dynamic": ("module",),
+    "pt2e-static": ("module", "export"),
+    "legacy-dynamic": ("module",),
+    "fp32-export": ("module",),
+}
 SUFFIX_FORMATS = {".pt2": "export", ".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscript"}
 
 
@@ -80,8 +84,7 @@ def drop_unused_weights(program):
     for spec, node in zip(list(signature.input_specs), placeholders):
         if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR) and not node.users:
             program.graph.erase_node(node)
-            (program.constants if spec.kind == InputKind.CONSTANT_TENSOR else program.state_dict).pop(spec.target,
-                                                                                                     None)
+            (program.constants if spec.kind == InputKind.CONSTANT_TENSOR else program.state_dict).pop(spec.target, None)
         else:
             keep.append(spec)
     signature.input_specs[:] = keep
@@ -119,9 +122,14 @@ def _pt2e(module, spec, source, out: Path) -> QuantizedModel:
     program = _export(converted, spec, source)
     path = out.with_suffix(".pt2")
     torch.export.save(program, str(path))
-    return QuantizedModel((path,), "export", notes=(
-        "pt2e-static: the int8 graph is built for torch.compile (Inductor); run as exported its quantize/dequantize "
-        "ops are not fused",))
+    return QuantizedModel(
+        (path,),
+        "export",
+        notes=(
+            "pt2e-static: the int8 graph is built for torch.compile (Inductor); run as exported its quantize/dequantize "
+            "ops are not fused",
+        ),
+    )
 
 
 def _legacy(module, spec, source, out: Path) -> QuantizedModel:
@@ -130,9 +138,11 @@ def _legacy(module, spec, source, out: Path) -> QuantizedModel:
         import torch.ao.quantization as tq
 
         quantized = tq.quantize_dynamic(module, {torch.nn.Linear}, dtype=torch.qint8)
-    deprecations = [str(w.message).strip().splitlines()[0] for w in caught
-                    if issubclass(w.category, (DeprecationWarning, FutureWarning, UserWarning))
-                    and "deprecated" in str(w.message)]
+    deprecations = [
+        str(w.message).strip().splitlines()[0]
+        for w in caught
+        if issubclass(w.category, (DeprecationWarning, FutureWarning, UserWarning)) and "deprecated" in str(w.message)
+    ]
     args = _args(spec, source.example_feeds)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
@@ -151,8 +161,7 @@ def _fp32_export(module, spec, source, out: Path) -> QuantizedModel:
     return QuantizedModel((path,), "export")
 
 
-METHODS = {"torchao-dynamic": _torchao, "pt2e-static": _pt2e, "legacy-dynamic": _legacy,
-           "fp32-export": _fp32_export}
+METHODS = {"torchao-dynamic": _torchao, "pt2e-static": _pt2e, "legacy-dynamic": _legacy, "fp32-export": _fp32_export}
 
 
 def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> QuantizedModel:

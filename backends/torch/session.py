@@ -46,7 +46,7 @@ class TorchSession(Session):
 
 
 def _resolve_entry(module: torch.nn.Module, entry: str | None, where: Path) -> torch.nn.Module:
-    for attr in (entry.split(".") if entry else []):
+    for attr in entry.split(".") if entry else []:
         if not hasattr(module, attr):
             raise ModelFileError(f"{where} has no submodule {entry!r} (no attribute {attr!r})")
         module = getattr(module, attr)
@@ -92,8 +92,11 @@ def pickled_tensors(path: Path) -> list[str]:
 
     try:
         with zipfile.ZipFile(path) as archive:
-            configs = [n for n in archive.namelist()
-                       if n.endswith(("model_weights_config.json", "model_constants_config.json"))]
+            configs = [
+                n
+                for n in archive.namelist()
+                if n.endswith(("model_weights_config.json", "model_constants_config.json"))
+            ]
             found = []
             for name in configs:
                 entries = json.loads(archive.read(name)).get("config", {})
@@ -117,8 +120,11 @@ def register_op_libraries(path: Path) -> None:
 
     try:
         with zipfile.ZipFile(path) as archive:
-            text = "".join(archive.read(n).decode("utf-8", "replace") for n in archive.namelist()
-                           if n.endswith("models/model.json"))
+            text = "".join(
+                archive.read(n).decode("utf-8", "replace")
+                for n in archive.namelist()
+                if n.endswith("models/model.json")
+            )
     except zipfile.BadZipFile:
         return
     for namespace in set(re.findall(r"torch\.ops\.([A-Za-z_]+)\.", text)) & set(OP_LIBRARIES):
@@ -127,8 +133,10 @@ def register_op_libraries(path: Path) -> None:
             try:
                 importlib.import_module(OP_LIBRARIES[namespace])
             except ImportError as exc:
-                raise ModelFileError(f"{path} calls torch.ops.{namespace} operators, which need "
-                                     f"{OP_LIBRARIES[namespace].split('.')[0]} installed ({exc})") from None
+                raise ModelFileError(
+                    f"{path} calls torch.ops.{namespace} operators, which need "
+                    f"{OP_LIBRARIES[namespace].split('.')[0]} installed ({exc})"
+                ) from None
 
 
 def load_export(spec: ModelSpec, device: str) -> TorchSession:
@@ -139,7 +147,8 @@ def load_export(spec: ModelSpec, device: str) -> TorchSession:
         raise ModelFileError(
             f"{path} stores {len(pickled)} tensor(s) pickled (e.g. {pickled[0]!r}, a tensor subclass); loading them "
             "would run code from the file, which speechperf never does: export plain tensors (torchao: "
-            "torchao.utils.unwrap_tensor_subclass before torch.export)")
+            "torchao.utils.unwrap_tensor_subclass before torch.export)"
+        )
     try:
         program = torch.export.load(str(path))
     except Exception as exc:

@@ -2,11 +2,11 @@
 
 from speechperf.benchmark.core import (
     CLASSES,
+    S2UT,
     BenchmarkingBase,
     Cascaded2StageS2ST,
     Cascaded3StageS2ST,
     Processing,
-    S2UT,
     SpeechGeneration,
     benchmark_for,
 )

@@ -50,15 +50,17 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None)
             continue
         print(f"building reference model {model}/{preset} into {cache_dir(preset)} (once) ...", file=log)
         start = time.perf_counter()
-        code = ("import sys; from speechperf.zoo.build import ensure_built; "
-                "ensure_built(sys.argv[1], sys.argv[2])")
+        code = "import sys; from speechperf.zoo.build import ensure_built; ensure_built(sys.argv[1], sys.argv[2])"
         # The exporters print pages of progress; keep them, and show them only when the build fails.
-        done = subprocess.run([sys.executable, "-c", code, model, preset], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", code, model, preset], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         if done.returncode != 0:
             print("\n".join(done.stdout.splitlines()[-40:]), file=log)
-            raise StageError(f"building reference model {model}/{preset} failed (exit {done.returncode}); "
-                             "its last messages are above")
+            raise StageError(
+                f"building reference model {model}/{preset} failed (exit {done.returncode}); "
+                "its last messages are above"
+            )
         print(f"built {model}/{preset} in {time.perf_counter() - start:.1f} s", file=log)
     if any(s.model == SILERO for s in cfg.stages):
         from speechperf.adapters.vad import silero_model_spec
@@ -98,16 +100,20 @@ def build_stages(cfg: BenchConfig, backend, device: str, threads: int, workdir: 
     return stages
 
 
-def build_stage(stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig, backend, device: str,
-                threads: int, workdir: Path) -> Stage:
+def build_stage(
+    stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig, backend, device: str, threads: int, workdir: Path
+) -> Stage:
     where = f"{cfg.source}: stage{index}"
     if stage_cfg.path:
         from speechperf.benchmark.file_stage import FileStage
 
         spec = ModelSpec(
-            path=stage_cfg.path, format=stage_cfg.format, entry=stage_cfg.entry,
+            path=stage_cfg.path,
+            format=stage_cfg.format,
+            entry=stage_cfg.entry,
             inputs=tuple(TensorInfo(i.name, i.dtype) for i in stage_cfg.inputs),
-            outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs), options=backend_options(stage_cfg, backend),
+            outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
+            options=backend_options(stage_cfg, backend),
         )
         session = backend.load(spec, device=device, threads=threads)
         feature_fn = _feature_fn() if any((i.source or "").startswith("feature") for i in stage_cfg.inputs) else None

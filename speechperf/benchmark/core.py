@@ -36,9 +36,21 @@ class BenchmarkingBase:
     #: Allowed role chains of this class; the first that matches the given stages is used.
     ROLE_CHAINS: tuple[tuple[str, ...], ...] = ()
 
-    def __init__(self, stages: Sequence[Stage], backend, *, model_type: str = "", device: str = "cpu",
-                 threads: int = 1, meters: Sequence[str] = METERS, warmup: int = 2, repeat: int = 1,
-                 memory_method: str = "hwm", preload_mib: float | None = None, progress: Progress | None = None):
+    def __init__(
+        self,
+        stages: Sequence[Stage],
+        backend,
+        *,
+        model_type: str = "",
+        device: str = "cpu",
+        threads: int = 1,
+        meters: Sequence[str] = METERS,
+        warmup: int = 2,
+        repeat: int = 1,
+        memory_method: str = "hwm",
+        preload_mib: float | None = None,
+        progress: Progress | None = None,
+    ):
         roles = tuple(s.role for s in stages)
         if self.ROLE_CHAINS and roles not in self.ROLE_CHAINS:
             allowed = " or ".join("+".join(c) for c in self.ROLE_CHAINS)
@@ -114,7 +126,6 @@ class BenchmarkingBase:
 
     def count_flops(self, stage: int):
         from speechperf.meters.flops import FlopsMeter
-
         from speechperf.meters.flops_cache import DiskFlopCache
 
         disk = DiskFlopCache(self.backend)
@@ -123,14 +134,19 @@ class BenchmarkingBase:
         s = self.stages[stage]
         has = getattr(self.backend, "has_capability", None)
         if meter.source == "analytic" and has is not None and not has("flops"):
-            self.progress(s.label, f"FLOPs not counted: backend {self.backend.name!r}: capability 'flops' is "
-                          "unavailable", 0, 0)
+            self.progress(
+                s.label, f"FLOPs not counted: backend {self.backend.name!r}: capability 'flops' is unavailable", 0, 0
+            )
             return meter.result()
         # Counting is often the long part of a run: say so before it starts.
         what = f"counting FLOPs ({meter.source}, {self.backend.name})"
         self.progress(s.label, what + " ...", 0, 0)
-        self._each(stage, "flops", lambda sid, inp: meter.measure(sid, lambda sessions: s.run(sessions, inp),
-                                                                   dict(s.flops_sessions())), display=what)
+        self._each(
+            stage,
+            "flops",
+            lambda sid, inp: meter.measure(sid, lambda sessions: s.run(sessions, inp), dict(s.flops_sessions())),
+            display=what,
+        )
         if disk.hits or disk.misses:
             self.progress(s.label, f"FLOP counts: {disk.hits} read from the cache, {disk.misses} counted", 0, 0)
         return meter.result()
@@ -202,8 +218,9 @@ class BenchmarkingBase:
             total = len(self.inputs[index - 1])
             self.progress(previous.label, "inputs for the next stage", total, total)
 
-    def _each(self, stage: int, meter_name: str, measure: Callable[[str, StageIO], object],
-              display: str | None = None) -> None:
+    def _each(
+        self, stage: int, meter_name: str, measure: Callable[[str, StageIO], object], display: str | None = None
+    ) -> None:
         inputs = self.inputs[stage]
         label = self.stages[stage].label
         for n, (sid, inp) in enumerate(inputs.items()):
@@ -233,8 +250,9 @@ class BenchmarkingBase:
         """A failure outside the meters: ``what`` is the step (preparing the input, the hand-off, the forward)."""
         record = failure(sid, what, exc)
         self._stage_failures[stage].append(record)
-        self.failed.setdefault(sid, f"stage{stage + 1} ({self.stages[stage].label}): sample {sid!r} failed in "
-                                    f"{what}: {record.error}")
+        self.failed.setdefault(
+            sid, f"stage{stage + 1} ({self.stages[stage].label}): sample {sid!r} failed in {what}: {record.error}"
+        )
 
     def snapshot(self, complete: bool = True) -> BenchResult:
         """The result from what has been measured so far (all of it after gather_all_metrics)."""
@@ -245,16 +263,35 @@ class BenchmarkingBase:
             memory = live["memory"].result() if "memory" in live else None
             flops = live["flops"].result() if "flops" in live else None
             rtf = self._rtf(index, runtime)
-            stage_results.append(StageResult(index + 1, stage.role, stage.label, runtime, memory, flops, rtf,
-                                             tuple(self._stage_failures[index]), stage.load_seconds,
-                                             self._first_call[index]))
+            stage_results.append(
+                StageResult(
+                    index + 1,
+                    stage.role,
+                    stage.label,
+                    runtime,
+                    memory,
+                    flops,
+                    rtf,
+                    tuple(self._stage_failures[index]),
+                    stage.load_seconds,
+                    self._first_call[index],
+                )
+            )
         stage_results = tuple(stage_results)
         audio_s, side = self._total_audio_seconds()
         return BenchResult(
-            model_type=self.model_type, backend=self.backend.name, device=self.device, threads=self.threads,
-            warmup=self.warmup, repeat=self.repeat, samples=self.sample_ids, stages=stage_results,
-            totals=totals(stage_results, self.sample_ids, audio_s, side), failed=dict(self.failed),
-            outputs={sid: describe_output(out) for sid, out in self.final_outputs.items()}, complete=complete,
+            model_type=self.model_type,
+            backend=self.backend.name,
+            device=self.device,
+            threads=self.threads,
+            warmup=self.warmup,
+            repeat=self.repeat,
+            samples=self.sample_ids,
+            stages=stage_results,
+            totals=totals(stage_results, self.sample_ids, audio_s, side),
+            failed=dict(self.failed),
+            outputs={sid: describe_output(out) for sid, out in self.final_outputs.items()},
+            complete=complete,
         )
 
     def _audio_seconds(self, index: int) -> dict[str, float]:
@@ -350,4 +387,3 @@ def benchmark_for(model_type: str, stages: Sequence[Stage], backend, **kwargs) -
     if model_type not in CLASSES:
         raise SpeechperfError(f"unknown model_type {model_type!r}; allowed: {', '.join(CLASSES)}")
     return CLASSES[model_type](stages, backend, model_type=model_type, **kwargs)
-

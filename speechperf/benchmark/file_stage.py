@@ -46,8 +46,10 @@ class FileStage(Stage):
 
     def from_previous(self, output: StageIO) -> StageIO:
         if "waveform" in output:
-            return {"audio": resample(output["waveform"], output["sample_rate"], self.sample_rate),
-                    "sample_rate": self.sample_rate}
+            return {
+                "audio": resample(output["waveform"], output["sample_rate"], self.sample_rate),
+                "sample_rate": self.sample_rate,
+            }
         for key in ("tokens", "units"):
             if key in output:
                 return {"tokens": np.asarray(output[key], dtype=np.int64)}
@@ -55,11 +57,14 @@ class FileStage(Stage):
 
     def _array(self, source: str, inp: StageIO) -> np.ndarray:
         base = source.removesuffix("_length")
-        key = {"audio": "audio", "features": "features", "feature": "features", "tokens": "tokens",
-               "token": "tokens"}[base]
+        key = {"audio": "audio", "features": "features", "feature": "features", "tokens": "tokens", "token": "tokens"}[
+            base
+        ]
         if key not in inp:
-            raise StageError(f"{self.label}: input source {source!r} needs {key}, which this sample does not have "
-                             f"(it has {', '.join(k for k in inp if k != 'sample_rate') or 'nothing'})")
+            raise StageError(
+                f"{self.label}: input source {source!r} needs {key}, which this sample does not have "
+                f"(it has {', '.join(k for k in inp if k != 'sample_rate') or 'nothing'})"
+            )
         value = np.asarray(inp[key])
         if source.endswith("_length"):
             return np.array([value.shape[0]])

@@ -31,7 +31,13 @@ MAX_FRAMES_PER_TOKEN = 20
 MAX_REPEATS_PER_UNIT = 10
 
 #: Roles -> reference models that can fill them.
-ROLE_MODELS = {"s2t": ("s2t", "whisper-tiny-en"), "s2u": ("s2ut",), "mt": ("mt",), "tts": ("tts",), "unit_vocoder": ("unit_vocoder",)}
+ROLE_MODELS = {
+    "s2t": ("s2t", "whisper-tiny-en"),
+    "s2u": ("s2ut",),
+    "mt": ("mt",),
+    "tts": ("tts",),
+    "unit_vocoder": ("unit_vocoder",),
+}
 DEFAULT_VOCODER = "mel_vocoder"
 
 
@@ -81,8 +87,10 @@ class Seq2SeqStage(Stage):
             return {"features": sample.features}
         if sample.audio is None:
             raise StageError(f"sample {sample.id!r} is {sample.kind}; the {self.role} stage takes audio or features")
-        return {"features": log_mel(sample.audio, sample.sample_rate),
-                "seconds": len(sample.audio) / sample.sample_rate}
+        return {
+            "features": log_mel(sample.audio, sample.sample_rate),
+            "seconds": len(sample.audio) / sample.sample_rate,
+        }
 
     def from_previous(self, output: StageIO) -> StageIO:
         if self.role != "mt" or "tokens" not in output:
@@ -94,8 +102,10 @@ class Seq2SeqStage(Stage):
             tokens = inp["tokens"]
             return {"src_tokens": tokens[None], "src_lengths": np.array([tokens.size], dtype=np.int64)}
         features = inp["features"]
-        return {"features": features[None].astype(np.float32),
-                "feature_lengths": np.array([features.shape[0]], dtype=np.int64)}
+        return {
+            "features": features[None].astype(np.float32),
+            "feature_lengths": np.array([features.shape[0]], dtype=np.int64),
+        }
 
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
         from speechperf.adapters.decoding import generate
@@ -103,8 +113,15 @@ class Seq2SeqStage(Stage):
         feeds = self.encoder_feeds(inp)
         lengths = "src_lengths" if self.role == "mt" else "feature_lengths"
         step = min_len_step(sessions["decoder_step"], self.min_len)
-        (hypothesis,) = generate(sessions["encoder"], step, feeds, lengths, beam=self.beam,
-                                 max_len_a=self.max_len_a, max_len_b=self.max_len_b)
+        (hypothesis,) = generate(
+            sessions["encoder"],
+            step,
+            feeds,
+            lengths,
+            beam=self.beam,
+            max_len_a=self.max_len_a,
+            max_len_b=self.max_len_b,
+        )
         ids = np.asarray(hypothesis, dtype=np.int64).reshape(-1)
         ids = ids[ids >= NUM_SPECIAL]
         if self.role == "s2u":
@@ -214,8 +231,10 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
 
     allowed = ROLE_MODELS[role]
     if stage_cfg.model not in allowed:
-        raise StageError(f"{where}: model {stage_cfg.model!r} cannot be the {role} stage; allowed: "
-                         f"{', '.join(allowed)} (or your own file as `path`)")
+        raise StageError(
+            f"{where}: model {stage_cfg.model!r} cannot be the {role} stage; allowed: "
+            f"{', '.join(allowed)} (or your own file as `path`)"
+        )
     model = get_model(stage_cfg.model)
     preset = stage_cfg.preset
     hparams = model.hparams(preset)
@@ -225,11 +244,11 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
     options = backend_options(stage_cfg, backend)
 
     def sessions_in(fmt: str | None) -> dict[str, Session]:
-        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where, options,
-                                 stage_cfg.model_dir)
+        sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where, options, stage_cfg.model_dir)
         if role == "tts":
-            sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where,
-                                                options)["generator"]
+            sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where, options)[
+                "generator"
+            ]
         return sessions
 
     sessions = sessions_in(stage_cfg.format)
@@ -263,13 +282,16 @@ def zoo_format(backend, fmt: str | None, where: str) -> str:
         if default in runs_on:
             return default
         if not runs_on:
-            raise StageError(f"{where}: backend {backend.name!r} loads none of the reference models' formats (it "
-                             f"loads {', '.join(backend.capabilities.formats) or 'nothing'}); give your own file "
-                             "as `path`")
+            raise StageError(
+                f"{where}: backend {backend.name!r} loads none of the reference models' formats (it "
+                f"loads {', '.join(backend.capabilities.formats) or 'nothing'}); give your own file "
+                "as `path`"
+            )
         return runs_on[0]
     if fmt not in runs_on:
-        raise StageError(f"{where}: format {fmt!r} does not run on backend {backend.name!r}; allowed: "
-                         f"{', '.join(runs_on)}")
+        raise StageError(
+            f"{where}: format {fmt!r} does not run on backend {backend.name!r}; allowed: {', '.join(runs_on)}"
+        )
     return fmt
 
 
@@ -279,8 +301,17 @@ def zoo_format_of(backend, fmt: str | None, where: str):
     return zoo_formats(variants=True)[zoo_format(backend, fmt, where)][1]
 
 
-def load_sessions(model: str, preset: str, backend, device: str, threads: int, fmt: str | None = None,
-                  where: str = "", options=None, model_dir: str | None = None) -> dict[str, Session]:
+def load_sessions(
+    model: str,
+    preset: str,
+    backend,
+    device: str,
+    threads: int,
+    fmt: str | None = None,
+    where: str = "",
+    options=None,
+    model_dir: str | None = None,
+) -> dict[str, Session]:
     """A session per component of a reference model, built on demand into the zoo cache (or read from
     ``model_dir``, a built model folder such as a quantized variant). ``options`` (the stage's, for this backend)
     go over those the folder's manifest gives its files."""

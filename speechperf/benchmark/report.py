@@ -23,10 +23,35 @@ from speechperf import tables
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
 from speechperf.outputs import write_text_atomic
 
-PACKAGES = ("speechperf", "numpy", "torch", "paddlepaddle", "onnxruntime", "onnx", "paddle2onnx", "silero-vad",
-            "soundfile", "soxr")
-COLUMNS = ("backend", "stage", "model", "ok", "failed", "runtime_mean_ms", "runtime_stdev_ms", "runtime_median_ms",
-           "runtime_p90_ms", "rtf", "rtf_audio", "peak_rss_mib", "footprint_mib", "gflops_per_sample", "flops_source")
+PACKAGES = (
+    "speechperf",
+    "numpy",
+    "torch",
+    "paddlepaddle",
+    "onnxruntime",
+    "onnx",
+    "paddle2onnx",
+    "silero-vad",
+    "soundfile",
+    "soxr",
+)
+COLUMNS = (
+    "backend",
+    "stage",
+    "model",
+    "ok",
+    "failed",
+    "runtime_mean_ms",
+    "runtime_stdev_ms",
+    "runtime_median_ms",
+    "runtime_p90_ms",
+    "rtf",
+    "rtf_audio",
+    "peak_rss_mib",
+    "footprint_mib",
+    "gflops_per_sample",
+    "flops_source",
+)
 
 
 def environment(threads: int, device: str, backend_name: str, backend_version: str | None) -> dict[str, Any]:
@@ -64,12 +89,17 @@ def _git_commit() -> str | None:
     """The commit of the speechperf checkout in use, with ``-dirty`` when it has changes; None if not in git."""
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=5)
+        commit = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
         if commit.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         return commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -79,8 +109,16 @@ def _plain(value: Any) -> Any:
     """attrs objects, tuples and numpy scalars as JSON values."""
     if attrs.has(type(value)):
         data = {f.name: _plain(getattr(value, f.name)) for f in attrs.fields(type(value))}
-        for prop in ("stats", "noise", "noise_warning", "peak_mib", "footprint_mib", "device_peak_mib", "seconds",
-                     "delta_mib"):
+        for prop in (
+            "stats",
+            "noise",
+            "noise_warning",
+            "peak_mib",
+            "footprint_mib",
+            "device_peak_mib",
+            "seconds",
+            "delta_mib",
+        ):
             if hasattr(type(value), prop) and isinstance(getattr(type(value), prop), property):
                 data[prop] = _plain(getattr(value, prop))
         return data
@@ -117,14 +155,35 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
     for s in result.stages:
         stats = s.runtime.stats if s.runtime else None
         failed = len({f.sample_id for f in s.failures if f.meter != "flops"})  # FLOPs not counted is no failure
-        out.append(_row(f"stage{s.index} {s.role}", s.label, len(s.runtime.samples) if s.runtime else None, failed,
-                        stats, s.rtf, s.memory.peak_mib if s.memory else None,
-                        s.memory.footprint_mib if s.memory else None,
-                        (s.flops.total / len(s.flops.per_sample)) if s.flops and s.flops.per_sample else None,
-                        s.flops.source if s.flops else None))
+        out.append(
+            _row(
+                f"stage{s.index} {s.role}",
+                s.label,
+                len(s.runtime.samples) if s.runtime else None,
+                failed,
+                stats,
+                s.rtf,
+                s.memory.peak_mib if s.memory else None,
+                s.memory.footprint_mib if s.memory else None,
+                (s.flops.total / len(s.flops.per_sample)) if s.flops and s.flops.per_sample else None,
+                s.flops.source if s.flops else None,
+            )
+        )
     t = result.totals
-    out.append(_row("total", result.model_type, len(t.per_sample_s), len(result.failed), t.runtime, t.rtf, t.peak_mib,
-                    t.footprint_mib, t.flops_per_sample, t.flops_source))
+    out.append(
+        _row(
+            "total",
+            result.model_type,
+            len(t.per_sample_s),
+            len(result.failed),
+            t.runtime,
+            t.rtf,
+            t.peak_mib,
+            t.footprint_mib,
+            t.flops_per_sample,
+            t.flops_source,
+        )
+    )
     # The backend on every row, so exports of several runs (torch, paddle, onnxruntime) can be concatenated.
     return [{"backend": result.backend, **row} for row in out]
 
@@ -132,7 +191,10 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
 def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -> dict[str, Any]:
     ms = (lambda v: round(v * 1e3, 3)) if stats else (lambda v: None)
     return {
-        "stage": stage, "model": model, "ok": ok, "failed": failed,
+        "stage": stage,
+        "model": model,
+        "ok": ok,
+        "failed": failed,
         "runtime_mean_ms": ms(stats.mean) if stats else None,
         "runtime_stdev_ms": ms(stats.stdev) if stats else None,
         "runtime_median_ms": ms(stats.median) if stats else None,
@@ -163,16 +225,39 @@ def print_table(result: BenchResult, file=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
-                        f"{result.threads} thread(s), warmup {result.warmup}, repeat {result.repeat}")
-    for header in ("stage", "model", "ok/failed", "runtime (ms) mean ± σ", "median", "p90", "RTF",
-                   "peak RSS (MiB)", "footprint (MiB)", "GFLOPs/sample"):
+    table = Table(
+        title=f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
+        f"{result.threads} thread(s), warmup {result.warmup}, repeat {result.repeat}"
+    )
+    for header in (
+        "stage",
+        "model",
+        "ok/failed",
+        "runtime (ms) mean ± σ",
+        "median",
+        "p90",
+        "RTF",
+        "peak RSS (MiB)",
+        "footprint (MiB)",
+        "GFLOPs/sample",
+    ):
         table.add_column(header, justify="left" if header in ("stage", "model") else "right")
     for row in rows(result):
-        runtime = "-" if row["runtime_mean_ms"] is None else f"{row['runtime_mean_ms']:.2f} ± {row['runtime_stdev_ms']:.2f}"
+        runtime = (
+            "-" if row["runtime_mean_ms"] is None else f"{row['runtime_mean_ms']:.2f} ± {row['runtime_stdev_ms']:.2f}"
+        )
         rtf = "-" if row["rtf"] is None else f"{row['rtf']:.4f} ({row['rtf_audio']})"
         flops = "-" if row["gflops_per_sample"] is None else f"{row['gflops_per_sample']:.4f} ({row['flops_source']})"
-        table.add_row(row["stage"], row["model"], f"{_cell(row['ok'])}/{row['failed']}", runtime,
-                      _cell(row["runtime_median_ms"]), _cell(row["runtime_p90_ms"]), rtf, _cell(row["peak_rss_mib"]),
-                      _cell(row["footprint_mib"]), flops)
+        table.add_row(
+            row["stage"],
+            row["model"],
+            f"{_cell(row['ok'])}/{row['failed']}",
+            runtime,
+            _cell(row["runtime_median_ms"]),
+            _cell(row["runtime_p90_ms"]),
+            rtf,
+            _cell(row["peak_rss_mib"]),
+            _cell(row["footprint_mib"]),
+            flops,
+        )
     Console(file=file or sys.stdout, soft_wrap=False, width=200).print(table)

@@ -69,8 +69,9 @@ def _per_sample_flops(flops: FlopCount | None) -> float | None:
     return flops.total / len(flops.per_sample)
 
 
-def totals(stages: tuple[StageResult, ...], samples: tuple[str, ...], audio_s: dict[str, float],
-           audio_side: str | None) -> Totals:
+def totals(
+    stages: tuple[StageResult, ...], samples: tuple[str, ...], audio_s: dict[str, float], audio_side: str | None
+) -> Totals:
     per_sample: dict[str, float] = {}
     if stages and all(s.runtime is not None for s in stages):
         timed = [s.runtime.per_sample_seconds for s in stages]

@@ -16,13 +16,21 @@ from speechperf.errors import Interrupted, SpeechperfError
 from speechperf.outputs import check_output_path, write_text_atomic
 
 
-def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path | None = None,
-                  csv_path: Path | None = None, md_path: Path | None = None, outputs_path: Path | None = None,
-                  workdir: Path,
-                  progress: bool = True, out=None, err=None) -> int:
+def run_benchmark(
+    cfg: BenchConfig,
+    *,
+    memory_method: str = "hwm",
+    output: Path | None = None,
+    csv_path: Path | None = None,
+    md_path: Path | None = None,
+    outputs_path: Path | None = None,
+    workdir: Path,
+    progress: bool = True,
+    out=None,
+    err=None,
+) -> int:
     """Run ``cfg``; print the table to ``out``; return the exit code (0 all measured, 1 a sample failed)."""
-    from speechperf.benchmark import report
-    from speechperf.benchmark import build
+    from speechperf.benchmark import build, report
     from speechperf.benchmark.core import benchmark_for
     from speechperf.data import load_dataset
     from speechperf.meters.memory import rss_mib
@@ -31,11 +39,15 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     out, err = out or sys.stdout, err or sys.stderr
     general = cfg.general
     if not general.backend:
-        raise SpeechperfError(f"no backend given: pass --backend NAME (or general.backend); known backends: "
-                              f"{', '.join(known_backends())}")
+        raise SpeechperfError(
+            f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
+        )
     check_config(cfg)  # everything `speechperf config check` checks, before anything is loaded
-    exports = {what: path for what, path in (("--output", output), ("--csv", csv_path), ("--markdown", md_path))
-               if path is not None}
+    exports = {
+        what: path
+        for what, path in (("--output", output), ("--csv", csv_path), ("--markdown", md_path))
+        if path is not None
+    }
     for what, path in exports.items():  # before anything is loaded: a bad path must not cost a whole run
         check_output_path(path, what)
     if outputs_path is not None:
@@ -59,9 +71,19 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
         if output is not None and done == total and total:
             report.write_json_atomic(output, report.to_json(bench.snapshot(complete=False), config_dict, env))
 
-    bench = benchmark_for(general.model_type, stages, backend, device=general.device, threads=general.threads,
-                          meters=general.meters, warmup=general.warmup, repeat=general.repeat,
-                          memory_method=memory_method, preload_mib=preload, progress=on_progress)
+    bench = benchmark_for(
+        general.model_type,
+        stages,
+        backend,
+        device=general.device,
+        threads=general.threads,
+        meters=general.meters,
+        warmup=general.warmup,
+        repeat=general.repeat,
+        memory_method=memory_method,
+        preload_mib=preload,
+        progress=on_progress,
+    )
     try:
         result = bench.gather_all_metrics(dataset)
     except KeyboardInterrupt:
@@ -69,7 +91,9 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
             show.close()
         _write_exports(bench.snapshot(complete=False), config_dict, env, output, csv_path, md_path)
         # The CLI prints "interrupted" and this note on one line; printing it here too would say it twice.
-        raise Interrupted(f"what was measured is in {', '.join(map(str, exports.values()))}" if exports else "")
+        raise Interrupted(
+            f"what was measured is in {', '.join(map(str, exports.values()))}" if exports else ""
+        ) from None
     if show:
         show.close()
     _write_exports(result, config_dict, env, output, csv_path, md_path)
@@ -80,26 +104,37 @@ def run_benchmark(cfg: BenchConfig, *, memory_method: str = "hwm", output: Path 
     report.print_table(result, file=out)
     for stage in result.stages:
         if stage.first_call_s is not None:
-            print(f"cold start: stage{stage.index} {stage.label}: load {stage.load_s:.2f} s, first call "
-                  f"{stage.first_call_s:.3f} s (not in the figures above)", file=err)
+            print(
+                f"cold start: stage{stage.index} {stage.label}: load {stage.load_s:.2f} s, first call "
+                f"{stage.first_call_s:.3f} s (not in the figures above)",
+                file=err,
+            )
         if stage.runtime is not None and stage.runtime.noise_warning:
             print(f"note: stage{stage.index} {stage.label}: {stage.runtime.noise_warning}", file=err)
         flops_failures = [f for f in stage.failures if f.meter == "flops"]
         if flops_failures:
-            print(f"note: stage{stage.index} FLOPs not counted for {len(flops_failures)} sample(s): "
-                  f"{flops_failures[0].error}", file=err)
+            print(
+                f"note: stage{stage.index} FLOPs not counted for {len(flops_failures)} sample(s): "
+                f"{flops_failures[0].error}",
+                file=err,
+            )
         if stage.flops is not None and stage.flops.uncounted:
-            print(f"note: stage{stage.index} FLOPs ({stage.flops.source}) leave out: "
-                  f"{', '.join(stage.flops.uncounted)}", file=err)
+            print(
+                f"note: stage{stage.index} FLOPs ({stage.flops.source}) leave out: {', '.join(stage.flops.uncounted)}",
+                file=err,
+            )
     if general.dump_speech_waveforms_dir:
-        written = bench.dump_final_speech_output(general.dump_speech_waveforms_dir,
-                                                 general.dump_waveform_file_prefix, general.target_sr)
+        written = bench.dump_final_speech_output(
+            general.dump_speech_waveforms_dir, general.dump_waveform_file_prefix, general.target_sr
+        )
         if written:
-            print(f"wrote {len(written)} waveform(s) at {general.target_sr} Hz to "
-                  f"{general.dump_speech_waveforms_dir}", file=err)
+            print(
+                f"wrote {len(written)} waveform(s) at {general.target_sr} Hz to {general.dump_speech_waveforms_dir}",
+                file=err,
+            )
         else:
             print(f"note: model_type {general.model_type} produced no waveform; nothing was dumped", file=err)
-    for sid, message in result.failed.items():
+    for message in result.failed.values():
         print(f"failed: {message}", file=err)
     return 1 if result.failed else 0
 
@@ -127,8 +162,14 @@ class _Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), console=Console(file=err), transient=True)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=err),
+                transient=True,
+            )
             self.bar.start()
 
     def __call__(self, label, meter, done, total):

@@ -46,11 +46,14 @@ def check_stage_model(stage: StageConfig, role: str, where: str) -> None:
     if stage.model == SILERO and role != "vad":
         raise StageError(f"{where}: model {SILERO!r} is a VAD; this stage is the {role} model")
     if role == "s2s":
-        raise StageError(f"{where}: there is no reference direct speech-to-speech model; give your own file as "
-                         "`path` (or use model_type S2UT: s2ut + unit_vocoder)")
+        raise StageError(
+            f"{where}: there is no reference direct speech-to-speech model; give your own file as "
+            "`path` (or use model_type S2UT: s2ut + unit_vocoder)"
+        )
     if role == "vad" and stage.model != SILERO:
-        raise StageError(f"{where}: the VAD stage takes model {SILERO!r} or your own file (path); "
-                         f"got model {stage.model!r}")
+        raise StageError(
+            f"{where}: the VAD stage takes model {SILERO!r} or your own file (path); got model {stage.model!r}"
+        )
 
 
 def _check_reference(stage: StageConfig, role: str) -> None:
@@ -73,11 +76,15 @@ def _check_model_file(stage: StageConfig, where: str, backend) -> None:
         return
     suffixes, formats = _known_formats()
     if stage.format is None and path.suffix not in suffixes:
-        raise ModelFileError(f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; known "
-                             f"suffixes: {', '.join(sorted(suffixes))} (or set the stage's format)")
+        raise ModelFileError(
+            f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; known "
+            f"suffixes: {', '.join(sorted(suffixes))} (or set the stage's format)"
+        )
     if stage.format is not None and stage.format not in formats:
-        raise ModelFileError(f"{where}: format {stage.format!r} is not loaded by any backend; known formats: "
-                             f"{', '.join(sorted(formats))}")
+        raise ModelFileError(
+            f"{where}: format {stage.format!r} is not loaded by any backend; known formats: "
+            f"{', '.join(sorted(formats))}"
+        )
 
 
 def _known_formats() -> tuple[set[str], set[str]]:

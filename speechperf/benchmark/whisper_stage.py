@@ -32,8 +32,10 @@ class WhisperStage(Stage):
         from speechperf.adapters.whisper import SAMPLE_RATE, log_mel
 
         if sample.audio is None:
-            raise StageError(f"sample {sample.id!r} is {sample.kind}; the Whisper stage takes audio (it computes "
-                             "Whisper's own log-mel)")
+            raise StageError(
+                f"sample {sample.id!r} is {sample.kind}; the Whisper stage takes audio (it computes "
+                "Whisper's own log-mel)"
+            )
         audio = resample(sample.audio, sample.sample_rate, SAMPLE_RATE)
         return {"features": log_mel(audio), "seconds": len(sample.audio) / sample.sample_rate}
 
@@ -46,6 +48,12 @@ class WhisperStage(Stage):
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
         from speechperf.adapters.whisper import transcribe_features
 
-        (ids,) = transcribe_features(sessions["encoder"], sessions["cross_kv"], sessions["decoder_step"],
-                                     inp["features"][None], self.vocab, self.max_tokens(inp["seconds"]))
+        (ids,) = transcribe_features(
+            sessions["encoder"],
+            sessions["cross_kv"],
+            sessions["decoder_step"],
+            inp["features"][None],
+            self.vocab,
+            self.max_tokens(inp["seconds"]),
+        )
         return {"tokens": np.asarray(ids, dtype=np.int64), "text": self.vocab.decode(ids)}

@@ -41,14 +41,14 @@ def main() -> None:
 
 def _register() -> None:
     from speechperf.cli.backends_cmd import backends
+    from speechperf.cli.bench_cmd import bench
     from speechperf.cli.check_cmd import check
-    from speechperf.cli.run_cmd import run
+    from speechperf.cli.compare_cmd import compare
     from speechperf.cli.config_cmd import config
     from speechperf.cli.data_cmd import data
-    from speechperf.cli.bench_cmd import bench
-    from speechperf.cli.profile_cmd import profile
     from speechperf.cli.optimize_cmd import optimize
-    from speechperf.cli.compare_cmd import compare
+    from speechperf.cli.profile_cmd import profile
+    from speechperf.cli.run_cmd import run
 
     main.add_command(backends)
     from speechperf.cli.zoo_cmd import zoo

@@ -14,8 +14,14 @@ from speechperf.config.schema import DEVICES
 
 
 @click.command()
-@click.option("--backend", "-b", "backend_name", metavar="NAME", default=None,
-              help="A registered backend (see `speechperf backends`); or general.backend in the config.")
+@click.option(
+    "--backend",
+    "-b",
+    "backend_name",
+    metavar="NAME",
+    default=None,
+    help="A registered backend (see `speechperf backends`); or general.backend in the config.",
+)
 @config_options(without="the tiny S2T on generated data")
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed forwards per stage before timing.")
 @click.option("--repeat", type=click.IntRange(min=1), default=None, help="Timed forwards per sample.")
@@ -23,29 +29,74 @@ from speechperf.config.schema import DEVICES
 @click.option("--device", type=click.Choice(DEVICES), default=None)
 @click.option("--seed", type=click.IntRange(min=0), default=None)
 @click.option("--meters", default=None, help="Comma-separated: runtime,memory,flops.")
-@click.option("--memory-method", type=click.Choice(("hwm", "memory_profiler")), default="hwm", show_default=True,
-              help="hwm: exact per-call RSS peak (Linux); memory_profiler: fairseq's sampling.")
+@click.option(
+    "--memory-method",
+    type=click.Choice(("hwm", "memory_profiler")),
+    default="hwm",
+    show_default=True,
+    help="hwm: exact per-call RSS peak (Linux); memory_profiler: fairseq's sampling.",
+)
 @export_options("JSON with every raw timing, the environment and the config, written as results come in.")
-@click.option("--save-outputs", "outputs_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write every stage's output per sample to this .npz (numeric arrays only; compared by "
-                   "`speechperf compare`).")
+@click.option(
+    "--save-outputs",
+    "outputs_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write every stage's output per sample to this .npz (numeric arrays only; compared by `speechperf compare`).",
+)
 @click.option("--dump-speech-waveforms-dir", default=None, help="Write each final waveform here (created if missing).")
 @click.option("--dump-waveform-file-prefix", default=None, help="Dumped files are {prefix}_{i}_pred.wav.")
-@click.option("--target-sr", type=click.IntRange(min=1), default=None, help="Rate the dumped waveforms are resampled to.")
+@click.option(
+    "--target-sr", type=click.IntRange(min=1), default=None, help="Rate the dumped waveforms are resampled to."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def bench(backend_name, config_path, model_type, sets, preset, dataset_path, dataset_type, dataset_size, allow_pickle,
-          warmup, repeat, threads, device, seed, meters, memory_method, output, csv_path, md_path, outputs_path,
-          dump_speech_waveforms_dir, dump_waveform_file_prefix, target_sr, quiet) -> None:
+def bench(
+    backend_name,
+    config_path,
+    model_type,
+    sets,
+    preset,
+    dataset_path,
+    dataset_type,
+    dataset_size,
+    allow_pickle,
+    warmup,
+    repeat,
+    threads,
+    device,
+    seed,
+    meters,
+    memory_method,
+    output,
+    csv_path,
+    md_path,
+    outputs_path,
+    dump_speech_waveforms_dir,
+    dump_waveform_file_prefix,
+    target_sr,
+    quiet,
+) -> None:
     """Measure runtime, RTF, peak memory and FLOPs of a model (or a cascade) on one backend.
 
     Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input; 130
     interrupted (--output, --csv and --markdown keep what was measured).
     """
     overrides = dict(
-        backend=backend_name, model_type=model_type, dataset_path=dataset_path, dataset_type=dataset_type,
-        dataset_size=dataset_size, unsafe_pickle_runs_code=allow_pickle, warmup=warmup, repeat=repeat,
-        threads=threads, device=device, seed=seed, meters=meters, dump_speech_waveforms_dir=dump_speech_waveforms_dir,
-        dump_waveform_file_prefix=dump_waveform_file_prefix, target_sr=target_sr,
+        backend=backend_name,
+        model_type=model_type,
+        dataset_path=dataset_path,
+        dataset_type=dataset_type,
+        dataset_size=dataset_size,
+        unsafe_pickle_runs_code=allow_pickle,
+        warmup=warmup,
+        repeat=repeat,
+        threads=threads,
+        device=device,
+        seed=seed,
+        meters=meters,
+        dump_speech_waveforms_dir=dump_speech_waveforms_dir,
+        dump_waveform_file_prefix=dump_waveform_file_prefix,
+        target_sr=target_sr,
     )
     cfg = config_from_options(config_path, overrides, preset, sets)
     from speechperf.benchmark.runner import run_benchmark
@@ -54,7 +105,14 @@ def bench(backend_name, config_path, model_type, sets, preset, dataset_path, dat
         from speechperf.errors import SpeechperfError
 
         raise SpeechperfError(f"--save-outputs {outputs_path}: the file must end in .npz")
-    code = run_benchmark(cfg, memory_method=memory_method, output=output, csv_path=csv_path, md_path=md_path,
-                         outputs_path=outputs_path, workdir=cache_dir(), progress=not quiet)
+    code = run_benchmark(
+        cfg,
+        memory_method=memory_method,
+        output=output,
+        csv_path=csv_path,
+        md_path=md_path,
+        outputs_path=outputs_path,
+        workdir=cache_dir(),
+        progress=not quiet,
+    )
     sys.exit(code)
-

@@ -16,10 +16,18 @@ DEFAULT = "runtime,memory,flops,threads"
 
 
 @click.command()
-@click.option("--meters", default=DEFAULT, show_default=True,
-              help=f"Comma-separated meters that must be trustworthy here; known: {', '.join(METER_NAMES)}.")
-@click.option("--backend", "backends", multiple=True,
-              help="Backend to check FLOPs and thread pinning on (repeatable); default: every registered backend.")
+@click.option(
+    "--meters",
+    default=DEFAULT,
+    show_default=True,
+    help=f"Comma-separated meters that must be trustworthy here; known: {', '.join(METER_NAMES)}.",
+)
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    help="Backend to check FLOPs and thread pinning on (repeatable); default: every registered backend.",
+)
 @click.option("--quick", is_flag=True, help="Fewer timing repeats (less precise, faster).")
 def check(meters: str, backends: tuple[str, ...], quick: bool) -> None:
     """Validate the meters on this machine and print a pass/fail table.

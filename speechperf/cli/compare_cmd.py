@@ -18,34 +18,97 @@ def _path_option(*names, help):
 
 
 @click.command()
-@click.option("--backends", "backends_text", default=None, metavar="A,B,...",
-              help="Comma-separated backends to compare; default: every registered backend.")
+@click.option(
+    "--backends",
+    "backends_text",
+    default=None,
+    metavar="A,B,...",
+    help="Comma-separated backends to compare; default: every registered backend.",
+)
 @config_options(without="the tiny S2T on generated data")
-@click.option("--threads", "threads_text", default="1", show_default=True, metavar="N[,M...]",
-              help="Thread counts; every backend runs at each, pinned and recorded the same.")
-@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Process runs per cell, interleaved; the statistical unit of the ranking.")
-@click.option("--sweep", "sweeps", multiple=True, metavar="KEY=V1,V2",
-              help="Vary a config key: preset, a general or stage key, or SECTION.KEY (repeatable).")
-@click.option("--executor", type=click.Choice(("local", "ray")), default="local", show_default=True,
-              help="local: child processes here; ray: Ray tasks pinned to their cores (speechperf[ray]).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Children at once; more than 1 makes them share cores (a warning says so).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds after which a child is killed and reported as timed out.")
+@click.option(
+    "--threads",
+    "threads_text",
+    default="1",
+    show_default=True,
+    metavar="N[,M...]",
+    help="Thread counts; every backend runs at each, pinned and recorded the same.",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Process runs per cell, interleaved; the statistical unit of the ranking.",
+)
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="KEY=V1,V2",
+    help="Vary a config key: preset, a general or stage key, or SECTION.KEY (repeatable).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(("local", "ray")),
+    default="local",
+    show_default=True,
+    help="local: child processes here; ray: Ray tasks pinned to their cores (speechperf[ray]).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Children at once; more than 1 makes them share cores (a warning says so).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds after which a child is killed and reported as timed out.",
+)
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed forwards per stage before timing.")
 @click.option("--repeat", type=click.IntRange(min=1), default=None, help="Timed forwards per sample.")
 @click.option("--seed", type=click.IntRange(min=0), default=None)
 @click.option("--meters", default=None, help=f"Comma-separated: {','.join(METERS)}.")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where each child writes its JSON, outputs and stderr; default: a new folder in the cache.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where each child writes its JSON, outputs and stderr; default: a new folder in the cache.",
+)
 @_path_option("--output", "-o", help="JSON with every raw timing per cell and run, rewritten after each child.")
 @_path_option("--csv", "csv_path", help="CSV export, one row per cell.")
 @_path_option("--markdown", "md_path", help="Markdown export, one row per cell.")
 @_path_option("--plot", "plot_path", help="Box plot of the per-sample latency per cell (.png or .svg).")
-def compare(backends_text, config_path, model_type, sets, preset, dataset_path, dataset_type, dataset_size,
-            allow_pickle, threads_text, runs, sweeps, executor, jobs, timeout_s, warmup, repeat, seed, meters, workdir,
-            output, csv_path, md_path, plot_path) -> None:
+def compare(
+    backends_text,
+    config_path,
+    model_type,
+    sets,
+    preset,
+    dataset_path,
+    dataset_type,
+    dataset_size,
+    allow_pickle,
+    threads_text,
+    runs,
+    sweeps,
+    executor,
+    jobs,
+    timeout_s,
+    warmup,
+    repeat,
+    seed,
+    meters,
+    workdir,
+    output,
+    csv_path,
+    md_path,
+    plot_path,
+) -> None:
     """Run one benchmark config on several backends, each in its own fresh process, and rank them.
 
     Runs are interleaved (A B C A B C ...), one child at a time; the ranking's unit is one run (its mean
@@ -75,13 +138,29 @@ def compare(backends_text, config_path, model_type, sets, preset, dataset_path, 
         from speechperf.compare.ray_executor import require_ray
 
         require_ray()
-    overrides = dict(model_type=model_type, dataset_path=dataset_path, dataset_type=dataset_type,
-                     dataset_size=dataset_size, unsafe_pickle_runs_code=allow_pickle, warmup=warmup, repeat=repeat,
-                     seed=seed, meters=meters)
+    overrides = dict(
+        model_type=model_type,
+        dataset_path=dataset_path,
+        dataset_type=dataset_type,
+        dataset_size=dataset_size,
+        unsafe_pickle_runs_code=allow_pickle,
+        warmup=warmup,
+        repeat=repeat,
+        seed=seed,
+        meters=meters,
+    )
     base = config_from_options(config_path, dict(overrides), preset, sets)  # bad config: exit 2 before any child
     args = _passthrough(overrides)
-    cells = plan.build_cells(backends, threads, sweep_items, config=config_path, preset=preset, sets=sets, args=args,
-                             stage_count=len(base.stages))
+    cells = plan.build_cells(
+        backends,
+        threads,
+        sweep_items,
+        config=config_path,
+        preset=preset,
+        sets=sets,
+        args=args,
+        stage_count=len(base.stages),
+    )
     for cell in cells:
         config_from_options(config_path, dict(overrides), cell.preset, cell.sets)
 
@@ -92,8 +171,12 @@ def compare(backends_text, config_path, model_type, sets, preset, dataset_path, 
     options = {k: (str(v) if isinstance(v, Path) else v) for k, v in click.get_current_context().params.items()}
     config = base.to_dict()
     finished = []
-    print(f"compare: {len(cells)} cell(s) x {runs} run(s), one child at a time" if jobs == 1 else
-          f"compare: {len(cells)} cell(s) x {runs} run(s), {jobs} children at a time", file=sys.stderr)
+    print(
+        f"compare: {len(cells)} cell(s) x {runs} run(s), one child at a time"
+        if jobs == 1
+        else f"compare: {len(cells)} cell(s) x {runs} run(s), {jobs} children at a time",
+        file=sys.stderr,
+    )
     print(f"compare: work folder {workdir}", file=sys.stderr)
 
     def write(complete: bool):

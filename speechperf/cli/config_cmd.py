@@ -32,8 +32,14 @@ def show(path: str | None) -> None:
 
 @config.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--backend", "-b", "backend_name", metavar="NAME", default=None,
-              help="Also check what this backend loads (default: general.backend, if set).")
+@click.option(
+    "--backend",
+    "-b",
+    "backend_name",
+    metavar="NAME",
+    default=None,
+    help="Also check what this backend loads (default: general.backend, if set).",
+)
 def check(paths: tuple[str, ...], backend_name: str | None) -> None:
     """Check config files as bench does before measuring (keys, models, presets, model files, dataset path); print
     one line per file and exit 2 on the first bad one."""

@@ -8,26 +8,42 @@ from pathlib import Path
 import click
 
 from speechperf.cli.options import stacked
-
 from speechperf.config.schema import DATASET_TYPES, MODEL_TYPES
 
 
 def config_options(without: str):
     """--config, --model-type, --set, --preset and the --dataset-* options; ``without``: what runs with no --config."""
     options = [
-        click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help=f"Benchmark YAML (see `speechperf config keys`). Without it: {without}."),
-        click.option("--model-type", type=click.Choice(tuple(MODEL_TYPES)), default=None,
-                     help="Replaces general.model_type."),
-        click.option("--set", "sets", multiple=True, metavar="SECTION.KEY=VALUE",
-                     help="Replace one config key, e.g. --set stage1.max_len_b=10 (repeatable; the value is YAML)."),
-        click.option("--preset", default=None,
-                     help="Size preset of every reference model (tiny, base); replaces stageN.preset."),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help=f"Benchmark YAML (see `speechperf config keys`). Without it: {without}.",
+        ),
+        click.option(
+            "--model-type", type=click.Choice(tuple(MODEL_TYPES)), default=None, help="Replaces general.model_type."
+        ),
+        click.option(
+            "--set",
+            "sets",
+            multiple=True,
+            metavar="SECTION.KEY=VALUE",
+            help="Replace one config key, e.g. --set stage1.max_len_b=10 (repeatable; the value is YAML).",
+        ),
+        click.option(
+            "--preset", default=None, help="Size preset of every reference model (tiny, base); replaces stageN.preset."
+        ),
         click.option("--dataset-path", default=None, help="Dataset file; replaces general.dataset_path."),
         click.option("--dataset-type", type=click.Choice(DATASET_TYPES), default=None),
         click.option("--dataset-size", type=click.IntRange(min=1), default=None, help="Use only the first N samples."),
-        click.option("--unsafe-pickle-runs-code", "allow_pickle", is_flag=True, default=None,
-                     help="Allow fairseq's pickled .npy datasets: unpickling runs code from the file."),
+        click.option(
+            "--unsafe-pickle-runs-code",
+            "allow_pickle",
+            is_flag=True,
+            default=None,
+            help="Allow fairseq's pickled .npy datasets: unpickling runs code from the file.",
+        ),
     ]
     return stacked(options)
 
@@ -39,8 +55,11 @@ def config_from_options(config_path: Path | None, overrides: dict, preset: str |
     if overrides.get("dataset_path") is not None and overrides.get("dataset_type") is None:
         overrides["dataset_type"] = _type_from_suffix(overrides["dataset_path"])
     stage_overrides = {"preset": preset}
-    return (load_config(config_path, overrides, stage_overrides, sets) if config_path
-            else default_config(overrides, stage_overrides, sets))
+    return (
+        load_config(config_path, overrides, stage_overrides, sets)
+        if config_path
+        else default_config(overrides, stage_overrides, sets)
+    )
 
 
 def _type_from_suffix(path: str) -> str:
@@ -52,6 +71,8 @@ def _type_from_suffix(path: str) -> str:
     suffix = Path(path).suffix
     types = {".tsv": "raw", ".npz": "npz", ".npy": "npy", ".txt": "text"}
     if suffix not in types:
-        raise SpeechperfError(f"cannot tell the dataset type of {path} from its suffix {suffix!r}; pass "
-                              "--dataset-type (raw for .tsv, npz, npy, text for .txt)")
+        raise SpeechperfError(
+            f"cannot tell the dataset type of {path} from its suffix {suffix!r}; pass "
+            "--dataset-type (raw for .tsv, npz, npy, text for .txt)"
+        )
     return types[suffix]

@@ -21,14 +21,24 @@ def _type_of(path: Path, given: str | None) -> str:
         return given
     if path.suffix in _SUFFIX_TYPES:
         return _SUFFIX_TYPES[path.suffix]
-    raise SpeechperfError(f"cannot tell the dataset type of {path} from its suffix; pass --type "
-                          f"({', '.join(DATA_TYPES)})")
+    raise SpeechperfError(
+        f"cannot tell the dataset type of {path} from its suffix; pass --type ({', '.join(DATA_TYPES)})"
+    )
 
 
-type_option = click.option("--type", "dataset_type", type=click.Choice(DATA_TYPES), default=None,
-                           help="Dataset format (default: from the suffix: .tsv raw, .npz, .npy, .txt text).")
-pickle_option = click.option("--unsafe-pickle-runs-code", "allow_pickle", is_flag=True,
-                             help="Allow fairseq's pickled .npy: unpickling runs code from the file.")
+type_option = click.option(
+    "--type",
+    "dataset_type",
+    type=click.Choice(DATA_TYPES),
+    default=None,
+    help="Dataset format (default: from the suffix: .tsv raw, .npz, .npy, .txt text).",
+)
+pickle_option = click.option(
+    "--unsafe-pickle-runs-code",
+    "allow_pickle",
+    is_flag=True,
+    help="Allow fairseq's pickled .npy: unpickling runs code from the file.",
+)
 
 
 @click.group()
@@ -44,8 +54,9 @@ def data() -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="File to write the subset to.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the random subset.")
 @pickle_option
-def subset(path: Path, dataset_type: str | None, kind: str, n: int, output: Path, seed: int,
-           allow_pickle: bool) -> None:
+def subset(
+    path: Path, dataset_type: str | None, kind: str, n: int, output: Path, seed: int, allow_pickle: bool
+) -> None:
     """Write the N random, shortest or longest samples of PATH to OUTPUT (same format; .npy becomes .npz)."""
     from speechperf.data.subsets import choose, index_dataset, stats, write_subset
     from speechperf.outputs import check_output_path

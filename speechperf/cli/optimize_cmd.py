@@ -24,24 +24,71 @@ def _methods_table(backend_name: str | None) -> str:
 
 
 @click.command()
-@click.option("--backend", "-b", "backend_name", metavar="NAME", default=None,
-              help="A registered backend (see `speechperf backends`); or general.backend in the config.")
+@click.option(
+    "--backend",
+    "-b",
+    "backend_name",
+    metavar="NAME",
+    default=None,
+    help="A registered backend (see `speechperf backends`); or general.backend in the config.",
+)
 @config_options(without="the tiny S2T on generated data")
-@click.option("--method", "methods", default=None, metavar="M1,M2",
-              help="Comma-separated quantization methods of the backend; `list` shows every backend's methods.")
-@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Fresh `speechperf bench` processes per variant, interleaved with the others.")
-@click.option("--calibration-size", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Samples of the dataset whose real feeds calibrate the static methods.")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the variants, their bench configs and the runs go (default: <cache>/optimize/<backend>).")
+@click.option(
+    "--method",
+    "methods",
+    default=None,
+    metavar="M1,M2",
+    help="Comma-separated quantization methods of the backend; `list` shows every backend's methods.",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Fresh `speechperf bench` processes per variant, interleaved with the others.",
+)
+@click.option(
+    "--calibration-size",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Samples of the dataset whose real feeds calibrate the static methods.",
+)
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the variants, their bench configs and the runs go (default: <cache>/optimize/<backend>).",
+)
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads, pinned the same on every run.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
-              help="Seconds one bench process may take before it counts as failed.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Seconds one bench process may take before it counts as failed.",
+)
 @export_options("JSON with every run and the table, rewritten as results come in.")
-def optimize(backend_name, config_path, model_type, sets, preset, dataset_path, dataset_type, dataset_size,
-             allow_pickle, methods, runs, calibration_size, out_dir, threads, timeout_s, output, csv_path,
-             md_path) -> None:
+def optimize(
+    backend_name,
+    config_path,
+    model_type,
+    sets,
+    preset,
+    dataset_path,
+    dataset_type,
+    dataset_size,
+    allow_pickle,
+    methods,
+    runs,
+    calibration_size,
+    out_dir,
+    threads,
+    timeout_s,
+    output,
+    csv_path,
+    md_path,
+) -> None:
     """Post-training int8 quantization of every stage, judged against fp32 by file size, latency (speed-up ± σ
     over fresh processes), peak memory and fidelity (WER / token, VAD agreement / SNR).
 
@@ -51,24 +98,39 @@ def optimize(backend_name, config_path, model_type, sets, preset, dataset_path, 
     if methods == "list":
         click.echo(_methods_table(backend_name))
         return
-    overrides = dict(backend=backend_name, model_type=model_type, dataset_path=dataset_path,
-                     dataset_type=dataset_type, dataset_size=dataset_size, unsafe_pickle_runs_code=allow_pickle,
-                     threads=threads)
+    overrides = dict(
+        backend=backend_name,
+        model_type=model_type,
+        dataset_path=dataset_path,
+        dataset_type=dataset_type,
+        dataset_size=dataset_size,
+        unsafe_pickle_runs_code=allow_pickle,
+        threads=threads,
+    )
     cfg = config_from_options(config_path, overrides, preset, sets)
     from speechperf.errors import SpeechperfError
     from speechperf.registry import known_backends
 
     backend = cfg.general.backend
     if not backend:
-        raise SpeechperfError(f"no backend given: pass --backend NAME (or general.backend); known backends: "
-                              f"{', '.join(known_backends())}")
+        raise SpeechperfError(
+            f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
+        )
     if not methods:
-        raise SpeechperfError(f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} "
-                              f"(see --method list)")
+        raise SpeechperfError(
+            f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} (see --method list)"
+        )
     from speechperf.optimize.run import OptimizeOptions, run_optimize
 
-    opts = OptimizeOptions(backend=backend, methods=tuple(m.strip() for m in methods.split(",") if m.strip()),
-                           out_dir=out_dir or cache_dir() / "optimize" / backend, runs=runs,
-                           calibration_size=calibration_size, output=output, csv_path=csv_path, md_path=md_path,
-                           timeout_s=timeout_s)
+    opts = OptimizeOptions(
+        backend=backend,
+        methods=tuple(m.strip() for m in methods.split(",") if m.strip()),
+        out_dir=out_dir or cache_dir() / "optimize" / backend,
+        runs=runs,
+        calibration_size=calibration_size,
+        output=output,
+        csv_path=csv_path,
+        md_path=md_path,
+        timeout_s=timeout_s,
+    )
     sys.exit(run_optimize(cfg, opts, workdir=cache_dir()))

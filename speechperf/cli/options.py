@@ -9,7 +9,12 @@ import click
 from speechperf.backend import KNOWN_DEVICES
 
 backend_option = click.option(
-    "--backend", "-b", "backend_name", required=True, metavar="NAME", help="A registered backend (see `speechperf backends`)."
+    "--backend",
+    "-b",
+    "backend_name",
+    required=True,
+    metavar="NAME",
+    help="A registered backend (see `speechperf backends`).",
 )
 device_option = click.option(
     "--device", type=click.Choice(KNOWN_DEVICES), default="cpu", show_default=True, help="Where the model runs."
@@ -27,10 +32,16 @@ def export_options(json_help: str):
     """--output/-o (JSON, written as results come in), --csv and --markdown: the exports of bench and optimize."""
     options = [
         click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help=json_help),
-        click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="CSV export."),
-        click.option("--markdown", "md_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="Markdown export."),
+        click.option(
+            "--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="CSV export."
+        ),
+        click.option(
+            "--markdown",
+            "md_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Markdown export.",
+        ),
     ]
     return stacked(options)
 

@@ -44,17 +44,32 @@ _MODEL_ONLY = ("input_specs", "fmt")
 @click.option("--format", "fmt", default=None, help="With --model: the model format, when the suffix does not tell.")
 @device_option
 @threads_option
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the random inputs (--model) or general.seed (--config).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the random inputs (--model) or general.seed (--config).",
+)
 @click.option(
     "--profiler-options",
     default="",
     help='PaddleSpeech-style options, e.g. "batch_range=[10,20]; sorted_key=total; profile_path=/tmp/profile".',
 )
 @click.pass_context
-def profile(ctx: click.Context, backend_name: str, model_path: Path | None, config_path: Path | None,
-            input_specs: tuple[str, ...], fmt: str | None, device: str, threads: int, seed: int,
-            profiler_options: str, **config_args) -> None:
+def profile(
+    ctx: click.Context,
+    backend_name: str,
+    model_path: Path | None,
+    config_path: Path | None,
+    input_specs: tuple[str, ...],
+    fmt: str | None,
+    device: str,
+    threads: int,
+    seed: int,
+    profiler_options: str,
+    **config_args,
+) -> None:
     """Profile inference of a model file (--model) or of a config's stages (--config): op table, step time / ips
     and the framework's trace. With --config one step is one sample through every stage, decoding included."""
     from speechperf.profiler import ProfilerOptions
@@ -63,28 +78,39 @@ def profile(ctx: click.Context, backend_name: str, model_path: Path | None, conf
     _check_trace_path(options)
     given = {name for name in ctx.params if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT}
     if model_path is not None and config_path is not None:
-        raise SpeechperfError(f"--model {model_path} and --config {config_path} exclude each other: profile one "
-                              "model file (--model) or the stages of one config (--config)")
+        raise SpeechperfError(
+            f"--model {model_path} and --config {config_path} exclude each other: profile one "
+            "model file (--model) or the stages of one config (--config)"
+        )
     if model_path is None and config_path is None:
-        raise SpeechperfError("nothing to profile: give --model FILE (one model on random inputs) or --config FILE "
-                              "(a config's stages on its dataset)")
+        raise SpeechperfError(
+            "nothing to profile: give --model FILE (one model on random inputs) or --config FILE "
+            "(a config's stages on its dataset)"
+        )
     if model_path is not None:
         stray = [n for n in _CONFIG_ONLY if n in given]
         if stray:
-            raise SpeechperfError(f"{_flag(stray[0])} applies to --config; with --model the inputs are random "
-                                  "(use --input NAME:SHAPE)")
+            raise SpeechperfError(
+                f"{_flag(stray[0])} applies to --config; with --model the inputs are random (use --input NAME:SHAPE)"
+            )
         _profile_model(backend_name, model_path, input_specs, fmt, device, threads, seed, options)
         return
     stray = [n for n in _MODEL_ONLY if n in given]
     if stray:
-        raise SpeechperfError(f"{_flag(stray[0])} applies to --model; a config's stages make their inputs from "
-                              "the dataset (set stageN.inputs / stageN.format in the config)")
+        raise SpeechperfError(
+            f"{_flag(stray[0])} applies to --model; a config's stages make their inputs from "
+            "the dataset (set stageN.inputs / stageN.format in the config)"
+        )
     overrides = dict(
-        backend=backend_name, model_type=config_args["model_type"], dataset_path=config_args["dataset_path"],
-        dataset_type=config_args["dataset_type"], dataset_size=config_args["dataset_size"],
+        backend=backend_name,
+        model_type=config_args["model_type"],
+        dataset_path=config_args["dataset_path"],
+        dataset_type=config_args["dataset_type"],
+        dataset_size=config_args["dataset_size"],
         unsafe_pickle_runs_code=config_args["allow_pickle"],
         # --threads/--device/--seed replace the config's values only when given
-        threads=threads if "threads" in given else None, device=device if "device" in given else None,
+        threads=threads if "threads" in given else None,
+        device=device if "device" in given else None,
         seed=seed if "seed" in given else None,
     )
     cfg = config_from_options(config_path, overrides, config_args["preset"], config_args["sets"])
@@ -102,8 +128,12 @@ def _check_trace_path(options) -> None:
 
 
 def _flag(param: str) -> str:
-    return {"sets": "--set", "allow_pickle": "--unsafe-pickle-runs-code", "input_specs": "--input",
-            "fmt": "--format"}.get(param, "--" + param.replace("_", "-"))
+    return {
+        "sets": "--set",
+        "allow_pickle": "--unsafe-pickle-runs-code",
+        "input_specs": "--input",
+        "fmt": "--format",
+    }.get(param, "--" + param.replace("_", "-"))
 
 
 def _profile_model(backend_name, model_path, input_specs, fmt, device, threads, seed, options) -> None:
@@ -142,18 +172,25 @@ def _profile_config(cfg, options) -> None:
         backend.set_threads(general.threads)
         backend.seed(general.seed)
         stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
-        pipeline = benchmark_for(general.model_type, stages, backend, device=general.device,
-                                 threads=general.threads, meters=())
+        pipeline = benchmark_for(
+            general.model_type, stages, backend, device=general.device, threads=general.threads, meters=()
+        )
         pipeline.generate_stage_inputs(dataset)  # untimed, before the profiler starts, as bench does
-    for sid, message in pipeline.failed.items():
+    for message in pipeline.failed.values():
         click.echo(f"note: left out of the profile: {message}", err=True)
     sids = [sid for sid in pipeline.inputs[-1] if sid not in pipeline.failed]
     if not sids:
-        raise SpeechperfError(f"{cfg.source}: no sample could be prepared for profiling; first failure: "
-                              f"{next(iter(pipeline.failed.values()), 'the dataset is empty')}")
-    profiled = [ProfileStage.of_stage(stage, [pipeline.inputs[i][sid] for sid in sids])
-                for i, stage in enumerate(stages)]
+        raise SpeechperfError(
+            f"{cfg.source}: no sample could be prepared for profiling; first failure: "
+            f"{next(iter(pipeline.failed.values()), 'the dataset is empty')}"
+        )
+    profiled = [
+        ProfileStage.of_stage(stage, [pipeline.inputs[i][sid] for sid in sids]) for i, stage in enumerate(stages)
+    ]
     chain = " -> ".join(f"stage{i} {s.label}" for i, s in enumerate(stages, 1))
-    click.echo(f"profiling {cfg.source} ({general.model_type}) on {backend.name}, {general.threads} thread(s): "
-               f"one step = one sample through {chain}, cycling over {len(sids)} sample(s); {options!r}", err=True)
+    click.echo(
+        f"profiling {cfg.source} ({general.model_type}) on {backend.name}, {general.threads} thread(s): "
+        f"one step = one sample through {chain}, cycling over {len(sids)} sample(s); {options!r}",
+        err=True,
+    )
     profile_stages(backend, profiled, options)

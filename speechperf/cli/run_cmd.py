@@ -15,7 +15,9 @@ def read_feeds(path: Path) -> dict:
     import numpy as np
 
     if path.suffix != ".npz":
-        raise SpeechperfError(f"--feeds {path}: expected an .npz file of named arrays, got {path.suffix or 'no suffix'!r}")
+        raise SpeechperfError(
+            f"--feeds {path}: expected an .npz file of named arrays, got {path.suffix or 'no suffix'!r}"
+        )
     try:
         with np.load(path, allow_pickle=False) as data:
             return {name: data[name] for name in data.files}
@@ -26,7 +28,13 @@ def read_feeds(path: Path) -> dict:
 @click.command()
 @backend_option
 @click.option("--model", "model_path", required=True, type=click.Path(path_type=Path), help="The model file.")
-@click.option("--feeds", "feeds_path", required=True, type=click.Path(path_type=Path), help=".npz of input arrays, one per input name.")
+@click.option(
+    "--feeds",
+    "feeds_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help=".npz of input arrays, one per input name.",
+)
 @click.option("--format", "fmt", default=None, help="The model format, when the suffix does not tell.")
 @device_option
 @threads_option

@@ -20,11 +20,16 @@ def zoo() -> None:
 @zoo.command("build")
 @_preset
 @click.option(
-    "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="Output folder (default: the cache, ~/.cache/speechperf/zoo/<preset>, or $SPEECHPERF_CACHE_DIR/zoo/<preset>).",
 )
 @click.option(
-    "--model", "models", multiple=True, type=click.Choice(known_models()),
+    "--model",
+    "models",
+    multiple=True,
+    type=click.Choice(known_models()),
     help="Only this model (repeatable); without it, every model of the preset.",
 )
 def build_cmd(preset: str, out: Path | None, models: tuple[str, ...]) -> None:
@@ -43,7 +48,10 @@ def build_cmd(preset: str, out: Path | None, models: tuple[str, ...]) -> None:
 @zoo.command("list")
 @_preset
 @click.option(
-    "--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="Folder the models were built into (default: the cache for the preset).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the manifests (or the catalog) as JSON.")

@@ -64,12 +64,26 @@ class RunResult:
 
 
 def child_command(argv: Sequence[str], run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "speechperf", *argv, "--output", str(run_dir / "run.json"),
-            "--save-outputs", str(run_dir / "outputs.npz")]
+    return [
+        sys.executable,
+        "-m",
+        "speechperf",
+        *argv,
+        "--output",
+        str(run_dir / "run.json"),
+        "--save-outputs",
+        str(run_dir / "outputs.npz"),
+    ]
 
 
-def run_child(command: Sequence[str], run_dir: Path, label: str, run: int, timeout_s: float | None = None,
-              on_start: Callable[[int], None] | None = None) -> RunResult:
+def run_child(
+    command: Sequence[str],
+    run_dir: Path,
+    label: str,
+    run: int,
+    timeout_s: float | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> RunResult:
     """Run ``command`` (``child_command(...)``) in ``run_dir``'s files, wait for it (killing its process group at
     ``timeout_s``) and classify how it ended."""
     run_dir = Path(run_dir)
@@ -80,8 +94,7 @@ def run_child(command: Sequence[str], run_dir: Path, label: str, run: int, timeo
         start = time.perf_counter()
         # A session of its own: the timeout kills everything the child started, and Ctrl-C in the terminal
         # reaches only this process, which then ends the child itself.
-        proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True)
+        proc = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         try:
             cores = tuple(sorted(os.sched_getaffinity(proc.pid)))  # the mask the child really has
         except OSError:  # it has already exited
@@ -118,11 +131,22 @@ def run_child(command: Sequence[str], run_dir: Path, label: str, run: int, timeo
         reason = "exit 0 but no complete result JSON was written"
     else:
         reason = None
-    return RunResult(label=label, run=run, ok=reason is None, exit_code=exit_code, signal=sig, reason=reason,
-                     json_path=str(json_path), outputs_path=str(run_dir / "outputs.npz"), stderr_path=str(stderr_path),
-                     pid=proc.pid, wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime,
-                     max_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
-                     cores=cores)
+    return RunResult(
+        label=label,
+        run=run,
+        ok=reason is None,
+        exit_code=exit_code,
+        signal=sig,
+        reason=reason,
+        json_path=str(json_path),
+        outputs_path=str(run_dir / "outputs.npz"),
+        stderr_path=str(stderr_path),
+        pid=proc.pid,
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        max_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
+        cores=cores,
+    )
 
 
 def _kill_group(pid: int) -> None:
@@ -152,9 +176,16 @@ def run_dir_of(workdir: Path, cell: Cell, run: int) -> Path:
     return Path(workdir) / f"run{run + 1}" / cell.slug
 
 
-def run_cells(cells: Sequence[Cell], runs: int, workdir: Path, executor: str = "local",
-              timeout_s: float | None = None, on_result: Callable[[RunResult], None] | None = None, jobs: int = 1,
-              err: IO[str] | None = None) -> list[RunResult]:
+def run_cells(
+    cells: Sequence[Cell],
+    runs: int,
+    workdir: Path,
+    executor: str = "local",
+    timeout_s: float | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+    jobs: int = 1,
+    err: IO[str] | None = None,
+) -> list[RunResult]:
     """Run every cell ``runs`` times, interleaved; returns the results in (run, cell) order.
 
     ``on_result`` is called as each child finishes (in finishing order); ``runs.json`` in ``workdir`` is rewritten
@@ -174,8 +205,12 @@ def run_cells(cells: Sequence[Cell], runs: int, workdir: Path, executor: str = "
     for cell in cells:  # write config files of dict cells once, before any child runs
         cell.bench_args(workdir)
     if jobs > 1:
-        print(f"warning: --jobs {jobs} runs {jobs} measured children at once; they share the machine's cores and "
-              "memory bandwidth, so their timings are slower and noisier than one at a time", file=err, flush=True)
+        print(
+            f"warning: --jobs {jobs} runs {jobs} measured children at once; they share the machine's cores and "
+            "memory bandwidth, so their timings are slower and noisier than one at a time",
+            file=err,
+            flush=True,
+        )
     done: list[RunResult] = []
     lock = threading.Lock()
 
@@ -195,14 +230,19 @@ def run_cells(cells: Sequence[Cell], runs: int, workdir: Path, executor: str = "
 
         run_on_ray(order, workdir, timeout_s, jobs, record, err)
     else:
+
         def one(index: int, run: int, cell: Cell) -> RunResult:
             def started(pid: int) -> None:
-                print(f"compare: [{index + 1}/{len(order)}] {cell.label} run {run + 1}: started pid {pid}",
-                      file=err, flush=True)
+                print(
+                    f"compare: [{index + 1}/{len(order)}] {cell.label} run {run + 1}: started pid {pid}",
+                    file=err,
+                    flush=True,
+                )
 
             run_dir = run_dir_of(workdir, cell, run)
-            return run_child(child_command(cell.bench_args(workdir), run_dir), run_dir, cell.label, run, timeout_s,
-                             started)
+            return run_child(
+                child_command(cell.bench_args(workdir), run_dir), run_dir, cell.label, run, timeout_s, started
+            )
 
         if jobs == 1:
             for index, (run, cell) in enumerate(order):

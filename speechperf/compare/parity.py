@@ -81,14 +81,22 @@ def compare_outputs(reference: Mapping[tuple, np.ndarray], other: Mapping[tuple,
         scale = float(np.max(np.abs(ref_arr))) if ref_arr.size else 0.0
         entry["max_abs"] = max(entry["max_abs"] or 0.0, delta)
         entry["differing"] += int(delta > FLOAT_TOLERANCE * max(scale, 1e-12))
-    return [OutputDiff(stage, name, e["exact"], e["samples"], e["differing"],
-                       None if e.get("shape_differs") else e["max_abs"]) for (stage, name), e in merged.items()]
+    return [
+        OutputDiff(
+            stage, name, e["exact"], e["samples"], e["differing"], None if e.get("shape_differs") else e["max_abs"]
+        )
+        for (stage, name), e in merged.items()
+    ]
 
 
 def _worst(a: OutputDiff, b: OutputDiff) -> OutputDiff:
     max_abs = None if a.max_abs is None or b.max_abs is None else max(a.max_abs, b.max_abs)
-    return attrs.evolve(a, samples=max(a.samples, b.samples), differing=max(a.differing, b.differing),
-                        max_abs=max_abs if not a.exact else None)
+    return attrs.evolve(
+        a,
+        samples=max(a.samples, b.samples),
+        differing=max(a.differing, b.differing),
+        max_abs=max_abs if not a.exact else None,
+    )
 
 
 def group_parity(labels: Sequence[str], results: Sequence[RunResult]) -> dict[str, CellParity]:

@@ -105,19 +105,32 @@ def sweep_sets(key: str, value: str, stage_count: int) -> tuple[str | None, tupl
     if "." in key:
         return None, (f"{key}={value}",)
     if key in ("threads", "backend"):
-        raise PlanError(f"--sweep {key}: use --{key}s / --threads for that" if key == "backend" else
-                        f"--sweep {key}: use --threads 1,2 for that")
+        raise PlanError(
+            f"--sweep {key}: use --{key}s / --threads for that"
+            if key == "backend"
+            else f"--sweep {key}: use --threads 1,2 for that"
+        )
     if key in GENERAL_KEYS:
         return None, (f"general.{key}={value}",)
     if key in STAGE_KEYS:
         return None, tuple(f"stage{i}.{key}={value}" for i in range(1, stage_count + 1))
-    raise PlanError(f"--sweep {key}: not a config key; allowed: preset, a general key ({', '.join(GENERAL_KEYS)}), "
-                    f"a stage key ({', '.join(STAGE_KEYS)}) or SECTION.KEY")
+    raise PlanError(
+        f"--sweep {key}: not a config key; allowed: preset, a general key ({', '.join(GENERAL_KEYS)}), "
+        f"a stage key ({', '.join(STAGE_KEYS)}) or SECTION.KEY"
+    )
 
 
-def build_cells(backends: Sequence[str], threads: Sequence[int], sweeps: Sequence[tuple[str, list[str]]], *,
-                config: Path | dict[str, Any] | None = None, preset: str | None = None, sets: Sequence[str] = (),
-                args: Sequence[str] = (), stage_count: int = 1) -> list[Cell]:
+def build_cells(
+    backends: Sequence[str],
+    threads: Sequence[int],
+    sweeps: Sequence[tuple[str, list[str]]],
+    *,
+    config: Path | dict[str, Any] | None = None,
+    preset: str | None = None,
+    sets: Sequence[str] = (),
+    args: Sequence[str] = (),
+    stage_count: int = 1,
+) -> list[Cell]:
     """Every combination, sweep values outermost, then threads, then backends (the order of the tables)."""
     keys = [key for key, _ in sweeps]
     if len(set(keys)) != len(keys):
@@ -134,7 +147,6 @@ def build_cells(backends: Sequence[str], threads: Sequence[int], sweeps: Sequenc
             cell_sets += extra
         for n in threads:
             for backend in backends:
-                label = " ".join([backend, *([f"t={n}"] if len(threads) > 1 else []),
-                                  *(f"{k}={v}" for k, v in params)])
+                label = " ".join([backend, *([f"t={n}"] if len(threads) > 1 else []), *(f"{k}={v}" for k, v in params)])
                 cells.append(Cell(label, backend, n, config, cell_preset, cell_sets, tuple(args), params))
     return cells

@@ -30,9 +30,15 @@ def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compa
     if not finished:
         raise SpeechperfError(f"--plot {path}: no cell finished a run, there is nothing to plot")
     fig, ax = plt.subplots(figsize=(8, 1.2 + 0.6 * len(finished)))
-    ax.boxplot([[v * 1e3 for v in s.per_sample] for s in finished], orientation="horizontal", whis=(0, 100),
-               tick_labels=[s.label for s in finished], patch_artist=True,
-               boxprops={"facecolor": "#9ecae1"}, medianprops={"color": "#08306b"})
+    ax.boxplot(
+        [[v * 1e3 for v in s.per_sample] for s in finished],
+        orientation="horizontal",
+        whis=(0, 100),
+        tick_labels=[s.label for s in finished],
+        patch_artist=True,
+        boxprops={"facecolor": "#9ecae1"},
+        medianprops={"color": "#08306b"},
+    )
     ax.set_xlabel("per-sample runtime (ms); whiskers: min and max")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)

@@ -41,6 +41,7 @@ def _task(argv, run_dir, label, run, timeout_s, threads, slot):
     cores = pinned_cores(slot, threads, original)
     os.sched_setaffinity(0, cores)
     try:
+
         def started(pid):
             print(f"compare: {label} run {run + 1}: started pid {pid} on cores {cores}", file=sys.stderr, flush=True)
 
@@ -73,8 +74,14 @@ def run_on_ray(order, workdir, timeout_s, jobs, record, err) -> None:
             run, cell = queue.pop(0)
             slot = free_slots.pop(0)
             ref = task.options(num_cpus=cell.threads).remote(
-                cell.bench_args(workdir), str(run_dir_of(workdir, cell, run)), cell.label, run, timeout_s,
-                cell.threads, slot)
+                cell.bench_args(workdir),
+                str(run_dir_of(workdir, cell, run)),
+                cell.label,
+                run,
+                timeout_s,
+                cell.threads,
+                slot,
+            )
             pending[ref] = slot
         ready, _ = ray.wait(list(pending), num_returns=1)
         free_slots.append(pending.pop(ready[0]))

@@ -15,11 +15,35 @@ from speechperf.compare.parity import CellParity, group_parity
 from speechperf.compare.plan import Cell
 
 SCHEMA_VERSION = 1
-UNIT_NOTE = ("statistical unit: one process run (the mean per-sample runtime of the run); mean ± σ, range, ratios "
-             "and Welch's p are over the runs; median / p90 / p99 over every sample of every run")
-COLUMNS = ("cell", "backend", "threads", "params", "runs_ok", "runs_failed", "mean_ms", "stdev_ms", "min_ms",
-           "max_ms", "median_ms", "p90_ms", "p99_ms", "rtf", "rtf_audio", "peak_rss_mib", "gflops_per_sample",
-           "flops_source", "ratio", "ratio_sigma", "p_value", "parity", "failure")
+UNIT_NOTE = (
+    "statistical unit: one process run (the mean per-sample runtime of the run); mean ± σ, range, ratios "
+    "and Welch's p are over the runs; median / p90 / p99 over every sample of every run"
+)
+COLUMNS = (
+    "cell",
+    "backend",
+    "threads",
+    "params",
+    "runs_ok",
+    "runs_failed",
+    "mean_ms",
+    "stdev_ms",
+    "min_ms",
+    "max_ms",
+    "median_ms",
+    "p90_ms",
+    "p99_ms",
+    "rtf",
+    "rtf_audio",
+    "peak_rss_mib",
+    "gflops_per_sample",
+    "flops_source",
+    "ratio",
+    "ratio_sigma",
+    "p_value",
+    "parity",
+    "failure",
+)
 
 
 @attrs.frozen
@@ -38,9 +62,14 @@ class CompareReport:
         for group in summ.groups(summaries):
             if len({s.cell.backend for s in group}) > 1:  # outputs are compared between backends, not presets
                 parity.update(group_parity([s.label for s in group], results))
-        return cls(tuple(cells), tuple(results), tuple(summaries),
-                   tuple(tuple(r) for r in summ.rankings(summaries)), parity,
-                   tuple(summ.environment_differences(summaries)))
+        return cls(
+            tuple(cells),
+            tuple(results),
+            tuple(summaries),
+            tuple(tuple(r) for r in summ.rankings(summaries)),
+            parity,
+            tuple(summ.environment_differences(summaries)),
+        )
 
     @property
     def failed(self) -> list[RunResult]:
@@ -62,29 +91,46 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
     for s in report.summaries:
         comparison = report.comparison_of(s.label)
         parity = report.parity.get(s.label)
-        out.append({
-            "cell": s.label, "backend": s.cell.backend, "threads": s.cell.threads,
-            "params": " ".join(f"{k}={v}" for k, v in s.cell.params),
-            "runs_ok": len(s.run_values), "runs_failed": len(s.failures),
-            "mean_ms": _ms(s.mean), "stdev_ms": _ms(s.stdev),
-            "min_ms": _ms(min(s.run_values)) if s.ok else None, "max_ms": _ms(max(s.run_values)) if s.ok else None,
-            "median_ms": _ms(s.percentile(50)), "p90_ms": _ms(s.percentile(90)), "p99_ms": _ms(s.percentile(99)),
-            "rtf": None if s.rtf is None else round(s.rtf, 5), "rtf_audio": s.rtf_audio,
-            "peak_rss_mib": None if s.peak_mib is None else round(s.peak_mib, 1),
-            "gflops_per_sample": None if s.flops_per_sample is None else round(s.flops_per_sample / 1e9, 4),
-            "flops_source": s.flops_source,
-            "ratio": 1.0 if report.is_fastest(s.label) else (round(comparison.ratio.value, 3) if comparison else None),
-            "ratio_sigma": (round(comparison.ratio.sigma, 3) if comparison and comparison.ratio.sigma is not None
-                            else None),
-            "p_value": None if comparison is None or comparison.p_value is None else float(f"{comparison.p_value:.3g}"),
-            "parity": parity.describe() if parity else None,
-            "failure": "; ".join(f"run {f.run + 1}: {f.reason} (exit code {f.exit_code})" for f in s.failures) or None,
-        })
+        out.append(
+            {
+                "cell": s.label,
+                "backend": s.cell.backend,
+                "threads": s.cell.threads,
+                "params": " ".join(f"{k}={v}" for k, v in s.cell.params),
+                "runs_ok": len(s.run_values),
+                "runs_failed": len(s.failures),
+                "mean_ms": _ms(s.mean),
+                "stdev_ms": _ms(s.stdev),
+                "min_ms": _ms(min(s.run_values)) if s.ok else None,
+                "max_ms": _ms(max(s.run_values)) if s.ok else None,
+                "median_ms": _ms(s.percentile(50)),
+                "p90_ms": _ms(s.percentile(90)),
+                "p99_ms": _ms(s.percentile(99)),
+                "rtf": None if s.rtf is None else round(s.rtf, 5),
+                "rtf_audio": s.rtf_audio,
+                "peak_rss_mib": None if s.peak_mib is None else round(s.peak_mib, 1),
+                "gflops_per_sample": None if s.flops_per_sample is None else round(s.flops_per_sample / 1e9, 4),
+                "flops_source": s.flops_source,
+                "ratio": 1.0
+                if report.is_fastest(s.label)
+                else (round(comparison.ratio.value, 3) if comparison else None),
+                "ratio_sigma": (
+                    round(comparison.ratio.sigma, 3) if comparison and comparison.ratio.sigma is not None else None
+                ),
+                "p_value": None
+                if comparison is None or comparison.p_value is None
+                else float(f"{comparison.p_value:.3g}"),
+                "parity": parity.describe() if parity else None,
+                "failure": "; ".join(f"run {f.run + 1}: {f.reason} (exit code {f.exit_code})" for f in s.failures)
+                or None,
+            }
+        )
     return out
 
 
-def to_json(report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int,
-            complete: bool) -> dict[str, Any]:
+def to_json(
+    report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int, complete: bool
+) -> dict[str, Any]:
     """``options``: the command's options as given (click's parameters)."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -93,22 +139,64 @@ def to_json(report: CompareReport, config: dict[str, Any] | None, options: dict[
         "statistical_unit": UNIT_NOTE,
         "runs_per_cell": runs,
         "config": config,
-        "cells": [{"label": c.label, "backend": c.backend, "threads": c.threads, "params": dict(c.params),
-                   "config": c.config if isinstance(c.config, dict) else (None if c.config is None else str(c.config)),
-                   "preset": c.preset, "sets": list(c.sets), "args": list(c.args)} for c in report.cells],
+        "cells": [
+            {
+                "label": c.label,
+                "backend": c.backend,
+                "threads": c.threads,
+                "params": dict(c.params),
+                "config": c.config if isinstance(c.config, dict) else (None if c.config is None else str(c.config)),
+                "preset": c.preset,
+                "sets": list(c.sets),
+                "args": list(c.args),
+            }
+            for c in report.cells
+        ],
         "summary": rows(report),
-        "comparisons": [[{"fast": c.fast, "slow": c.slow, "ratio": c.ratio.value, "sigma": c.ratio.sigma,
-                          "p_value": c.p_value, "significant": c.significant, "sentence": c.sentence()}
-                         for c in ranking] for ranking in report.rankings],
-        "parity": {label: {"reference": p.reference, "mismatch": p.mismatch, "note": p.note,
-                           "outputs": [attrs.asdict(d) for d in p.diffs]} for label, p in report.parity.items()},
+        "comparisons": [
+            [
+                {
+                    "fast": c.fast,
+                    "slow": c.slow,
+                    "ratio": c.ratio.value,
+                    "sigma": c.ratio.sigma,
+                    "p_value": c.p_value,
+                    "significant": c.significant,
+                    "sentence": c.sentence(),
+                }
+                for c in ranking
+            ]
+            for ranking in report.rankings
+        ],
+        "parity": {
+            label: {
+                "reference": p.reference,
+                "mismatch": p.mismatch,
+                "note": p.note,
+                "outputs": [attrs.asdict(d) for d in p.diffs],
+            }
+            for label, p in report.parity.items()
+        },
         "environment_notes": list(report.environment_notes),
-        "runs": [{**r.to_dict(),
-                  "environment": next((e for s in report.summaries if s.label == r.label
-                                       for e, raw in zip(s.environments, s.runs) if raw["run"] == r.run), None),
-                  "timings": next((raw for s in report.summaries if s.label == r.label for raw in s.runs
-                                   if raw["run"] == r.run), None)}
-                 for r in report.results],
+        "runs": [
+            {
+                **r.to_dict(),
+                "environment": next(
+                    (
+                        e
+                        for s in report.summaries
+                        if s.label == r.label
+                        for e, raw in zip(s.environments, s.runs)
+                        if raw["run"] == r.run
+                    ),
+                    None,
+                ),
+                "timings": next(
+                    (raw for s in report.summaries if s.label == r.label for raw in s.runs if raw["run"] == r.run), None
+                ),
+            }
+            for r in report.results
+        ],
     }
 
 
@@ -138,13 +226,22 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         else:
             sigma = f" ± {_fmt_ms(s.stdev)}" if s.stdev is not None else " (one run: no σ)"
             print(f"  Time (mean ± σ):     {_fmt_ms(s.mean)}{sigma}", file=file)
-            print(f"  Range (min … max):   {_fmt_ms(min(s.run_values))} … {_fmt_ms(max(s.run_values))}    "
-                  f"{len(s.run_values)} runs", file=file)
-            print(f"  Per sample:          median {_fmt_ms(s.percentile(50))}, p90 {_fmt_ms(s.percentile(90))}, "
-                  f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings", file=file)
+            print(
+                f"  Range (min … max):   {_fmt_ms(min(s.run_values))} … {_fmt_ms(max(s.run_values))}    "
+                f"{len(s.run_values)} runs",
+                file=file,
+            )
+            print(
+                f"  Per sample:          median {_fmt_ms(s.percentile(50))}, p90 {_fmt_ms(s.percentile(90))}, "
+                f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings",
+                file=file,
+            )
         for failure in s.failures:
-            print(f"  run {failure.run + 1} FAILED: {failure.reason} (exit code {failure.exit_code}; "
-                  f"stderr: {failure.stderr_path})", file=file)
+            print(
+                f"  run {failure.run + 1} FAILED: {failure.reason} (exit code {failure.exit_code}; "
+                f"stderr: {failure.stderr_path})",
+                file=file,
+            )
         if s.ok and s.outlier_warning:
             print(f"  Warning: {s.outlier_warning}", file=file)
     for ranking in report.rankings:
@@ -153,20 +250,49 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
             for comparison in ranking:
                 print(f"  {comparison.sentence()}", file=file)
     table = Table(title="speechperf compare")
-    headers = ("cell", "runs ok/failed", "mean ± σ (ms)", "median", "p90", "p99", "RTF", "peak RSS (MiB)",
-               "GFLOPs/sample", "vs fastest", "parity")
+    headers = (
+        "cell",
+        "runs ok/failed",
+        "mean ± σ (ms)",
+        "median",
+        "p90",
+        "p99",
+        "RTF",
+        "peak RSS (MiB)",
+        "GFLOPs/sample",
+        "vs fastest",
+        "parity",
+    )
     for header in headers:
         table.add_column(header, justify="left" if header in ("cell", "parity") else "right")
     for row in rows(report):
-        mean = "-" if row["mean_ms"] is None else (
-            f"{row['mean_ms']:.2f}" + (f" ± {row['stdev_ms']:.2f}" if row["stdev_ms"] is not None else ""))
-        ratio = "-" if row["ratio"] is None else (
-            "fastest" if report.is_fastest(row["cell"]) else
-            f"{row['ratio']:.2f}" + (f" ± {row['ratio_sigma']:.2f}" if row["ratio_sigma"] is not None else "") + "x")
-        table.add_row(row["cell"], f"{row['runs_ok']}/{row['runs_failed']}", mean, *(
-            "-" if row[k] is None else str(row[k]) for k in ("median_ms", "p90_ms", "p99_ms", "rtf",
-                                                               "peak_rss_mib", "gflops_per_sample")),
-            ratio, row["parity"] or "-")
+        mean = (
+            "-"
+            if row["mean_ms"] is None
+            else (f"{row['mean_ms']:.2f}" + (f" ± {row['stdev_ms']:.2f}" if row["stdev_ms"] is not None else ""))
+        )
+        ratio = (
+            "-"
+            if row["ratio"] is None
+            else (
+                "fastest"
+                if report.is_fastest(row["cell"])
+                else f"{row['ratio']:.2f}"
+                + (f" ± {row['ratio_sigma']:.2f}" if row["ratio_sigma"] is not None else "")
+                + "x"
+            )
+        )
+        table.add_row(
+            row["cell"],
+            f"{row['runs_ok']}/{row['runs_failed']}",
+            mean,
+            *(
+                "-" if row[k] is None else str(row[k])
+                for k in ("median_ms", "p90_ms", "p99_ms", "rtf", "peak_rss_mib", "gflops_per_sample")
+            ),
+            ratio,
+            row["parity"] or "-",
+        )
     print(file=file)
     Console(file=file, soft_wrap=False, width=220).print(table)
     mismatches = [p for p in report.parity.values() if p.mismatch]

@@ -90,8 +90,11 @@ def check_threads(result: RunResult, cell: Cell, data: dict[str, Any]) -> RunRes
     seen = {data["result"].get("threads"), data["environment"].get("threads")}
     if seen == {cell.threads}:
         return result
-    return attrs.evolve(result, ok=False, reason=f"the child ran with {sorted(seen, key=str)} threads, not "
-                                                 f"{cell.threads} as every cell of its column")
+    return attrs.evolve(
+        result,
+        ok=False,
+        reason=f"the child ran with {sorted(seen, key=str)} threads, not {cell.threads} as every cell of its column",
+    )
 
 
 def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellSummary]:
@@ -117,8 +120,13 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
             values.append(statistics.fmean(per_sample.values()))
             pooled.extend(per_sample.values())
             envs.append(data["environment"])
-            runs.append({"run": result.run, "per_sample_s": per_sample,
-                         "stages": [_raw_timings(s) for s in data["result"]["stages"]]})
+            runs.append(
+                {
+                    "run": result.run,
+                    "per_sample_s": per_sample,
+                    "stages": [_raw_timings(s) for s in data["result"]["stages"]],
+                }
+            )
             if totals.get("rtf"):
                 runtime_s += totals["rtf"]["total_runtime_s"]
                 audio_s += totals["rtf"]["total_audio_s"]
@@ -127,16 +135,33 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
                 peak = max(peak or 0.0, totals["peak_mib"])
                 footprint = max(footprint or 0.0, totals["footprint_mib"] or 0.0)
             flops, flops_source = totals.get("flops_per_sample") or flops, totals.get("flops_source") or flops_source
-        out.append(CellSummary(cell, tuple(values), tuple(pooled), runtime_s / audio_s if audio_s else None, rtf_audio,
-                               peak, footprint, flops, flops_source, tuple(failures), tuple(envs), tuple(runs)))
+        out.append(
+            CellSummary(
+                cell,
+                tuple(values),
+                tuple(pooled),
+                runtime_s / audio_s if audio_s else None,
+                rtf_audio,
+                peak,
+                footprint,
+                flops,
+                flops_source,
+                tuple(failures),
+                tuple(envs),
+                tuple(runs),
+            )
+        )
     return out
 
 
 def _raw_timings(stage: dict[str, Any]) -> dict[str, Any]:
     """One stage's raw timings of one run: every timed repeat, in ns, per sample."""
     runtime = stage.get("runtime") or {}
-    return {"stage": stage["index"], "label": stage["label"],
-            "ns": {s["sample_id"]: s["ns"] for s in runtime.get("samples", [])}}
+    return {
+        "stage": stage["index"],
+        "label": stage["label"],
+        "ns": {s["sample_id"]: s["ns"] for s in runtime.get("samples", [])},
+    }
 
 
 def groups(summaries: Sequence[CellSummary]) -> list[list[CellSummary]]:
@@ -162,5 +187,6 @@ def environment_differences(summaries: Sequence[CellSummary]) -> list[str]:
         for env in s.environments:
             for key in ENV_KEYS_THAT_MUST_MATCH:
                 seen.setdefault(key, set()).add(json.dumps(env.get(key), sort_keys=True))
-    return [f"{key} differs between runs: {' / '.join(sorted(values))}" for key, values in seen.items()
-            if len(values) > 1]
+    return [
+        f"{key} differs between runs: {' / '.join(sorted(values))}" for key, values in seen.items() if len(values) > 1
+    ]

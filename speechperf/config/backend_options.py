@@ -34,7 +34,8 @@ def option_fields(backend) -> tuple[attrs.Attribute, ...]:
 
 def check_options(backend, options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """``options`` with every key known to ``backend`` and every value converted and checked."""
-    from speechperf.config.load import ConfigError, _suggest as suggest, check_value
+    from speechperf.config.load import ConfigError, check_value
+    from speechperf.config.load import _suggest as suggest
 
     at = where or f"backend {backend.name!r}"
     if not isinstance(options, Mapping):
@@ -44,8 +45,10 @@ def check_options(backend, options: Mapping[str, Any], where: str = "") -> dict[
     for name, value in options.items():
         if name not in fields:
             allowed = ", ".join(fields) or "none (it takes no options)"
-            raise OptionError(f"{at}: unknown option {name!r} of backend {backend.name!r}"
-                              f"{suggest(str(name), list(fields))}; allowed: {allowed}")
+            raise OptionError(
+                f"{at}: unknown option {name!r} of backend {backend.name!r}"
+                f"{suggest(str(name), list(fields))}; allowed: {allowed}"
+            )
         try:
             out[name] = check_value(fields[name], value, f"options.{backend.name}.{name}", at)
         except ConfigError as exc:
@@ -60,8 +63,10 @@ def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> di
     from speechperf.registry import get_backend
 
     if not isinstance(options, Mapping):
-        raise OptionError(f"{at}: {section}.options = {options!r}; expected a mapping of backend name -> options, "
-                          "e.g. {onnxruntime: {graph_optimization_level: basic}}")
+        raise OptionError(
+            f"{at}: {section}.options = {options!r}; expected a mapping of backend name -> options, "
+            "e.g. {onnxruntime: {graph_optimization_level: basic}}"
+        )
     checked = {}
     for name, settings in options.items():
         try:

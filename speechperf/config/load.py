@@ -79,12 +79,18 @@ def read_yaml(text: str, source: str) -> dict[str, Any]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the top level is a {type(data).__name__}; a mapping with general and stage1..3 is required")
+        raise ConfigError(
+            f"{source}: the top level is a {type(data).__name__}; a mapping with general and stage1..3 is required"
+        )
     return data
 
 
-def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None,
-                stage_overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()) -> BenchConfig:
+def load_config(
+    path: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+    stage_overrides: Mapping[str, Any] | None = None,
+    sets: Sequence[str] = (),
+) -> BenchConfig:
     """Read, check and merge the config file at ``path``; ``overrides`` replace general keys (the CLI's options),
     ``stage_overrides`` replace a key in every stage (e.g. ``--preset tiny``)."""
     path = Path(path)
@@ -97,8 +103,11 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None,
     return parse_config(text, str(path), overrides, stage_overrides, sets)
 
 
-def default_config(overrides: Mapping[str, Any] | None = None,
-                   stage_overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()) -> BenchConfig:
+def default_config(
+    overrides: Mapping[str, Any] | None = None,
+    stage_overrides: Mapping[str, Any] | None = None,
+    sets: Sequence[str] = (),
+) -> BenchConfig:
     """The built-in default (tiny S2T on a generated dataset), shipped inside the package."""
     text = resources.files("speechperf.config").joinpath("default.yaml").read_text(encoding="utf-8")
     return parse_config(text, "<built-in default.yaml>", overrides, stage_overrides, sets)
@@ -124,8 +133,13 @@ def apply_sets(data: dict[str, Any], sets: Sequence[str]) -> None:
         data[section][key] = value
 
 
-def parse_config(text: str, source: str, overrides: Mapping[str, Any] | None = None,
-                 stage_overrides: Mapping[str, Any] | None = None, sets: Sequence[str] = ()) -> BenchConfig:
+def parse_config(
+    text: str,
+    source: str,
+    overrides: Mapping[str, Any] | None = None,
+    stage_overrides: Mapping[str, Any] | None = None,
+    sets: Sequence[str] = (),
+) -> BenchConfig:
     data = read_yaml(text, source)
     lines = _key_lines(text)
     apply_sets(data, sets)
@@ -137,16 +151,22 @@ def parse_config(text: str, source: str, overrides: Mapping[str, Any] | None = N
     sections = ["general"] + [f"stage{i}" for i in range(1, MAX_STAGES + 1)]
     for name in data:
         if name not in sections:
-            raise ConfigError(f"{where(str(name))}: unknown section {name!r}{_suggest(str(name), sections)}; "
-                              f"allowed: {', '.join(sections)}")
+            raise ConfigError(
+                f"{where(str(name))}: unknown section {name!r}{_suggest(str(name), sections)}; "
+                f"allowed: {', '.join(sections)}"
+            )
         if data[name] is not None and not isinstance(data[name], dict):
-            raise ConfigError(f"{where(name)}: section {name!r} is a {type(data[name]).__name__}; a mapping is required")
+            raise ConfigError(
+                f"{where(name)}: section {name!r} is a {type(data[name]).__name__}; a mapping is required"
+            )
 
     general_raw = dict(data.get("general") or {})
     for k in general_raw:
         if k not in GENERAL_KEYS and k not in STAGE_KEYS:
-            raise ConfigError(f"{where('general', k)}: unknown key general.{k}{_suggest(k, GENERAL_KEYS + STAGE_KEYS)}; "
-                              "see `speechperf config keys`")
+            raise ConfigError(
+                f"{where('general', k)}: unknown key general.{k}{_suggest(k, GENERAL_KEYS + STAGE_KEYS)}; "
+                "see `speechperf config keys`"
+            )
     general_raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
     general_values = {k: v for k, v in general_raw.items() if k in GENERAL_KEYS}
     stage_defaults = {k: v for k, v in general_raw.items() if k in STAGE_KEYS}
@@ -156,27 +176,34 @@ def parse_config(text: str, source: str, overrides: Mapping[str, Any] | None = N
     present = [i for i in range(1, MAX_STAGES + 1) if f"stage{i}" in data]
     for i in present:
         if i > len(roles):
-            raise ConfigError(f"{where(f'stage{i}')}: model_type {general.model_type} has {len(roles)} stage(s) "
-                              f"({', '.join(roles)}); stage{i} is not used")
+            raise ConfigError(
+                f"{where(f'stage{i}')}: model_type {general.model_type} has {len(roles)} stage(s) "
+                f"({', '.join(roles)}); stage{i} is not used"
+            )
     stages = []
     for i, role in enumerate(roles, 1):
         section = f"stage{i}"
         if section not in data:
             if i <= required:
-                raise ConfigError(f"{source}: model_type {general.model_type} needs stage{i} (the {role} model); "
-                                  f"it has {', '.join(f'stage{j}' for j in present) or 'no stages'}")
+                raise ConfigError(
+                    f"{source}: model_type {general.model_type} needs stage{i} (the {role} model); "
+                    f"it has {', '.join(f'stage{j}' for j in present) or 'no stages'}"
+                )
             break
         raw = dict(data[section] or {})
         for k in raw:
             if k in GENERAL_KEYS:
                 raise ConfigError(f"{where(section, k)}: {section}.{k} is a run-level key; put it in general")
             if k not in STAGE_KEYS:
-                raise ConfigError(f"{where(section, k)}: unknown key {section}.{k}{_suggest(k, STAGE_KEYS)}; "
-                                  "see `speechperf config keys`")
+                raise ConfigError(
+                    f"{where(section, k)}: unknown key {section}.{k}{_suggest(k, STAGE_KEYS)}; "
+                    "see `speechperf config keys`"
+                )
         merged = {**stage_defaults, **raw}
         merged.update({k: v for k, v in (stage_overrides or {}).items() if v is not None})
-        stage = _build(StageConfig, merged, lambda k, s=section: where(s, k) if (s, k) in lines else where("general", k),
-                       section)
+        stage = _build(
+            StageConfig, merged, lambda k, s=section: where(s, k) if (s, k) in lines else where("general", k), section
+        )
         _check_stage(stage, section, role, where(section))
         if stage.options:
             from speechperf.config.backend_options import check_stage_options
@@ -190,15 +217,19 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
     if stage.model and stage.path:
         raise ConfigError(f"{at}: {section} sets both model ({stage.model!r}) and path ({stage.path!r}); set one")
     if not stage.model and not stage.path:
-        raise ConfigError(f"{at}: {section} (the {role} model) needs `model` (a reference model) or `path` "
-                          "(your own model file)")
+        raise ConfigError(
+            f"{at}: {section} (the {role} model) needs `model` (a reference model) or `path` (your own model file)"
+        )
     if stage.path and not stage.inputs:
-        raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `inputs` declared: a list of "
-                          "{name, source, dtype}")
+        raise ConfigError(
+            f"{at}: {section}.path {stage.path!r} needs `inputs` declared: a list of {{name, source, dtype}}"
+        )
     if stage.output_sample_rate is not None and not (stage.path and role in ("tts", "unit_vocoder", "s2s")):
-        raise ConfigError(f"{at}: {section}.output_sample_rate applies to your own model file (path) of a tts, "
-                          f"unit_vocoder or s2s stage; this is the {role} stage"
-                          f"{'' if stage.path else ' of a reference model, whose rate is known'}")
+        raise ConfigError(
+            f"{at}: {section}.output_sample_rate applies to your own model file (path) of a tts, "
+            f"unit_vocoder or s2s stage; this is the {role} stage"
+            f"{'' if stage.path else ' of a reference model, whose rate is known'}"
+        )
     if stage.path and not stage.outputs:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
 
@@ -218,10 +249,18 @@ def _build(cls, values: dict[str, Any], where, section: str):
 
 
 _KIND_TEXT = {
-    "str": "a string", "str?": "a string or null", "int": "an integer", "int?": "an integer or null",
-    "float": "a number", "bool": "true or false", "list[str]": "a list of strings", "list[float]": "a list of numbers",
-    "inputs": "a list of {name, source, dtype} mappings", "array?": "a number or a nested list of numbers",
-    "options": "a mapping of backend name -> options", "options?": "a mapping of backend name -> options, or null",
+    "str": "a string",
+    "str?": "a string or null",
+    "int": "an integer",
+    "int?": "an integer or null",
+    "float": "a number",
+    "bool": "true or false",
+    "list[str]": "a list of strings",
+    "list[float]": "a list of numbers",
+    "inputs": "a list of {name, source, dtype} mappings",
+    "array?": "a number or a nested list of numbers",
+    "options": "a mapping of backend name -> options",
+    "options?": "a mapping of backend name -> options, or null",
 }
 
 
@@ -285,8 +324,9 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
             raise ConfigError(f"{at}: {name} = {given!r} is empty; allowed: one or more of {', '.join(choices)}")
         for item in out if isinstance(out, tuple) else (out,):
             if item not in choices:
-                raise ConfigError(f"{at}: {name} = {value!r}; allowed: {', '.join(choices)}"
-                                  f"{_suggest(str(item), list(choices))}")
+                raise ConfigError(
+                    f"{at}: {name} = {value!r}; allowed: {', '.join(choices)}{_suggest(str(item), list(choices))}"
+                )
     if minimum is not None or meta.get("maximum") is not None:
         low, high = meta["minimum"], meta.get("maximum")
         if meta.get("exclusive"):
@@ -308,10 +348,15 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
     if "name" not in value:
         raise ConfigError(f"{at}: {name} has no 'name'; each input needs name and source (or value)")
     if (value.get("source") is None) == (value.get("value") is None):
-        raise ConfigError(f"{at}: {name} ({value['name']!r}) needs exactly one of source (an array of the sample) "
-                          "and value (a constant)")
-    kwargs = {f.name: check_value(f, value[f.name], f"{name}.{f.name}", at) for f in attrs.fields(InputConfig)
-              if f.name in value}
+        raise ConfigError(
+            f"{at}: {name} ({value['name']!r}) needs exactly one of source (an array of the sample) "
+            "and value (a constant)"
+        )
+    kwargs = {
+        f.name: check_value(f, value[f.name], f"{name}.{f.name}", at)
+        for f in attrs.fields(InputConfig)
+        if f.name in value
+    }
     if "value" in kwargs:
         kwargs["value"] = _constant(kwargs["value"], kwargs.get("dtype", "float32"), f"{name}.value", at)
     return InputConfig(**kwargs)

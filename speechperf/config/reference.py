@@ -8,8 +8,15 @@ import attrs
 from speechperf.config.schema import MODEL_TYPES, GeneralConfig, InputConfig, StageConfig, bounds_text
 
 _KIND_DOC = {
-    "str": "string", "str?": "string or null", "int": "integer", "int?": "integer or null", "float": "number",
-    "bool": "bool", "list[str]": "list of strings", "list[float]": "list of numbers", "inputs": "list of inputs",
+    "str": "string",
+    "str?": "string or null",
+    "int": "integer",
+    "int?": "integer or null",
+    "float": "number",
+    "bool": "bool",
+    "list[str]": "list of strings",
+    "list[float]": "list of numbers",
+    "inputs": "list of inputs",
     "array?": "number, nested list or null",
     "options?": "mapping or null",
 }
@@ -57,10 +64,16 @@ def markdown() -> str:
     lines += ["", "## general", ""] + _table(GeneralConfig, "general.")
     lines += ["", "## stage1, stage2, stage3", ""] + _table(StageConfig, "stageN.")
     lines += ["", "## inputs of a user's model file (`stageN.inputs[]`)", ""] + _table(InputConfig, "")
-    lines += ["", "## backend options (`stageN.options.<backend>`)", "",
-              "A stage's `options` maps a backend name to its settings, e.g. `options: {onnxruntime: "
-              "{graph_optimization_level: basic}, paddle: {api: jit}}`;", "the backend a run uses takes its own; a key a "
-              "backend does not take, or a bad value, is an error (also from `speechperf config check`).", ""]
+    lines += [
+        "",
+        "## backend options (`stageN.options.<backend>`)",
+        "",
+        "A stage's `options` maps a backend name to its settings, e.g. `options: {onnxruntime: "
+        "{graph_optimization_level: basic}, paddle: {api: jit}}`;",
+        "the backend a run uses takes its own; a key a "
+        "backend does not take, or a bad value, is an error (also from `speechperf config check`).",
+        "",
+    ]
     lines += _backend_options()
     return "\n".join(lines) + "\n"
 

@@ -34,13 +34,27 @@ MAX_STAGES = 3
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
-def key(default: Any, help: str, kind: str, choices: tuple[str, ...] | None = None, minimum: float | None = None,
-        maximum: float | None = None, exclusive: bool = False):
+def key(
+    default: Any,
+    help: str,
+    kind: str,
+    choices: tuple[str, ...] | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive: bool = False,
+):
     """An attrs field with what the loader checks (``kind``, ``choices``, ``minimum`` / ``maximum``, both bounds
     excluded when ``exclusive``) and the doc line."""
     return attrs.field(
-        default=default, metadata={"help": help, "kind": kind, "choices": choices, "minimum": minimum,
-                                   "maximum": maximum, "exclusive": exclusive}
+        default=default,
+        metadata={
+            "help": help,
+            "kind": kind,
+            "choices": choices,
+            "minimum": minimum,
+            "maximum": maximum,
+            "exclusive": exclusive,
+        },
     )
 
 
@@ -58,8 +72,12 @@ class InputConfig:
     name: str = key(None, "input name in the model file", "str")
     source: str | None = key(None, "which array of the sample feeds it (or give `value`)", "str?", INPUT_SOURCES)
     dtype: str = key("float32", "numpy dtype the model expects", "str", DTYPES)
-    value: Any = key(None, "instead of `source`: a constant fed on every call, a number or nested list checked "
-                     "against dtype and the model's shape (e.g. Piper's scales: [0.667, 1.0, 0.8])", "array?")
+    value: Any = key(
+        None,
+        "instead of `source`: a constant fed on every call, a number or nested list checked "
+        "against dtype and the model's shape (e.g. Piper's scales: [0.667, 1.0, 0.8])",
+        "array?",
+    )
 
 
 @attrs.frozen
@@ -73,21 +91,29 @@ class StageConfig:
     )
     preset: str = key("base", "size preset of the reference model, built on demand and cached", "str")
     vocoder: str | None = key(
-        None, "reference mel vocoder turning a TTS stage's mel into a waveform (the model's own default if unset)", "str?"
+        None,
+        "reference mel vocoder turning a TTS stage's mel into a waveform (the model's own default if unset)",
+        "str?",
     )
     model_dir: str | None = key(
-        None, "with `model`: load it from this folder (a built reference model with its manifest, such as a "
-        "quantized variant written by `speechperf optimize`) instead of the zoo cache", "str?"
+        None,
+        "with `model`: load it from this folder (a built reference model with its manifest, such as a "
+        "quantized variant written by `speechperf optimize`) instead of the zoo cache",
+        "str?",
     )
     path: str | None = key(
-        None, "your own model file instead of a reference model: .onnx, TorchScript .pt, or a paddle inference "
-        ".json/.pdmodel (run once per sample; its first output is handed on)", "str?"
+        None,
+        "your own model file instead of a reference model: .onnx, TorchScript .pt, or a paddle inference "
+        ".json/.pdmodel (run once per sample; its first output is handed on)",
+        "str?",
     )
     format: str | None = key(
-        None, "with `path`: its format when the suffix does not tell (torchscript, export, onnx, paddle); with "
+        None,
+        "with `path`: its format when the suffix does not tell (torchscript, export, onnx, paddle); with "
         "`model`: which built format runs (torch-eager, torchscript, paddle-eager, paddle-inference, onnx-torch, "
         "onnx-paddle, or torch-export in a `model_dir` written by `speechperf optimize`; default torch-eager / "
-        "paddle-inference / onnx-torch per backend)", "str?"
+        "paddle-inference / onnx-torch per backend)",
+        "str?",
     )
     entry: str | None = key(None, "submodule to call inside a TorchScript `path`", "str?")
     inputs: tuple[InputConfig, ...] = key((), "inputs of `path`: a list of {name, source, dtype}", "inputs")
@@ -95,18 +121,25 @@ class StageConfig:
     beam: int = key(1, "beam size of the decoder; 1 is greedy", "int", minimum=1)
     max_len_a: float = key(0.0, "decoding stops after max_len_a * source_length + max_len_b steps", "float", minimum=0)
     max_len_b: int = key(200, "see max_len_a", "int", minimum=1)
-    min_len: int = key(1, "decoding: EOS is not allowed before this many tokens (fairseq's --min-len)", "int",
-                       minimum=0)
+    min_len: int = key(
+        1, "decoding: EOS is not allowed before this many tokens (fairseq's --min-len)", "int", minimum=0
+    )
     dur_prediction: bool = key(True, "unit vocoder: predict a duration per unit instead of repeating units", "bool")
     output_sample_rate: int | None = key(
-        None, "with `path` for a tts / unit_vocoder / s2s stage: rate of its output waveform (e.g. 22050 for Piper); "
-        "RTF divides by the audio seconds at this rate (default general.sample_rate)", "int?", minimum=1
+        None,
+        "with `path` for a tts / unit_vocoder / s2s stage: rate of its output waveform (e.g. 22050 for Piper); "
+        "RTF divides by the audio seconds at this rate (default general.sample_rate)",
+        "int?",
+        minimum=1,
     )
-    vad_threshold: float = key(0.5, "VAD: speech probability above which a window is speech", "float", minimum=0,
-                               maximum=1, exclusive=True)
+    vad_threshold: float = key(
+        0.5, "VAD: speech probability above which a window is speech", "float", minimum=0, maximum=1, exclusive=True
+    )
     options: dict | None = key(
-        None, "backend settings, per backend: {onnxruntime: {graph_optimization_level: basic}, paddle: {api: jit}}; "
-        "each backend's keys are listed below and checked for every backend named", "options?"
+        None,
+        "backend settings, per backend: {onnxruntime: {graph_optimization_level: basic}, paddle: {api: jit}}; "
+        "each backend's keys are listed below and checked for every backend named",
+        "options?",
     )
 
 
@@ -123,10 +156,13 @@ class GeneralConfig:
     dataset_path: str | None = key(None, "dataset file: raw TSV manifest, .npz, fairseq .npy or a text file", "str?")
     dataset_size: int | None = key(None, "use only the first N samples", "int?", minimum=1)
     generated_seconds: tuple[float, ...] = key(
-        (1.0, 3.0), "generated dataset: [shortest, longest] audio in seconds (text length scales with it)", "list[float]"
+        (1.0, 3.0),
+        "generated dataset: [shortest, longest] audio in seconds (text length scales with it)",
+        "list[float]",
     )
     unsafe_pickle_runs_code: bool = key(
-        False, "allow fairseq's pickled .npy datasets; unpickling runs code from the file, use only files you trust",
+        False,
+        "allow fairseq's pickled .npy datasets; unpickling runs code from the file, use only files you trust",
         "bool",
     )
     sample_rate: int = key(16000, "rate the models take audio at; raw audio is resampled to it", "int", minimum=1)

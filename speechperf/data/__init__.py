@@ -45,12 +45,15 @@ def check_dataset_config(general) -> None:
     kind = general.dataset_type
     if kind == "generated":
         if general.dataset_path:
-            raise DatasetError(f"dataset_path {general.dataset_path!r} is set but dataset_type is 'generated'; "
-                               "set dataset_type (--dataset-type raw|npz|npy|text)")
+            raise DatasetError(
+                f"dataset_path {general.dataset_path!r} is set but dataset_type is 'generated'; "
+                "set dataset_type (--dataset-type raw|npz|npy|text)"
+            )
         seconds = tuple(general.generated_seconds)
         if len(seconds) != 2 or not 0 < seconds[0] <= seconds[1]:
-            raise DatasetError(f"generated_seconds {list(seconds)} must be [shortest, longest] with "
-                               "0 < shortest <= longest")
+            raise DatasetError(
+                f"generated_seconds {list(seconds)} must be [shortest, longest] with 0 < shortest <= longest"
+            )
         return
     if not general.dataset_path:
         raise DatasetError(f"dataset_type {kind!r} needs a dataset path (--dataset-path or general.dataset_path)")
@@ -58,8 +61,15 @@ def check_dataset_config(general) -> None:
 
 
 #: What the first stage of each role can take.
-TAKES = {"s2t": ("audio", "features"), "s2u": ("audio", "features"), "s2s": ("audio", "features"),
-         "vad": ("audio",), "mt": ("text", "tokens"), "tts": ("text", "tokens"), "unit_vocoder": ("tokens",)}
+TAKES = {
+    "s2t": ("audio", "features"),
+    "s2u": ("audio", "features"),
+    "s2s": ("audio", "features"),
+    "vad": ("audio",),
+    "mt": ("text", "tokens"),
+    "tts": ("text", "tokens"),
+    "unit_vocoder": ("tokens",),
+}
 
 
 def check_fits(samples: list[Sample], first_role: str, what: str) -> None:
@@ -69,8 +79,10 @@ def check_fits(samples: list[Sample], first_role: str, what: str) -> None:
         return
     for sample in samples:
         if sample.kind not in allowed:
-            raise DatasetError(f"{what}: sample {sample.id!r} is {sample.kind}; the first stage ({first_role}) "
-                               f"takes {' or '.join(allowed)}")
+            raise DatasetError(
+                f"{what}: sample {sample.id!r} is {sample.kind}; the first stage ({first_role}) "
+                f"takes {' or '.join(allowed)}"
+            )
 
 
 __all__ = [

@@ -34,9 +34,11 @@ def read_manifest(path: Path) -> tuple[Path, list[tuple[int, str, int]]]:
     try:  # utf-8-sig: a byte-order mark (as some Windows editors write) is not part of the root folder
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path} is not a raw manifest: byte {exc.start} is not UTF-8 text; a raw dataset is a TSV "
-                           "whose first line is the audio root folder (for .npz / .npy / text files pass "
-                           "--dataset-type npz, npy or text)") from None
+        raise DatasetError(
+            f"{path} is not a raw manifest: byte {exc.start} is not UTF-8 text; a raw dataset is a TSV "
+            "whose first line is the audio root folder (for .npz / .npy / text files pass "
+            "--dataset-type npz, npy or text)"
+        ) from None
     if not lines or not lines[0].strip():
         raise DatasetError(f"{path}:1: the first line must be the root folder of the audio files")
     root = Path(lines[0].strip())
@@ -78,8 +80,10 @@ def audio_frames(where: str, audio_path: Path, count: int) -> tuple[int, int]:
     except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / TypeError on corrupt files
         raise AudioError(f"{where}: cannot read audio file {audio_path}: {str(exc).strip().splitlines()[0]}") from None
     if info.frames != count:
-        raise DatasetError(f"{where}: manifest says {count} samples but {audio_path} has {info.frames}; "
-                           "regenerate the manifest or fix the count")
+        raise DatasetError(
+            f"{where}: manifest says {count} samples but {audio_path} has {info.frames}; "
+            "regenerate the manifest or fix the count"
+        )
     return info.frames, info.samplerate
 
 
@@ -121,8 +125,9 @@ def load_npz(path: Path, sample_rate: int, feat_dim: int, size: int | None = Non
             try:
                 array = archive[key]
             except ValueError as exc:  # an object array: it would need pickle
-                raise DatasetError(f"{path}: array {key!r} cannot be read without pickle ({exc}); "
-                                   "store plain numeric arrays") from None
+                raise DatasetError(
+                    f"{path}: array {key!r} cannot be read without pickle ({exc}); store plain numeric arrays"
+                ) from None
             samples.append(_sample_from_array(key, array, sample_rate, feat_dim, f"{path}: array {key!r}"))
     return samples
 
@@ -135,13 +140,17 @@ def _sample_from_array(key: str, array: np.ndarray, sample_rate: int, feat_dim: 
         return Sample(id=key, tokens=array.astype(np.int64))
     if np.issubdtype(array.dtype, np.floating) and array.ndim == 2:
         if array.shape[1] != feat_dim:
-            raise DatasetError(f"{where} has shape {array.shape}; features must be (frames, feat_dim={feat_dim}) "
-                               "(set general.feat_dim)")
+            raise DatasetError(
+                f"{where} has shape {array.shape}; features must be (frames, feat_dim={feat_dim}) "
+                "(set general.feat_dim)"
+            )
         return Sample(id=key, features=array.astype(np.float32))
     if np.issubdtype(array.dtype, np.floating) and array.ndim == 1:
         return Sample(id=key, audio=array.astype(np.float32), sample_rate=sample_rate)
-    raise DatasetError(f"{where} has dtype {array.dtype} and shape {array.shape}; allowed: integer (length,) "
-                       f"token ids, float (frames, {feat_dim}) features, float (length,) waveform")
+    raise DatasetError(
+        f"{where} has dtype {array.dtype} and shape {array.shape}; allowed: integer (length,) "
+        f"token ids, float (frames, {feat_dim}) features, float (length,) waveform"
+    )
 
 
 # -- npy: fairseq's pickled list of dicts --------------------------------------------------------------------------
@@ -178,8 +187,10 @@ def load_npy(path: Path, sample_rate: int, feat_dim: int, allow_pickle: bool, si
             except (AttributeError, KeyError, TypeError):
                 raise DatasetError(f"{path}: item {i} is not {{id, net_input: {{src_tokens, src_lengths}}}}") from None
     items = items[:size] if size else items
-    return [_sample_from_array(key, np.asarray(value), sample_rate, feat_dim, f"{path}: item {key!r}")
-            for key, value in items]
+    return [
+        _sample_from_array(key, np.asarray(value), sample_rate, feat_dim, f"{path}: item {key!r}")
+        for key, value in items
+    ]
 
 
 # -- text ----------------------------------------------------------------------------------------------------------

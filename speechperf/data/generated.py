@@ -38,8 +38,14 @@ def generated_audio(n: int, sample_rate: int, seconds: tuple[float, float], seed
         voiced = sum(np.sin(k * phase) / k for k in range(1, 8))
         envelope = 0.5 * (1 + np.sin(2 * np.pi * 4.0 * t + rng.uniform(0, np.pi)))
         audio = 0.2 * voiced * envelope + 0.01 * rng.standard_normal(length)
-        samples.append(Sample(id=f"gen{i}", audio=audio.astype(np.float32), sample_rate=sample_rate,
-                              text=SENTENCES[i % len(SENTENCES)]))
+        samples.append(
+            Sample(
+                id=f"gen{i}",
+                audio=audio.astype(np.float32),
+                sample_rate=sample_rate,
+                text=SENTENCES[i % len(SENTENCES)],
+            )
+        )
     return samples
 
 
@@ -53,5 +59,5 @@ def generated_text(n: int, seconds: tuple[float, float], seed: int) -> list[Samp
     for i, count in enumerate(counts):
         k = max(1, int(round(count)))
         start = int(rng.integers(0, len(words) - k)) if len(words) > k else 0
-        samples.append(Sample(id=f"gen{i}", text=" ".join(words[start:start + k])))
+        samples.append(Sample(id=f"gen{i}", text=" ".join(words[start : start + k])))
     return samples

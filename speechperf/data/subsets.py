@@ -37,8 +37,9 @@ class DatasetIndex:
     arrays: dict | None = None  # npz/npy: id -> array, to write an .npz subset
 
 
-def index_dataset(path: Path, dataset_type: str, sample_rate: int = 16000, feat_dim: int = 80,
-                  allow_pickle: bool = False) -> DatasetIndex:
+def index_dataset(
+    path: Path, dataset_type: str, sample_rate: int = 16000, feat_dim: int = 80, allow_pickle: bool = False
+) -> DatasetIndex:
     path = Path(path)
     if dataset_type == "raw":
         root, entries = read_manifest(path)
@@ -51,12 +52,16 @@ def index_dataset(path: Path, dataset_type: str, sample_rate: int = 16000, feat_
         root_line = path.read_text(encoding="utf-8-sig").splitlines()[0]
         return DatasetIndex(path, "raw", "samples", tuple(rows), root_line=root_line)
     if dataset_type in ("npz", "npy"):
-        samples = (load_npz(path, sample_rate, feat_dim) if dataset_type == "npz"
-                   else load_npy(path, sample_rate, feat_dim, allow_pickle))
+        samples = (
+            load_npz(path, sample_rate, feat_dim)
+            if dataset_type == "npz"
+            else load_npy(path, sample_rate, feat_dim, allow_pickle)
+        )
         arrays = {s.id: next(a for a in (s.audio, s.features, s.tokens) if a is not None) for s in samples}
         unit = samples[0].unit if samples else "frames"
-        return DatasetIndex(path, dataset_type, unit,
-                            tuple(Entry(s.id, s.length, s.seconds) for s in samples), arrays=arrays)
+        return DatasetIndex(
+            path, dataset_type, unit, tuple(Entry(s.id, s.length, s.seconds) for s in samples), arrays=arrays
+        )
     if dataset_type == "text":
         samples = load_text(path)
         return DatasetIndex(path, "text", "words", tuple(Entry(s.id, s.length, None, s.text or "") for s in samples))
@@ -90,8 +95,10 @@ def write_subset(index: DatasetIndex, entries: list[Entry], out: Path) -> Path:
         if wrd.is_file():  # carry the transcripts of the chosen lines along
             lines = wrd.read_text(encoding="utf-8-sig").splitlines()
             position = {e.id: i for i, e in enumerate(index.entries)}
-            write_text_atomic(out.with_suffix(".wrd"),
-                               "".join(lines[position[e.id]] + "\n" for e in entries if position[e.id] < len(lines)))
+            write_text_atomic(
+                out.with_suffix(".wrd"),
+                "".join(lines[position[e.id]] + "\n" for e in entries if position[e.id] < len(lines)),
+            )
     elif index.dataset_type == "text":
         write_text_atomic(out, "".join(e.line + "\n" for e in entries))
     else:

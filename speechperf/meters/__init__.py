@@ -33,7 +33,21 @@ from speechperf.meters.runtime import ColdStart, RuntimeMeter, RuntimeResult, Sa
 from speechperf.meters.samples import METER_NAMES, MeterError, SampleFailure, parse_meter_names
 
 __all__ = [
-    "METER_NAMES", "ColdStart", "FlopCount", "FlopsMeter", "KnownGraph", "MemoryMeter", "MemoryResult",
-    "MemorySample", "MeterError", "RtfResult", "RuntimeMeter", "RuntimeResult", "SampleFailure", "SampleTiming",
-    "Stats", "parse_meter_names", "real_time_factor",
+    "METER_NAMES",
+    "ColdStart",
+    "FlopCount",
+    "FlopsMeter",
+    "KnownGraph",
+    "MemoryMeter",
+    "MemoryResult",
+    "MemorySample",
+    "MeterError",
+    "RtfResult",
+    "RuntimeMeter",
+    "RuntimeResult",
+    "SampleFailure",
+    "SampleTiming",
+    "Stats",
+    "parse_meter_names",
+    "real_time_factor",
 ]

@@ -148,7 +148,13 @@ def compute_feeds(target_s: float = 0.001) -> dict[str, np.ndarray]:
         feeds = {"x": np.random.default_rng(0).standard_normal(n).astype(np.float32)}
         for _ in range(3):
             session(feeds)
-        median = min(statistics.median(bare_loop_ns(lambda: session(feeds), 9)) for _ in range(3)) / 1e9
+        median = (
+            min(
+                statistics.median(bare_loop_ns(lambda session=session, feeds=feeds: session(feeds), 9))
+                for _ in range(3)
+            )
+            / 1e9
+        )
         if median >= target_s or n >= 2**26:
             return feeds
         n = int(n * min(4.0, max(1.1, target_s / median)))
@@ -178,8 +184,15 @@ def check_timer() -> list[CheckRow]:
         steps.append(b - a)
     step = min(steps)
     declared = time.get_clock_info("perf_counter").resolution * 1e9
-    return [CheckRow("runtime", "timer resolution (perf_counter_ns, smallest step)", f"{step} ns "
-                     f"(declared {declared:.0f} ns)", "<= 1000 ns", PASS if step <= 1000 else FAIL)]
+    return [
+        CheckRow(
+            "runtime",
+            "timer resolution (perf_counter_ns, smallest step)",
+            f"{step} ns (declared {declared:.0f} ns)",
+            "<= 1000 ns",
+            PASS if step <= 1000 else FAIL,
+        )
+    ]
 
 
 def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
@@ -189,8 +202,15 @@ def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
     bare = statistics.median(bare_loop_ns(lambda: null({}), calls))
     meter = RuntimeMeter(warmup=10, repeat=calls)
     timed = statistics.median(meter.measure("null", lambda: null({})).ns)
-    rows.append(CheckRow("runtime", "meter on a do-nothing session vs bare loop", f"{timed:.0f} ns vs {bare:.0f} ns "
-                         f"(+{timed - bare:.0f} ns)", "<= +1000 ns", PASS if timed - bare <= 1000 else FAIL))
+    rows.append(
+        CheckRow(
+            "runtime",
+            "meter on a do-nothing session vs bare loop",
+            f"{timed:.0f} ns vs {bare:.0f} ns (+{timed - bare:.0f} ns)",
+            "<= +1000 ns",
+            PASS if timed - bare <= 1000 else FAIL,
+        )
+    )
     session, feeds = ComputeSession(), compute_feeds()
     forward = lambda: session(feeds)  # noqa: E731
     bare_ns, meter_ns = [], []
@@ -198,7 +218,7 @@ def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
     for block in range(blocks):
         # Alternate which loop goes first, so that drift (allocator state, clock speed) favours neither.
         meter = RuntimeMeter(warmup=0, repeat=per_block)
-        for first in ((0, 1) if block % 2 else (1, 0)):
+        for first in (0, 1) if block % 2 else (1, 0):
             if first:
                 bare_ns += bare_loop_ns(forward, per_block)
             else:
@@ -206,11 +226,16 @@ def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
     ratio = statistics.median(meter_ns) / statistics.median(bare_ns)
     # The meter cannot be faster than the bare loop: a ratio well below 1 is noise, and noise hides overhead too.
     ok = RUNTIME_NOISE_FLOOR <= ratio <= RUNTIME_RATIO_TARGET
-    rows.append(CheckRow(
-        "runtime", f"meter vs bare loop, real session ({statistics.median(bare_ns) / 1e6:.2f} ms of numpy compute)",
-        f"median ratio {ratio:.3f}", f"{RUNTIME_NOISE_FLOOR:.2f} .. {RUNTIME_RATIO_TARGET}", PASS if ok else FAIL,
-        note="" if ok or ratio > 1 else "timings too noisy to validate the meter here: rerun on a quieter machine",
-    ))
+    rows.append(
+        CheckRow(
+            "runtime",
+            f"meter vs bare loop, real session ({statistics.median(bare_ns) / 1e6:.2f} ms of numpy compute)",
+            f"median ratio {ratio:.3f}",
+            f"{RUNTIME_NOISE_FLOOR:.2f} .. {RUNTIME_RATIO_TARGET}",
+            PASS if ok else FAIL,
+            note="" if ok or ratio > 1 else "timings too noisy to validate the meter here: rerun on a quieter machine",
+        )
+    )
     return rows
 
 
@@ -219,24 +244,31 @@ def check_memory() -> list[CheckRow]:
     ok, why = hwm_status()
     methods = [("hwm", True)] if ok else []
     if not ok:
-        rows.append(CheckRow("memory", "exact per-call peak (clear_refs + VmHWM)", "-", "available", UNAVAILABLE,
-                             note=why))
+        rows.append(
+            CheckRow("memory", "exact per-call peak (clear_refs + VmHWM)", "-", "available", UNAVAILABLE, note=why)
+        )
     methods.append(("memory_profiler", False))
     for method, decides in methods:
         meter = MemoryMeter(method=method)
         label = "exact (clear_refs 5 + VmHWM)" if method == "hwm" else f"memory_profiler, interval {meter.interval} s"
         for mib in MEMORY_SIZES_MIB:
             session = AllocSession(mib)
-            sample = meter.measure(f"{mib}MiB", lambda: session({}))
+            sample = meter.measure(f"{mib}MiB", lambda session=session: session({}))
             if not hasattr(sample, "delta_mib"):
                 rows.append(CheckRow("memory", f"{label}: {mib} MiB held 5 ms", sample.message, "", FAIL, decides))
                 continue
             error = abs(sample.delta_mib - mib) / mib
-            rows.append(CheckRow(
-                "memory", f"{label}: {mib} MiB held 5 ms", f"delta {sample.delta_mib:.1f} MiB ({error:.1%} off)",
-                f"within {MEMORY_TOLERANCE:.0%}", PASS if error <= MEMORY_TOLERANCE else FAIL, decides,
-                "" if decides else "fairseq's sampling method; shown for comparison, the meter uses the exact one",
-            ))
+            rows.append(
+                CheckRow(
+                    "memory",
+                    f"{label}: {mib} MiB held 5 ms",
+                    f"delta {sample.delta_mib:.1f} MiB ({error:.1%} off)",
+                    f"within {MEMORY_TOLERANCE:.0%}",
+                    PASS if error <= MEMORY_TOLERANCE else FAIL,
+                    decides,
+                    "" if decides else "fairseq's sampling method; shown for comparison, the meter uses the exact one",
+                )
+            )
     return rows
 
 
@@ -245,10 +277,23 @@ def check_papi() -> list[CheckRow]:
     if status.available:
         return [CheckRow("papi", "hardware FLOP counters (PAPI_SP_OPS + PAPI_DP_OPS)", "available", "available", PASS)]
     return [
-        CheckRow("papi", "hardware FLOP counters (PAPI_SP_OPS + PAPI_DP_OPS)", "unavailable", "available",
-                 UNAVAILABLE, note=status.reason),
-        CheckRow("flops", "FLOPs source used here", "analytic", "-", INFO, decides=False,
-                 note="PAPI unavailable (see the papi row); FLOPs are counted from the graph"),
+        CheckRow(
+            "papi",
+            "hardware FLOP counters (PAPI_SP_OPS + PAPI_DP_OPS)",
+            "unavailable",
+            "available",
+            UNAVAILABLE,
+            note=status.reason,
+        ),
+        CheckRow(
+            "flops",
+            "FLOPs source used here",
+            "analytic",
+            "-",
+            INFO,
+            decides=False,
+            note="PAPI unavailable (see the papi row); FLOPs are counted from the graph",
+        ),
     ]
 
 
@@ -277,8 +322,11 @@ def check_flops(backends: list[tuple[str, object, str]]) -> list[CheckRow]:
     rows = []
     for name, backend, why in backends:
         for graph in (KnownGraph("matmul"), KnownGraph("conv")):
-            what = (f"{name}: matmul {graph.m}x{graph.k} @ {graph.k}x{graph.n} = 2*m*n*k" if graph.kind == "matmul"
-                    else f"{name}: conv1d {graph.c_in}->{graph.c_out} k{graph.kernel} on {list(graph.input_shape)}")
+            what = (
+                f"{name}: matmul {graph.m}x{graph.k} @ {graph.k}x{graph.n} = 2*m*n*k"
+                if graph.kind == "matmul"
+                else f"{name}: conv1d {graph.c_in}->{graph.c_out} k{graph.kernel} on {list(graph.input_shape)}"
+            )
             lacking = backend is not None and _lacks(backend, ("known_graph", "flops"))
             if backend is None or lacking:
                 rows.append(CheckRow("flops", what, "-", str(graph.expected), UNAVAILABLE, False, lacking or why))
@@ -292,8 +340,16 @@ def check_flops(backends: list[tuple[str, object, str]]) -> list[CheckRow]:
                 rows.append(CheckRow("flops", what, f"error: {type(exc).__name__}: {exc}", str(graph.expected), FAIL))
                 continue
             ok = same and count.total == graph.expected
-            rows.append(CheckRow("flops", what, f"{count.total} ({count.source})", str(graph.expected),
-                                 PASS if ok else FAIL, note="" if same else "the output differs from numpy's"))
+            rows.append(
+                CheckRow(
+                    "flops",
+                    what,
+                    f"{count.total} ({count.source})",
+                    str(graph.expected),
+                    PASS if ok else FAIL,
+                    note="" if same else "the output differs from numpy's",
+                )
+            )
     return rows
 
 
@@ -306,8 +362,9 @@ def check_threads(backends: list[tuple[str, object, str]], quick: bool = False) 
     for name, backend, why in backends:
         lacking = backend is not None and _lacks(backend, ("known_graph",))
         if backend is None or lacking:
-            rows.append(CheckRow("threads", f"{name}: 1 thread uses one core", "-", "", UNAVAILABLE, False,
-                                 lacking or why))
+            rows.append(
+                CheckRow("threads", f"{name}: 1 thread uses one core", "-", "", UNAVAILABLE, False, lacking or why)
+            )
             continue
         feeds = graph.feeds()
         for threads in (1, 2):
@@ -316,21 +373,38 @@ def check_threads(backends: list[tuple[str, object, str]], quick: bool = False) 
             try:
                 backend.set_threads(threads)
                 session = backend.known_session(graph, threads)
-                ratio = cpu_wall_ratio(lambda: session(feeds), min_seconds=seconds)
+                ratio = cpu_wall_ratio(lambda session=session, feeds=feeds: session(feeds), min_seconds=seconds)
             except Exception as exc:
                 rows.append(CheckRow("threads", f"{name}: {threads} thread(s)", f"error: {exc}", "", FAIL))
                 continue
             if threads == 1:
-                rows.append(CheckRow("threads", f"{name}: pinned to 1 thread, CPU/wall", f"{ratio:.2f}",
-                                     f"<= {THREAD_RATIO_TARGET}", PASS if ratio <= THREAD_RATIO_TARGET else FAIL))
+                rows.append(
+                    CheckRow(
+                        "threads",
+                        f"{name}: pinned to 1 thread, CPU/wall",
+                        f"{ratio:.2f}",
+                        f"<= {THREAD_RATIO_TARGET}",
+                        PASS if ratio <= THREAD_RATIO_TARGET else FAIL,
+                    )
+                )
             else:
-                rows.append(CheckRow("threads", f"{name}: 2 threads, CPU/wall", f"{ratio:.2f}", "~2 when idle",
-                                     INFO, False, "other load on the machine lowers this"))
+                rows.append(
+                    CheckRow(
+                        "threads",
+                        f"{name}: 2 threads, CPU/wall",
+                        f"{ratio:.2f}",
+                        "~2 when idle",
+                        INFO,
+                        False,
+                        "other load on the machine lowers this",
+                    )
+                )
     return rows
 
 
-def run_checks(meters: Iterable[str] = DEFAULT_METERS, backends: Iterable[str] | None = None,
-               quick: bool = False) -> CheckReport:
+def run_checks(
+    meters: Iterable[str] = DEFAULT_METERS, backends: Iterable[str] | None = None, quick: bool = False
+) -> CheckReport:
     """Run the checks of the meters named (see METER_NAMES), plus PAPI availability, and return every row."""
     meters = parse_meter_names(list(meters))
     rows: list[CheckRow] = []

@@ -70,8 +70,12 @@ class FlopCount:
             kinds[kind] = kinds.get(kind, 0) + value
         source = self.source if self.source == other.source else f"{self.source}+{other.source}"
         return FlopCount(
-            self.total + other.total, source, self.uncounted + other.uncounted,
-            {**self.per_sample, **other.per_sample}, kinds, self.fallback_reason or other.fallback_reason,
+            self.total + other.total,
+            source,
+            self.uncounted + other.uncounted,
+            {**self.per_sample, **other.per_sample},
+            kinds,
+            self.fallback_reason or other.fallback_reason,
         )
 
     @property
@@ -98,8 +102,10 @@ class _CountingSession:
     def _count(self, feeds) -> FlopCount:
         if self._cache is None:
             return self._backend.count_flops(self._session, feeds)
-        key = (id(self._session), tuple(sorted((k, getattr(v, "shape", ()), str(getattr(v, "dtype", type(v))))
-                                               for k, v in feeds.items())))
+        key = (
+            id(self._session),
+            tuple(sorted((k, getattr(v, "shape", ()), str(getattr(v, "dtype", type(v)))) for k, v in feeds.items())),
+        )
         if key not in self._cache:
             # the session is kept in the value so that its id cannot be reused by another session
             self._cache[key] = (self._session, self._backend.count_flops(self._session, feeds))
@@ -164,8 +170,14 @@ class FlopsMeter:
         return tuple(self._failures)
 
     def result(self) -> FlopCount:
-        return FlopCount(sum(self._counts.values()), self.source, self._uncounted, dict(self._counts),
-                         dict(self._kinds), self.fallback_reason)
+        return FlopCount(
+            sum(self._counts.values()),
+            self.source,
+            self._uncounted,
+            dict(self._counts),
+            dict(self._kinds),
+            self.fallback_reason,
+        )
 
 
 @attrs.frozen

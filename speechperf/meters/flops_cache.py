@@ -38,7 +38,7 @@ def file_sha256(path: Path) -> str:
     return _remembered_sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _remembered_sha256(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a changed file is re-read
     return cache.file_sha256(Path(path))
 
@@ -80,9 +80,18 @@ class DiskFlopCache:
             return None
         if self._version is None:
             self._version = f"{self._backend.availability().version} {self._counter_hash()}"
-        parts = {"schema": SCHEMA, "speechperf": __version__, "backend": self._backend.name,
-                 "framework": self._version, "format": spec.format, "factory": spec.factory, "kwargs": kwargs,
-                 "entry": spec.entry, "options": dict(spec.options), "files": hashes}
+        parts = {
+            "schema": SCHEMA,
+            "speechperf": __version__,
+            "backend": self._backend.name,
+            "framework": self._version,
+            "format": spec.format,
+            "factory": spec.factory,
+            "kwargs": kwargs,
+            "entry": spec.entry,
+            "options": dict(spec.options),
+            "files": hashes,
+        }
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def _counter_hash(self) -> str:
@@ -96,8 +105,15 @@ class DiskFlopCache:
         model = self.model_key(session)
         if model is None:
             return self._backend.count_flops(session, feeds)
-        shapes = sorted((name, list(np.shape(v)), str(getattr(v, "dtype", type(v).__name__)),
-                         np.asarray(v).item() if np.ndim(v) == 0 else None) for name, v in feeds.items())
+        shapes = sorted(
+            (
+                name,
+                list(np.shape(v)),
+                str(getattr(v, "dtype", type(v).__name__)),
+                np.asarray(v).item() if np.ndim(v) == 0 else None,
+            )
+            for name, v in feeds.items()
+        )
         key = hashlib.sha256(json.dumps([model, shapes], default=str).encode()).hexdigest()
         path = self.root / key[:2] / f"{key}.json"
         stored = _read(path)
@@ -106,8 +122,16 @@ class DiskFlopCache:
             return stored
         self.misses += 1
         count = self._backend.count_flops(session, feeds)
-        _write_atomic(path, {"schema": SCHEMA, "total": count.total, "source": count.source,
-                             "uncounted": list(count.uncounted), "by_kind": dict(count.by_kind)})
+        _write_atomic(
+            path,
+            {
+                "schema": SCHEMA,
+                "total": count.total,
+                "source": count.source,
+                "uncounted": list(count.uncounted),
+                "by_kind": dict(count.by_kind),
+            },
+        )
         return count
 
 
@@ -116,8 +140,12 @@ def _read(path: Path) -> FlopCount | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("schema") != SCHEMA:
             return None
-        return FlopCount(int(data["total"]), str(data["source"]), tuple(data["uncounted"]),
-                         by_kind={str(k): int(v) for k, v in data["by_kind"].items()})
+        return FlopCount(
+            int(data["total"]),
+            str(data["source"]),
+            tuple(data["uncounted"]),
+            by_kind={str(k): int(v) for k, v in data["by_kind"].items()},
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

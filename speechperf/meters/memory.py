@@ -191,15 +191,26 @@ class MemoryMeter:
             self._failures.append(record)
             return record
         sample = MemorySample(
-            str(sample_id), self.method, peak, baseline, self.preload_mib, device_peak,
+            str(sample_id),
+            self.method,
+            peak,
+            baseline,
+            self.preload_mib,
+            device_peak,
             self.interval if self.method == "memory_profiler" else None,
         )
         self._samples.append(sample)
         return sample
 
     def result(self) -> MemoryResult:
-        return MemoryResult(self.method, tuple(self._samples), tuple(self._failures), self.preload_mib,
-                            self.interval if self.method == "memory_profiler" else None, self.device_note)
+        return MemoryResult(
+            self.method,
+            tuple(self._samples),
+            tuple(self._failures),
+            self.preload_mib,
+            self.interval if self.method == "memory_profiler" else None,
+            self.device_note,
+        )
 
 
 class _NoDeviceMemory:

@@ -156,8 +156,14 @@ class RuntimeMeter:
 
     name = "runtime"
 
-    def __init__(self, backend=None, device: str = "cpu", warmup: int = 1, repeat: int = 5,
-                 noise_threshold: float = NOISE_THRESHOLD):
+    def __init__(
+        self,
+        backend=None,
+        device: str = "cpu",
+        warmup: int = 1,
+        repeat: int = 5,
+        noise_threshold: float = NOISE_THRESHOLD,
+    ):
         self.warmup = check_count("warmup", warmup, 0)
         self.repeat = check_count("repeat", repeat, 1)
         self.noise_threshold = noise_threshold
@@ -210,5 +216,6 @@ class RuntimeMeter:
         return self._cold
 
     def result(self) -> RuntimeResult:
-        return RuntimeResult(tuple(self._samples), tuple(self._failures), self.warmup, self.repeat,
-                             self.noise_threshold, self._cold)
+        return RuntimeResult(
+            tuple(self._samples), tuple(self._failures), self.warmup, self.repeat, self.noise_threshold, self._cold
+        )

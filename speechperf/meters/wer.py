@@ -38,18 +38,28 @@ def score(references: Sequence[str], hypotheses: Sequence[str]) -> WerResult:
     import jiwer
 
     if len(references) != len(hypotheses):
-        raise SpeechperfError(f"WER needs one transcript per reference: got {len(hypotheses)} transcripts for "
-                              f"{len(references)} references")
+        raise SpeechperfError(
+            f"WER needs one transcript per reference: got {len(hypotheses)} transcripts for "
+            f"{len(references)} references"
+        )
     if not references:
         raise SpeechperfError("WER needs at least one reference transcript, got none")
     refs = [normalize(r) for r in references]
     hyps = [normalize(h) for h in hypotheses]
     empty = [i for i, r in enumerate(refs) if not r]
     if empty:
-        raise SpeechperfError(f"reference transcript {empty[0]} is empty after normalisation ({references[empty[0]]!r});"
-                              " every reference needs at least one word")
+        raise SpeechperfError(
+            f"reference transcript {empty[0]} is empty after normalisation ({references[empty[0]]!r});"
+            " every reference needs at least one word"
+        )
     words = jiwer.process_words(refs, hyps)
     chars = jiwer.process_characters(refs, hyps)
-    return WerResult(wer=float(words.wer), cer=float(chars.cer),
-                     words=sum(len(r.split()) for r in refs), substitutions=words.substitutions,
-                     deletions=words.deletions, insertions=words.insertions, utterances=len(refs))
+    return WerResult(
+        wer=float(words.wer),
+        cer=float(chars.cer),
+        words=sum(len(r.split()) for r in refs),
+        substitutions=words.substitutions,
+        deletions=words.deletions,
+        insertions=words.insertions,
+        utterances=len(refs),
+    )

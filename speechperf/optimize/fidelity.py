@@ -72,8 +72,9 @@ def vad_decisions(segments: Sequence[Sequence[float]], seconds: float) -> np.nda
     return speech
 
 
-def vad_agreement(reference: Mapping[str, Sequence], variant: Mapping[str, Sequence],
-                  seconds: Mapping[str, float]) -> float | None:
+def vad_agreement(
+    reference: Mapping[str, Sequence], variant: Mapping[str, Sequence], seconds: Mapping[str, float]
+) -> float | None:
     same = total = 0
     for sid, segs in reference.items():
         if sid not in variant or sid not in seconds:
@@ -121,9 +122,16 @@ def outputs_of(run_data: dict, key: str) -> dict[str, list]:
     return {sid: out[key] for sid, out in run_data["result"]["outputs"].items() if key in out}
 
 
-def stage_fidelity(role: str, fp32_run: dict, variant_run: dict, references: Mapping[str, str] | None,
-                   seconds: Mapping[str, float], fp32_waves: Path | None, variant_waves: Path | None,
-                   graph_rel_diff: float | None) -> Fidelity:
+def stage_fidelity(
+    role: str,
+    fp32_run: dict,
+    variant_run: dict,
+    references: Mapping[str, str] | None,
+    seconds: Mapping[str, float],
+    fp32_waves: Path | None,
+    variant_waves: Path | None,
+    graph_rel_diff: float | None,
+) -> Fidelity:
     """The fidelity of the last stage's outputs (what the benchmark's final outputs are)."""
     if role in TEXT_ROLES:
         key = "units" if role == "s2u" else "tokens"
@@ -139,16 +147,18 @@ def stage_fidelity(role: str, fp32_run: dict, variant_run: dict, references: Map
                 wer, cer = result.wer, result.cer
         return Fidelity("tokens", agreement, wer, cer)
     if role == "vad":
-        return Fidelity("vad", vad_agreement(outputs_of(fp32_run, "segments"), outputs_of(variant_run, "segments"),
-                                             seconds))
+        return Fidelity(
+            "vad", vad_agreement(outputs_of(fp32_run, "segments"), outputs_of(variant_run, "segments"), seconds)
+        )
     if role in SPEECH_ROLES and fp32_waves is not None and variant_waves is not None:
         value, note = waveform_snr(fp32_waves, variant_waves)
         return Fidelity("snr", value, detail=note)
     return Fidelity("graphs", graph_rel_diff)
 
 
-def graph_difference(fp32_outputs: Sequence[Mapping[str, np.ndarray]],
-                     variant_outputs: Sequence[Mapping[str, np.ndarray]]) -> float:
+def graph_difference(
+    fp32_outputs: Sequence[Mapping[str, np.ndarray]], variant_outputs: Sequence[Mapping[str, np.ndarray]]
+) -> float:
     """max |variant - fp32| / max(1e-12, max |fp32|) over the float outputs of paired calls."""
     worst = 0.0
     for ref, var in zip(fp32_outputs, variant_outputs):

@@ -46,8 +46,9 @@ class QuantizeSource:
             if fmt_of(spec) in formats:
                 return spec
         have = ", ".join(str(fmt_of(s)) for s in self.specs) or "none"
-        raise QuantizationError(f"method {method!r} reads a model in format {' or '.join(formats)}; "
-                                f"{self.name} is at hand in: {have}")
+        raise QuantizationError(
+            f"method {method!r} reads a model in format {' or '.join(formats)}; {self.name} is at hand in: {have}"
+        )
 
     @property
     def example_feeds(self) -> Feeds:

@@ -44,8 +44,13 @@ class RunResult:
         return next((r for r in self.data.get("summary", []) if r.get("stage") == "total"), None)
 
 
-def measure(cells: Sequence[Cell], runs: int, workdir: Path, timeout_s: float | None = None,
-            on_result: Callable[[RunResult], None] | None = None) -> list[RunResult]:
+def measure(
+    cells: Sequence[Cell],
+    runs: int,
+    workdir: Path,
+    timeout_s: float | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+) -> list[RunResult]:
     """``runs`` interleaved rounds over ``cells``, one fresh process per cell per round."""
     from speechperf.compare import launch
     from speechperf.compare.plan import Cell as LaunchCell
@@ -59,7 +64,8 @@ def measure(cells: Sequence[Cell], runs: int, workdir: Path, timeout_s: float | 
         if on_result is not None:
             on_result(view(result))
 
-    launch_cells = [LaunchCell(label=c.name, backend=c.backend, threads=c.threads, config=c.config, args=("--quiet",))
-                    for c in cells]
-    return [view(r) for r in launch.run_cells(launch_cells, runs, Path(workdir), timeout_s=timeout_s,
-                                              on_result=report)]
+    launch_cells = [
+        LaunchCell(label=c.name, backend=c.backend, threads=c.threads, config=c.config, args=("--quiet",))
+        for c in cells
+    ]
+    return [view(r) for r in launch.run_cells(launch_cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report)]

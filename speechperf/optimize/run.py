@@ -27,9 +27,9 @@ import attrs
 
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError, first_line
-from speechperf.outputs import check_output_path, write_text_atomic
 from speechperf.optimize import fidelity as fid
 from speechperf.optimize.table import Row, print_table, to_csv, to_markdown
+from speechperf.outputs import check_output_path, write_text_atomic
 
 SCHEMA_VERSION = 1
 FP32 = "fp32"
@@ -56,8 +56,10 @@ def check_methods(backend, methods) -> tuple[str, ...]:
     from speechperf.backend import check_method
 
     if not methods:
-        raise SpeechperfError(f"no --method given; backend {backend.name!r} offers: "
-                              f"{', '.join(backend.capabilities.quantization) or 'none'}")
+        raise SpeechperfError(
+            f"no --method given; backend {backend.name!r} offers: "
+            f"{', '.join(backend.capabilities.quantization) or 'none'}"
+        )
     for m in methods:
         check_method(backend, m)
     if len(set(methods)) != len(methods):
@@ -70,19 +72,28 @@ class _Report:
 
     def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict):
         self.opts, self.rows, self.runs = opts, {}, []
-        self.doc = {"schema_version": SCHEMA_VERSION, "complete": False, "backend": opts.backend,
-                    "methods": list(opts.methods), "runs_per_variant": opts.runs,
-                    "calibration_size": opts.calibration_size, "config": json.loads(json.dumps(cfg.to_dict())),
-                    "environment": env}
+        self.doc = {
+            "schema_version": SCHEMA_VERSION,
+            "complete": False,
+            "backend": opts.backend,
+            "methods": list(opts.methods),
+            "runs_per_variant": opts.runs,
+            "calibration_size": opts.calibration_size,
+            "config": json.loads(json.dumps(cfg.to_dict())),
+            "environment": env,
+        }
 
     def write(self, complete: bool = False) -> None:
         if self.opts.output is None:
             return
         from speechperf.benchmark.report import write_json_atomic
 
-        self.doc.update(complete=complete, table=[r.plain() for r in self.rows.values()],
-                        notes={name: r.notes for name, r in self.rows.items() if r.notes},
-                        runs=self.runs)
+        self.doc.update(
+            complete=complete,
+            table=[r.plain() for r in self.rows.values()],
+            notes={name: r.notes for name, r in self.rows.items() if r.notes},
+            runs=self.runs,
+        )
         write_json_atomic(self.opts.output, self.doc)
 
 
@@ -102,8 +113,10 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     general = cfg.general
     dataset = load_dataset(general, cfg.roles[0])
     if len(dataset) < 2:
-        raise SpeechperfError(f"the dataset has {len(dataset)} sample(s); optimize needs at least 2 (one is left out "
-                              "of calibration to check each graph on)")
+        raise SpeechperfError(
+            f"the dataset has {len(dataset)} sample(s); optimize needs at least 2 (one is left out "
+            "of calibration to check each graph on)"
+        )
     calibration_size = min(opts.calibration_size, len(dataset) - 1)
     out_dir = Path(opts.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -119,7 +132,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
         print(f"recording calibration feeds on {calibration_size} sample(s) ...", file=err)
         calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
-        held_out = record_feeds(stages, dataset[calibration_size:calibration_size + 1], CHECK_CALLS)
+        held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
 
     speech_out = cfg.roles[-1] in fid.SPEECH_ROLES
     fp32_size = sum(p.stat().st_size for plan in plans for p in plan.fp32_files)
@@ -132,8 +145,9 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         start = time.perf_counter()
         try:
             with build.stdout_to_stderr():
-                data, size, diff, notes = _make_variant(backend, method, plans, stages, calibration, held_out,
-                                                        base, out_dir, general)
+                data, size, diff, notes = _make_variant(
+                    backend, method, plans, stages, calibration, held_out, base, out_dir, general
+                )
         except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
             reason = first_line(exc) if isinstance(exc, SpeechperfError) else f"{type(exc).__name__}: {first_line(exc)}"
             row.status = f"failed: {reason}"
@@ -152,16 +166,28 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
 
     from speechperf.optimize.measure import Cell, measure
 
-    cells = [Cell(name, write_config(data, out_dir / f"{name}.yaml"), backend.name, general.threads)
-             for name, data in configs.items()]
-    print(f"measuring {', '.join(c.name for c in cells)}: {opts.runs} interleaved run(s) each, every run a fresh "
-          "`speechperf bench` process ...", file=err)
+    cells = [
+        Cell(name, write_config(data, out_dir / f"{name}.yaml"), backend.name, general.threads)
+        for name, data in configs.items()
+    ]
+    print(
+        f"measuring {', '.join(c.name for c in cells)}: {opts.runs} interleaved run(s) each, every run a fresh "
+        "`speechperf bench` process ...",
+        file=err,
+    )
 
     def on_result(result):
         total = result.total
-        rep.runs.append({"variant": result.cell, "run": result.index + 1, "returncode": result.returncode,
-                         "error": result.error, "latency_ms": total and total.get("runtime_mean_ms"),
-                         "peak_rss_mib": total and total.get("peak_rss_mib")})
+        rep.runs.append(
+            {
+                "variant": result.cell,
+                "run": result.index + 1,
+                "returncode": result.returncode,
+                "error": result.error,
+                "latency_ms": total and total.get("runtime_mean_ms"),
+                "peak_rss_mib": total and total.get("peak_rss_mib"),
+            }
+        )
         rep.write()
 
     results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, on_result)
@@ -172,8 +198,12 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     if opts.md_path is not None:
         write_text_atomic(opts.md_path, to_markdown(list(rep.rows.values())))
     labels = " + ".join(p.label for p in plans)
-    print_table(list(rep.rows.values()), f"speechperf optimize: {cfg.general.model_type} {labels} on {backend.name}, "
-                f"{general.threads} thread(s), {opts.runs} run(s) per variant", file=out)
+    print_table(
+        list(rep.rows.values()),
+        f"speechperf optimize: {cfg.general.model_type} {labels} on {backend.name}, "
+        f"{general.threads} thread(s), {opts.runs} run(s) per variant",
+        file=out,
+    )
     print(f"variants and their bench configs are in {out_dir}", file=err)
     failed = [r for r in rep.rows.values() if r.status.startswith("failed")]
     return 1 if failed else 0
@@ -198,8 +228,9 @@ def _make_variant(backend, method, plans, stages, calibration, held_out, base, o
     for plan, stage, feeds, check in zip(plans, stages, calibration, held_out):
         quantized = {}
         for graph in plan.graphs:
-            source = QuantizeSource(graph.session, graph.specs, tuple(feeds[graph.session]), graph.example,
-                                    graph.dynamic_axes)
+            source = QuantizeSource(
+                graph.session, graph.specs, tuple(feeds[graph.session]), graph.example, graph.dynamic_axes
+            )
             quantized[graph.session] = backend.quantize(method, source, scratch / f"stage{plan.index}")
             notes += [n for q in [quantized[graph.session]] for n in q.notes if n not in notes]
         keys, files = write_variant(plan, backend.name, method, quantized, out_dir / method / f"stage{plan.index}")
@@ -211,7 +242,6 @@ def _make_variant(backend, method, plans, stages, calibration, held_out, base, o
 
 def _graph_diff(backend, plan, stage, keys, check, general) -> float:
     """Load the stage's int8 graphs back and compare them with fp32 on the held-out sample's feeds."""
-    from speechperf.backend import ModelSpec
     from speechperf.optimize.fidelity import graph_difference
 
     worst = 0.0
@@ -242,8 +272,7 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
     references = {s.id: s.text for s in dataset if s.text}
     seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
     role = cfg.roles[-1]
-    first_ok = {name: next((r.data for r in runs if r.ok and r.data), None)
-                for name, runs in by_cell.items()}
+    first_ok = {name: next((r.data for r in runs if r.ok and r.data), None) for name, runs in by_cell.items()}
     for name, runs in by_cell.items():
         row = rep.rows[name]
         ok = [r for r in runs if r.ok and r.total and r.total.get("runtime_mean_ms") is not None]
@@ -269,12 +298,19 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
         row.status = _speed_status(ratio.value, row.p_value)
         if first_ok.get(FP32) and first_ok.get(name):
             waves = (out_dir / "waveforms" / FP32, out_dir / "waveforms" / name) if speech_out else (None, None)
-            row.fidelity = fid.stage_fidelity(role, first_ok[FP32], first_ok[name], references, seconds, *waves,
-                                              row.graph_rel_diff)
+            row.fidelity = fid.stage_fidelity(
+                role, first_ok[FP32], first_ok[name], references, seconds, *waves, row.graph_rel_diff
+            )
     if first_ok.get(FP32):
-        fp32.fidelity = fid.stage_fidelity(role, first_ok[FP32], first_ok[FP32], references, seconds,
-                                           *((out_dir / "waveforms" / FP32,) * 2 if speech_out else (None, None)),
-                                           0.0)
+        fp32.fidelity = fid.stage_fidelity(
+            role,
+            first_ok[FP32],
+            first_ok[FP32],
+            references,
+            seconds,
+            *((out_dir / "waveforms" / FP32,) * 2 if speech_out else (None, None)),
+            0.0,
+        )
     for row in rep.rows.values():
         if row.status in ("quantizing", "measuring"):
             row.status = "failed: not measured"

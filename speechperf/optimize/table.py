@@ -17,9 +17,24 @@ import attrs
 from speechperf import tables
 from speechperf.optimize.fidelity import Fidelity
 
-COLUMNS = ("variant", "status", "size_mb", "size_ratio", "latency_ms", "latency_sigma_ms", "speedup",
-           "speedup_sigma", "p_value", "runs", "peak_rss_mib", "fidelity", "wer", "cer", "agreement_or_snr",
-           "graph_max_rel_diff")
+COLUMNS = (
+    "variant",
+    "status",
+    "size_mb",
+    "size_ratio",
+    "latency_ms",
+    "latency_sigma_ms",
+    "speedup",
+    "speedup_sigma",
+    "p_value",
+    "runs",
+    "peak_rss_mib",
+    "fidelity",
+    "wer",
+    "cer",
+    "agreement_or_snr",
+    "graph_max_rel_diff",
+)
 
 
 @attrs.define
@@ -54,14 +69,20 @@ class Row:
     def plain(self) -> dict:
         fid = self.fidelity
         return {
-            "variant": self.variant, "status": self.status,
+            "variant": self.variant,
+            "status": self.status,
             "size_mb": _round(self.size_bytes / 1e6, 3) if self.size_bytes is not None else None,
-            "size_ratio": _round(self.size_ratio, 3), "latency_ms": _round(self.latency_ms, 3),
-            "latency_sigma_ms": _round(self.latency_sigma_ms, 3), "speedup": _round(self.speedup, 3),
-            "speedup_sigma": _round(self.speedup_sigma, 3), "p_value": _round(self.p_value, 4),
-            "runs": len(self.latencies_ms), "peak_rss_mib": _round(self.peak_mib, 1),
+            "size_ratio": _round(self.size_ratio, 3),
+            "latency_ms": _round(self.latency_ms, 3),
+            "latency_sigma_ms": _round(self.latency_sigma_ms, 3),
+            "speedup": _round(self.speedup, 3),
+            "speedup_sigma": _round(self.speedup_sigma, 3),
+            "p_value": _round(self.p_value, 4),
+            "runs": len(self.latencies_ms),
+            "peak_rss_mib": _round(self.peak_mib, 1),
             "fidelity": fid.text() if fid else None,
-            "wer": _round(fid.wer, 4) if fid else None, "cer": _round(fid.cer, 4) if fid else None,
+            "wer": _round(fid.wer, 4) if fid else None,
+            "cer": _round(fid.cer, 4) if fid else None,
             "agreement_or_snr": _round(fid.value, 4) if fid else None,
             "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
         }
@@ -83,20 +104,42 @@ def to_csv(rows: list[Row]) -> str:
 
 def _display(row: Row) -> list[str]:
     p = row.plain()
-    size = "-" if p["size_mb"] is None else f"{p['size_mb']:.2f}" + (
-        f" ({p['size_ratio']:.2f}x)" if p["size_ratio"] is not None else "")
-    latency = "-" if p["latency_ms"] is None else f"{p['latency_ms']:.2f}" + (
-        f" ± {p['latency_sigma_ms']:.2f}" if p["latency_sigma_ms"] is not None else "")
+    size = (
+        "-"
+        if p["size_mb"] is None
+        else f"{p['size_mb']:.2f}" + (f" ({p['size_ratio']:.2f}x)" if p["size_ratio"] is not None else "")
+    )
+    latency = (
+        "-"
+        if p["latency_ms"] is None
+        else f"{p['latency_ms']:.2f}" + (f" ± {p['latency_sigma_ms']:.2f}" if p["latency_sigma_ms"] is not None else "")
+    )
     speed = "-"
     if p["speedup"] is not None:
         speed = f"{p['speedup']:.2f}" + (f" ± {p['speedup_sigma']:.2f}" if p["speedup_sigma"] is not None else "")
         speed += f" (p = {row.p_value:.2g})" if row.p_value is not None else ""
-    return [row.variant, row.status, size, latency, speed, _cell(p["peak_rss_mib"]), p["fidelity"] or "-",
-            "-" if row.graph_rel_diff is None else f"{row.graph_rel_diff:.2g}"]
+    return [
+        row.variant,
+        row.status,
+        size,
+        latency,
+        speed,
+        _cell(p["peak_rss_mib"]),
+        p["fidelity"] or "-",
+        "-" if row.graph_rel_diff is None else f"{row.graph_rel_diff:.2g}",
+    ]
 
 
-HEADERS = ("variant", "status", "size MB (x fp32)", "latency ms mean ± σ", "speed-up vs fp32", "peak RSS MiB",
-           "fidelity vs fp32", "graph max rel diff")
+HEADERS = (
+    "variant",
+    "status",
+    "size MB (x fp32)",
+    "latency ms mean ± σ",
+    "speed-up vs fp32",
+    "peak RSS MiB",
+    "fidelity vs fp32",
+    "graph max rel diff",
+)
 
 
 def to_markdown(rows: list[Row]) -> str:

@@ -71,19 +71,23 @@ def files_of(spec: ModelSpec) -> list[Path]:
 
 def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str) -> StagePlan:
     if stage_cfg.path:
-        spec = ModelSpec(path=stage_cfg.path, format=stage_cfg.format,
-                         inputs=tuple(TensorInfo(i.name, i.dtype) for i in stage_cfg.inputs),
-                         outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs))
+        spec = ModelSpec(
+            path=stage_cfg.path,
+            format=stage_cfg.format,
+            inputs=tuple(TensorInfo(i.name, i.dtype) for i in stage_cfg.inputs),
+            outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
+        )
         return StagePlan(index, role, stage_cfg.path, (Graph("model", (spec,)),), tuple(files_of(spec)))
     if stage_cfg.model == SILERO:
         from speechperf.adapters.vad import silero_model_spec
-
         from speechperf.registry import get_backend
 
         if getattr(get_backend(backend_name), "silero_vad_spec", None) is not None:
-            raise SpeechperfError(f"backend {backend_name!r} runs the silero VAD as its own port of the network, not "
-                                  "the wheel's file; quantize it on a backend that loads the wheel's ONNX or "
-                                  "TorchScript file")
+            raise SpeechperfError(
+                f"backend {backend_name!r} runs the silero VAD as its own port of the network, not "
+                "the wheel's file; quantize it on a backend that loads the wheel's ONNX or "
+                "TorchScript file"
+            )
         spec = silero_model_spec(backend_name, Path("."))
         return StagePlan(index, role, SILERO, (Graph("vad", (spec,)),), tuple(files_of(spec)))
     from speechperf.benchmark.reference import zoo_format
@@ -103,8 +107,7 @@ def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str)
             spec = model_spec(folder, comp.name, f)
             if all(p.exists() for p in files_of(spec)):
                 specs.append(spec)
-        example = model.example_feeds(comp.name, stage_cfg.preset, 2, comp.test_lengths[1],
-                                      np.random.default_rng(0))
+        example = model.example_feeds(comp.name, stage_cfg.preset, 2, comp.test_lengths[1], np.random.default_rng(0))
         graphs.append(Graph(comp.name, tuple(specs), comp.dynamic_axes(), example))
         fp32_files += files_of(model_spec(folder, comp.name, fmt))
     label = f"{model.name}/{stage_cfg.preset}"
@@ -118,8 +121,11 @@ def variant_format(plan: StagePlan, backend_name: str, quantized: QuantizedModel
 
     suffix = quantized.path.suffix
     formats = zoo_formats(variants=True)
-    candidates = [f for f in zoo_formats_on(backend_name, variants=True)
-                  if formats[f][1].path and formats[f][1].path.endswith(suffix)]
+    candidates = [
+        f
+        for f in zoo_formats_on(backend_name, variants=True)
+        if formats[f][1].path and formats[f][1].path.endswith(suffix)
+    ]
     if plan.fmt in candidates:
         return plan.fmt
     if not candidates:
@@ -127,8 +133,9 @@ def variant_format(plan: StagePlan, backend_name: str, quantized: QuantizedModel
     return candidates[0]
 
 
-def write_variant(plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel],
-                  folder: Path) -> tuple[dict, list[Path]]:
+def write_variant(
+    plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel], folder: Path
+) -> tuple[dict, list[Path]]:
     """Move the quantized graphs of a stage into ``folder``; returns the stage keys that load them and the files."""
     if folder.exists():
         shutil.rmtree(folder)
@@ -149,8 +156,9 @@ def write_variant(plan: StagePlan, backend_name: str, method: str, quantized: di
     return {"path": str(files[0].resolve()), "format": None}, files
 
 
-def _write_model_folder(plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel],
-                        folder: Path) -> tuple[str, list[Path]]:
+def _write_model_folder(
+    plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel], folder: Path
+) -> tuple[str, list[Path]]:
     """The quantized graphs of a reference model at their zoo paths in ``folder``, with a manifest."""
     from speechperf.zoo.build import MANIFEST, read_manifest, zoo_formats
 
@@ -167,8 +175,9 @@ def _write_model_folder(plan: StagePlan, backend_name: str, method: str, quantiz
             shutil.move(str(f), dest)
             files.append(dest)
     manifest = read_manifest(plan.folder)
-    manifest["files"] = [{"path": p.relative_to(folder).as_posix(), "format": fmt, "bytes": p.stat().st_size}
-                         for p in files]
+    manifest["files"] = [
+        {"path": p.relative_to(folder).as_posix(), "format": fmt, "bytes": p.stat().st_size} for p in files
+    ]
     manifest["quantization"] = {"method": method, "backend": backend_name, "from": str(plan.folder)}
     options = {k: v for q in quantized.values() for k, v in q.options.items()}
     if options:

@@ -114,9 +114,8 @@ class StepProfiler:
             return False
         ran = self.step_num  # steps completed: step() was called this many times
         if ran < self._end:
-            note = (
-                f"the loop ended after {ran} steps, before batch_range {list(self.options.batch_range)} ended; "
-                + (f"steps {self._start}..{ran - 1} were recorded" if ran > self._start else "no step was recorded")
+            note = f"the loop ended after {ran} steps, before batch_range {list(self.options.batch_range)} ended; " + (
+                f"steps {self._start}..{ran - 1} were recorded" if ran > self._start else "no step was recorded"
             )
             self._finish((note,))
         return False

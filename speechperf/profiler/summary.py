@@ -133,7 +133,9 @@ class ProfileSummary:
 
         shown = self.ops if limit is None else self.ops[:limit]
         title = f"{self.backend} ops, sorted by {self.sorted_key} ({UNIT})"
-        caption = self.source + (f"; {len(self.ops) - len(shown)} more rows not shown" if len(shown) < len(self.ops) else "")
+        caption = self.source + (
+            f"; {len(self.ops) - len(shown)} more rows not shown" if len(shown) < len(self.ops) else ""
+        )
         table = Table(title=title, caption=caption)
         table.add_column("op")
         for column in ("calls", f"total {UNIT}", f"avg {UNIT}", f"max {UNIT}", f"min {UNIT}"):
@@ -158,7 +160,9 @@ class ProfileSummary:
         if self.raw_path is not None:
             lines.append(f"{self.backend} profile: {self.raw_path}")
         if self.trace_path is not None:
-            lines.append(f"trace: {self.trace_path} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)")
+            lines.append(
+                f"trace: {self.trace_path} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)"
+            )
         return lines
 
     def render(self, console=None, limit: int | None = 25) -> None:

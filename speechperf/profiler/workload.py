@@ -71,9 +71,7 @@ def parse_input_spec(text: str) -> tuple[str, tuple[int, ...], str | None]:
     """``NAME:SHAPE[:DTYPE]`` with SHAPE like ``4x80x100`` -> (name, shape, dtype or None)."""
     parts = text.split(":")
     if len(parts) not in (2, 3) or not parts[0] or not re.fullmatch(r"\d+(x\d+)*", parts[1]):
-        raise SpeechperfError(
-            f"--input {text!r} is not NAME:SHAPE[:DTYPE]; write e.g. x:4x80x100 or tokens:1x12:int64"
-        )
+        raise SpeechperfError(f"--input {text!r} is not NAME:SHAPE[:DTYPE]; write e.g. x:4x80x100 or tokens:1x12:int64")
     dtype = parts[2] if len(parts) == 3 else None
     if dtype is not None and dtype not in _DTYPES:
         raise SpeechperfError(f"--input {text!r}: dtype {dtype!r} is not known; allowed: {', '.join(_DTYPES)}")
@@ -100,7 +98,9 @@ def random_feeds(
         shape, dtype = given.get(info.name, (None, None))
         if shape is None:
             if info.shape is None or not all(isinstance(d, int) and d > 0 for d in info.shape):
-                shown = "?" if info.shape is None else "x".join(str(d) if isinstance(d, int) else "?" for d in info.shape)
+                shown = (
+                    "?" if info.shape is None else "x".join(str(d) if isinstance(d, int) else "?" for d in info.shape)
+                )
                 raise SpeechperfError(
                     f"input {info.name!r} has no fixed shape ({shown}); give it with --input {info.name}:SHAPE, "
                     f"e.g. --input {info.name}:1x80x100"

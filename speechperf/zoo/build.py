@@ -25,9 +25,8 @@ from pathlib import Path
 
 import attrs
 
-from speechperf import __version__
+from speechperf import __version__, cache
 from speechperf.backend import ModelSpec, TensorInfo, ZooFormat
-from speechperf import cache
 from speechperf.errors import ModelFileError, SpeechperfError
 from speechperf.registry import get_backend
 from speechperf.zoo.catalog import MODEL_MODULES, ReferenceModel, check_preset, get_model
@@ -56,8 +55,9 @@ def zoo_formats(variants: bool = False) -> dict[str, tuple[str, ZooFormat]]:
     """Every format a component is built in: name -> (backend that declares it, ZooFormat); with ``variants`` also
     the formats only `speechperf optimize`'s variants have. ``torch-eager`` (the weights' own framework, eager) is
     the reference the parity tests compare the others with."""
-    return {name: (b.name, zf) for b in zoo_builders() for name, zf in b.zoo_formats.items()
-            if variants or not zf.variant}
+    return {
+        name: (b.name, zf) for b in zoo_builders() for name, zf in b.zoo_formats.items() if variants or not zf.variant
+    }
 
 
 def __getattr__(name: str):
@@ -260,12 +260,16 @@ def model_spec(folder: Path, component: str, fmt: str) -> ModelSpec:
         )
     # A quantized variant's manifest says how its files load (e.g. paddle's oneDNN int8 predictor).
     options = manifest.get("load_options", {}).get(fmt, {})
-    return ModelSpec(path=folder / zf.path.format(component=component), format=zf.format, inputs=comp.inputs,
-                     outputs=comp.outputs, options=options)
+    return ModelSpec(
+        path=folder / zf.path.format(component=component),
+        format=zf.format,
+        inputs=comp.inputs,
+        outputs=comp.outputs,
+        options=options,
+    )
 
 
-def load_session(folder: Path, component: str, fmt: str, threads: int | None = None, device: str = "cpu",
-                 backend=None):
+def load_session(folder: Path, component: str, fmt: str, threads: int | None = None, device: str = "cpu", backend=None):
     """A session over one component of a built model in one format, on ``backend`` (default: ``backend_for``)."""
     spec = model_spec(folder, component, fmt)
     backend = backend if backend is not None else backend_for(fmt)

@@ -130,9 +130,7 @@ def read_model(path: str | Path) -> CTranslate2Model:
         dims = tuple(reader.unpack("I", f"dims of {name}") for _ in range(rank))
         dtype_id = reader.unpack("B", f"dtype of {name}")
         if dtype_id not in DTYPES:
-            raise CTranslate2FormatError(
-                f"{path}: variable {name!r} has dtype id {dtype_id}; known ids: {DTYPE_NAMES}"
-            )
+            raise CTranslate2FormatError(f"{path}: variable {name!r} has dtype id {dtype_id}; known ids: {DTYPE_NAMES}")
         nbytes = reader.unpack("I", f"byte count of {name}")
         dtype = DTYPES[dtype_id]
         expected = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize

@@ -54,12 +54,18 @@ MODEL = ReferenceModel(
     description="HiFi-GAN-like generator: transposed-conv upsampling (hop 256) with multi-receptive-field ResBlocks",
     presets={
         "tiny": HiFiGANHparams(
-            channels=32, upsample_rates=(8, 8, 4), upsample_kernels=(16, 16, 8),
-            resblock_kernels=(3,), resblock_dilations=((1, 3),),
+            channels=32,
+            upsample_rates=(8, 8, 4),
+            upsample_kernels=(16, 16, 8),
+            resblock_kernels=(3,),
+            resblock_dilations=((1, 3),),
         ),
         "base": HiFiGANHparams(
-            channels=128, upsample_rates=(8, 8, 2, 2), upsample_kernels=(16, 16, 4, 4),
-            resblock_kernels=(3, 7, 11), resblock_dilations=((1, 3, 5), (1, 3, 5), (1, 3, 5)),
+            channels=128,
+            upsample_rates=(8, 8, 2, 2),
+            upsample_kernels=(16, 16, 4, 4),
+            resblock_kernels=(3, 7, 11),
+            resblock_dilations=((1, 3, 5), (1, 3, 5), (1, 3, 5)),
         ),
     },
     components=(

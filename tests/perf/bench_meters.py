@@ -31,9 +31,11 @@ def runtime_overhead(blocks: int = 10, per_block: int = 100) -> None:
         meter = RuntimeMeter(warmup=0, repeat=per_block)
         metered += list(meter.measure("x", forward).ns)
     b, m = statistics.median(bare), statistics.median(metered)
-    print(f"1. runtime meter vs bare loop, numpy tanh(x)*x over {feeds['x'].size} floats, "
-          f"{blocks}x{per_block} calls each: "
-          f"bare median {b / 1e6:.4f} ms, meter median {m / 1e6:.4f} ms, ratio {m / b:.4f} (target <= 1.02)")
+    print(
+        f"1. runtime meter vs bare loop, numpy tanh(x)*x over {feeds['x'].size} floats, "
+        f"{blocks}x{per_block} calls each: "
+        f"bare median {b / 1e6:.4f} ms, meter median {m / 1e6:.4f} ms, ratio {m / b:.4f} (target <= 1.02)"
+    )
 
 
 def memory_error(repeats: int = 5) -> None:
@@ -44,7 +46,7 @@ def memory_error(repeats: int = 5) -> None:
             session = AllocSession(mib, hold_s=0.005)
             errors = []
             for i in range(repeats):
-                sample = meter.measure(str(i), lambda: session({}))
+                sample = meter.measure(str(i), lambda session=session: session({}))
                 errors.append(abs(sample.delta_mib - mib) / mib)
             label = "exact (hwm)" if method == "hwm" else f"memory_profiler@{interval}s"
             cells.append(f"{label}: max error {max(errors):.1%} (median {statistics.median(errors):.1%})")
@@ -81,10 +83,12 @@ def metering_cost(backend_name: str, size: int, cache: bool, samples: int = 100)
     metered = sum(spent.values())
     parts = ", ".join(f"{k} {v / bare:.1f}" for k, v in spent.items())
     assert flops.result().total == samples * graph.expected
-    print(f"3. {backend_name}, FLOPs cache_by_shape={cache}: {samples} samples of a {size}^3 matmul "
-          f"({bare / samples * 1e3:.2f} ms each): bare "
-          f"{bare * 1e3:.0f} ms, runtime+memory+FLOPs {metered * 1e3:.0f} ms = {metered / bare:.1f} bare passes "
-          f"({parts})")
+    print(
+        f"3. {backend_name}, FLOPs cache_by_shape={cache}: {samples} samples of a {size}^3 matmul "
+        f"({bare / samples * 1e3:.2f} ms each): bare "
+        f"{bare * 1e3:.0f} ms, runtime+memory+FLOPs {metered * 1e3:.0f} ms = {metered / bare:.1f} bare passes "
+        f"({parts})"
+    )
 
 
 def main() -> None:

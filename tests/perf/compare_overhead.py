@@ -52,17 +52,32 @@ def main() -> None:
             speechperf("bench", "-b", backend, *config, "--meters", "runtime", "-q")
         bare, harness = [], []
         for i in range(opts.repeats):  # alternate the two sides so drift hits both
-            bare.append(_sum([speechperf("bench", "-b", b, *config, "-q", "-o", f"{tmp}/b{i}{b}.json")
-                              for b in BACKENDS]))
-            harness.append(speechperf("compare", "--backends", ",".join(BACKENDS), "--runs", "1", *config,
-                                      "--workdir", f"{tmp}/w{i}", "-o", f"{tmp}/c{i}.json"))
+            bare.append(
+                _sum([speechperf("bench", "-b", b, *config, "-q", "-o", f"{tmp}/b{i}{b}.json") for b in BACKENDS])
+            )
+            harness.append(
+                speechperf(
+                    "compare",
+                    "--backends",
+                    ",".join(BACKENDS),
+                    "--runs",
+                    "1",
+                    *config,
+                    "--workdir",
+                    f"{tmp}/w{i}",
+                    "-o",
+                    f"{tmp}/c{i}.json",
+                )
+            )
     print(f"config: {' '.join(config)}")
     for index, what in ((0, "wall"), (1, "CPU (whole process tree)")):
         best_bare, best_compare = min(v[index] for v in bare), min(v[index] for v in harness)
-        print(f"{what}: three bare bench runs {best_bare:7.2f} s, speechperf compare (1 run each) {best_compare:7.2f} s"
-              f"; harness {best_compare - best_bare:+.2f} s = {100 * (best_compare - best_bare) / best_compare:+.1f} %"
-              f" of compare (best of {len(bare)}; each: bare {', '.join(f'{v[index]:.2f}' for v in bare)}; "
-              f"compare {', '.join(f'{v[index]:.2f}' for v in harness)})")
+        print(
+            f"{what}: three bare bench runs {best_bare:7.2f} s, speechperf compare (1 run each) {best_compare:7.2f} s"
+            f"; harness {best_compare - best_bare:+.2f} s = {100 * (best_compare - best_bare) / best_compare:+.1f} %"
+            f" of compare (best of {len(bare)}; each: bare {', '.join(f'{v[index]:.2f}' for v in bare)}; "
+            f"compare {', '.join(f'{v[index]:.2f}' for v in harness)})"
+        )
 
 
 if __name__ == "__main__":

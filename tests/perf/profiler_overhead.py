@@ -71,8 +71,10 @@ def main() -> None:
             report(f"  {name}", per_call_ns(prof.step, args.steps))
             bare = loop_ns(lambda: None, args.loop_steps)
             with_step = loop_ns(prof.step, args.loop_steps)
-        print(f"  {name} loop of a 1 ms body: {bare / 1e6:.4f} ms/step bare, {with_step / 1e6:.4f} ms/step with "
-              f"step(): {100 * (with_step - bare) / bare:+.3f} % (the body's spin granularity is noise here)")
+        print(
+            f"  {name} loop of a 1 ms body: {bare / 1e6:.4f} ms/step bare, {with_step / 1e6:.4f} ms/step with "
+            f"step(): {100 * (with_step - bare) / bare:+.3f} % (the body's spin granularity is noise here)"
+        )
 
     print("\nthe frameworks' own step() outside their recording window, for comparison:")
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -95,7 +97,8 @@ def main() -> None:
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "relu",
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "relu",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
     )
@@ -114,8 +117,10 @@ def main() -> None:
         per_call_ns(lambda: stand_in(feeds), args.steps // 10)
         direct = per_call_ns(lambda: session(feeds), args.steps // 10)
         proxied = per_call_ns(lambda: stand_in(feeds), args.steps // 10)
-    print(f"  session call {direct / 1000:.3f} us, through the stand-in {proxied / 1000:.3f} us: "
-          f"{(proxied - direct) / 1000:+.3f} us per call")
+    print(
+        f"  session call {direct / 1000:.3f} us, through the stand-in {proxied / 1000:.3f} us: "
+        f"{(proxied - direct) / 1000:+.3f} us per call"
+    )
 
 
 if __name__ == "__main__":

@@ -74,8 +74,10 @@ def main() -> None:
                 step()
                 prof.step(num_samples=args.batch)
         s = prof.summary
-        print(f"\n{name}: top {args.top} of {len(s.ops)} ops, sorted by total; steps {s.steps[0]}..{s.steps[-1]}; "
-              f"{s.source}")
+        print(
+            f"\n{name}: top {args.top} of {len(s.ops)} ops, sorted by total; steps {s.steps[0]}..{s.steps[-1]}; "
+            f"{s.source}"
+        )
         print(f"  {'op':<60} {'calls':>5} {'total ms':>9} {'avg ms':>8}")
         for o in s.top(args.top):
             print(f"  {o.name:<60} {o.calls:>5} {o.total_ns / 1e6:>9.3f} {o.avg_ns / 1e6:>8.3f}")

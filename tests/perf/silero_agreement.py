@@ -5,11 +5,15 @@
 tests/test_silero_vad.py asserts the same bound (1e-4); this prints the figures.
 """
 
-import itertools, tempfile
+import itertools
+import tempfile
 from pathlib import Path
+
 import soundfile as sf
+
 from speechperf.adapters.vad import silero_model_spec, speech_probabilities
 from speechperf.registry import get_backend
+
 audio, sr = sf.read(Path(__file__).resolve().parents[1] / "data" / "speech_16k.wav", dtype="float32")
 work = Path(tempfile.mkdtemp())
 probs = {}

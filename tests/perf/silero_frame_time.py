@@ -66,16 +66,22 @@ def main(wav: Path, passes: int, warmup: int, threads: int) -> None:
             cpu[name] += c
             wall[name] += w
 
-    print(f"silero VAD 16 kHz, {wav.name}: {len(frames)} frames of {FRAME_SECONDS * 1e3:.0f} ms x {passes} passes, "
-          f"{warmup} warm-up frames excluded, threads={threads}")
-    print(f"{'backend':<12} {'version':<10} {'median us':>10} {'p90 us':>9} {'RTF':>8} {'CPU/wall':>8} "
-          f"{'median / onnxruntime':>21}")
+    print(
+        f"silero VAD 16 kHz, {wav.name}: {len(frames)} frames of {FRAME_SECONDS * 1e3:.0f} ms x {passes} passes, "
+        f"{warmup} warm-up frames excluded, threads={threads}"
+    )
+    print(
+        f"{'backend':<12} {'version':<10} {'median us':>10} {'p90 us':>9} {'RTF':>8} {'CPU/wall':>8} "
+        f"{'median / onnxruntime':>21}"
+    )
     base = float(np.median(times["onnxruntime"]))
     for name in BACKENDS:
         t = np.asarray(times[name], dtype=np.float64)
         median, p90 = np.median(t), np.percentile(t, 90)
-        print(f"{name:<12} {versions[name]:<10} {median / 1e3:>10.1f} {p90 / 1e3:>9.1f} "
-              f"{median / 1e9 / FRAME_SECONDS:>8.4f} {cpu[name] / wall[name]:>8.2f} {median / base:>21.2f}")
+        print(
+            f"{name:<12} {versions[name]:<10} {median / 1e3:>10.1f} {p90 / 1e3:>9.1f} "
+            f"{median / 1e9 / FRAME_SECONDS:>8.4f} {cpu[name] / wall[name]:>8.2f} {median / base:>21.2f}"
+        )
     print("command: python " + " ".join(sys.argv))
 
 

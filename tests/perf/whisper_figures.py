@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
+from zoo_figures import time_session  # tests/perf is on sys.path when this script runs
 
 from speechperf.adapters.whisper import WhisperVocabulary, transcribe
 from speechperf.data.audio import resample
@@ -25,7 +26,6 @@ from speechperf.meters.wer import score
 from speechperf.zoo.build import FORMATS, ensure_built, load_session
 from speechperf.zoo.catalog import get_model
 from speechperf.zoo.whisper import model_dir
-from zoo_figures import time_session  # tests/perf is on sys.path when this script runs
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 MODEL = "whisper-tiny-en"
@@ -87,10 +87,16 @@ def main() -> None:
         sessions = {c: load_session(folder, c, fmt, threads=1) for c in model.component_names}
         texts[fmt] = transcribe(sessions, audio, vocab)
         result = score(refs, texts[fmt])
-        cells = [time_session(sessions[c], f, 1, args.repeats) for c, f in
-                 (("encoder", enc_feeds), ("cross_kv", kv_feeds), ("decoder_step", step_feeds))]
-        print(f"| {fmt} | {result.wer:.4f} | {result.cer:.4f} | "
-              + " | ".join(f"{med:.1f} / {low:.1f}" for med, low in cells) + " |", flush=True)
+        cells = [
+            time_session(sessions[c], f, 1, args.repeats)
+            for c, f in (("encoder", enc_feeds), ("cross_kv", kv_feeds), ("decoder_step", step_feeds))
+        ]
+        print(
+            f"| {fmt} | {result.wer:.4f} | {result.cer:.4f} | "
+            + " | ".join(f"{med:.1f} / {low:.1f}" for med, low in cells)
+            + " |",
+            flush=True,
+        )
     if args.ctranslate2:
         texts["ctranslate2"] = ctranslate2_texts(audio, vocab)
         result = score(refs, texts["ctranslate2"])

@@ -71,8 +71,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    print(f"# speechperf zoo figures, preset {args.preset}, 1 thread, warm-up {args.warmup}, "
-          f"median/min of {args.repeats} calls (ms)")
+    print(
+        f"# speechperf zoo figures, preset {args.preset}, 1 thread, warm-up {args.warmup}, "
+        f"median/min of {args.repeats} calls (ms)"
+    )
     for name in args.models:
         start = time.perf_counter()
         folder = ensure_built(name, args.preset, root=args.out / args.preset)

@@ -8,8 +8,8 @@ from speechperf.backends.paddle.models.layers import (
     EncoderLayer,
     TransformerDecoder,
     nn,
-    paddle,
     padding_bias,
+    paddle,
     positions,
     sinusoidal,
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from speechperf.backends.paddle.models.layers import (
-    F,
     EncoderLayer,
+    F,
     TransformerDecoder,
     nn,
     padding_bias,

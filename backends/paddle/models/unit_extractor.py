@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from speechperf.backends.paddle.models.layers import F, EncoderLayer, nn, paddle, padding_bias, positions, sinusoidal
+from speechperf.backends.paddle.models.layers import EncoderLayer, F, nn, padding_bias, paddle, positions, sinusoidal
 from speechperf.zoo.unit_extractor import CONV_LAYERS
 
 

@@ -24,9 +24,7 @@ class ResBlock(nn.Module):
         self.convs1 = nn.ModuleList(
             nn.Conv1d(channels, channels, kernel, dilation=d, padding=(kernel * d - d) // 2) for d in dilations
         )
-        self.convs2 = nn.ModuleList(
-            nn.Conv1d(channels, channels, kernel, padding=(kernel - 1) // 2) for _ in dilations
-        )
+        self.convs2 = nn.ModuleList(nn.Conv1d(channels, channels, kernel, padding=(kernel - 1) // 2) for _ in dilations)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for conv1, conv2 in zip(self.convs1, self.convs2):
