@@ -189,8 +189,8 @@ class StageConfig:
     )
     path: str | None = key(
         None,
-        "your own model file instead of a reference model: .onnx, TorchScript .pt, or a paddle inference "
-        ".json/.pdmodel (run once per sample; its first output is handed on)",
+        "your own model file instead of a reference model: .onnx, TorchScript .pt / .ts / .jit, or a paddle "
+        "inference .json/.pdmodel (run once per sample; its first output is handed on)",
         "str?",
     )
     format: str | None = key(
