@@ -110,12 +110,12 @@ def paddle_conv(folder, shape):
     return folder / "model.json"
 
 
-def s2s_config(tmp_path, model, layout=None, features="hifigan-16k"):
+def s2s_config(tmp_path, model, layout=None, features="hifigan-16k", options="null"):
     mel = "{name: mel, source: features" + (f", layout: {layout}" if layout else "") + "}"
     config = tmp_path / "c.yaml"
     config.write_text(f"""
 general: {{model_type: S2S, generated_seconds: [0.5, 0.5]}}
-stage1: {{path: {model}, features: {features}, inputs: [{mel}], outputs: [wave]}}
+stage1: {{path: {model}, features: {features}, inputs: [{mel}], outputs: [wave], options: {options}}}
 """)
     return str(config)
 
@@ -124,18 +124,20 @@ def bench(*args):
     return CliRunner().invoke(main, ["bench", *args, "--dataset-size", "1", "--warmup", "0", "--quiet"])
 
 
-@pytest.mark.parametrize("backend", ["onnxruntime", "paddle"])
-def test_a_declared_shape_refuses_the_wrong_layout_at_load(tmp_path, backend):
+@pytest.mark.parametrize("backend, api", [("onnxruntime", None), ("paddle", "predictor"), ("paddle", "jit")])
+def test_a_declared_shape_refuses_the_wrong_layout_at_load(tmp_path, backend, api):
     model = onnx_conv(tmp_path / "m.onnx") if backend == "onnxruntime" else paddle_conv(tmp_path, [1, 80, None])
-    result = bench("-b", backend, "--config", s2s_config(tmp_path, model), "--meters", "runtime")
+    options = f"{{paddle: {{api: {api}}}}}" if api else "null"
+    result = bench("-b", backend, "--config", s2s_config(tmp_path, model, options=options), "--meters", "runtime")
     assert result.exit_code == 2, result.output
     assert LAYOUT_ERROR in result.output and "Traceback" not in result.output
-    fewer = s2s_config(tmp_path, model, "channels_first", "{preset: hifigan-16k, n_mels: 64}")
+    fewer = s2s_config(tmp_path, model, "channels_first", "{preset: hifigan-16k, n_mels: 64}", options)
     result = bench("-b", backend, "--config", fewer, "--meters", "runtime")
     assert result.exit_code == 2
     assert "the model declares 'mel' as [1, 80, ?]: 80 channels in layout BCT (channels_first), not 64" in result.output
     out = tmp_path / "r.json"
-    result = bench("-b", backend, "--config", s2s_config(tmp_path, model, "channels_first"), "-o", str(out))
+    good = s2s_config(tmp_path, model, "channels_first", options=options)
+    result = bench("-b", backend, "--config", good, "-o", str(out))
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["result"]["outputs"]["gen0"]["outputs"]["wave"][:2] == [1, 8]
 

@@ -164,7 +164,7 @@ def _load_jit(spec: ModelSpec, model: Path, device: str, threads: int | None) ->
         raise ModelFileError(f"cannot load {model} with paddle.jit.load: {decisive_line(exc)}") from None
     layer.eval()
     if spec.inputs:
-        inputs = tuple(spec.inputs)
+        inputs = tuple(_declared_inputs(spec).values())
     else:
         # The predictor reads the feed names the model was saved with; so does this path.
         probe = inference.create_predictor(_cpu_config(model, _params_path(spec, model)))
