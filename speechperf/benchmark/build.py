@@ -115,7 +115,7 @@ def build_stage(
             outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
             options=backend_options(stage_cfg, backend),
         )
-        session = _load_file(backend, spec, device, threads, f"stage{index}")
+        session = _load_file(backend, spec, device, threads, where, f"stage{index}")
         makes_features = any((i.source or "").startswith("feature") for i in stage_cfg.inputs)
         feature_fn = feature_maker(stage_cfg.features) if makes_features else None
         # A feature dataset (.npz / .npy) brings features of its own size; audio gets the stage's n_mels.
@@ -137,7 +137,7 @@ def build_stage(
     return reference_stage(stage_cfg, role, where, backend, device, threads)
 
 
-def _load_file(backend, spec: ModelSpec, device: str, threads: int, section: str):
+def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, section: str):
     """Load a user's file; when its format was guessed from the suffix and loading fails, say so and name the key
     that sets it (a ``.pt`` may be a TorchScript archive or a pickled checkpoint)."""
     from speechperf.errors import ModelFileError
@@ -149,6 +149,6 @@ def _load_file(backend, spec: ModelSpec, device: str, threads: int, section: str
         if guessed is None or not spec.path.exists():
             raise
         raise ModelFileError(
-            f"{exc} (format {guessed!r} was guessed from the suffix {spec.path.suffix!r}; if the file is another "
+            f"{where}: {exc} (format {guessed!r} was guessed from the suffix {spec.path.suffix!r}; if the file is another "
             f"format, set {section}.format: one of {', '.join(backend.capabilities.formats)})"
         ) from None
