@@ -5,7 +5,8 @@ same weights transcribe identically on torch, paddle and onnxruntime.
 Features are OpenAI Whisper's: 16 kHz audio padded or cut to 30 s, a periodic Hann window of 400 samples every
 160 (centred, reflect padding), the power spectrum through 80 Slaney-style mel filters (0-8 kHz, Slaney area
 normalisation, as librosa's default), log10 with a 1e-10 floor, clamped to 8 below the maximum, then
-(x + 4) / 4. The wheel ships no mel filters, so they are computed here.
+(x + 4) / 4. The wheel ships no mel filters, so they are computed here, by the shared front-end of
+``speechperf.adapters.features`` (``FEATURES`` below are its settings).
 
 Decoding is greedy from Whisper's English-only prompt ``<|startoftranscript|><|notimestamps|>``, with Whisper's
 token suppression (the model's ``suppress_ids`` at every step, blank and end-of-text at the first one, timestamp
@@ -21,6 +22,8 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from speechperf.adapters import features
+from speechperf.adapters.features import librosa_mel_filters
 from speechperf.errors import FeedError, ModelFileError
 
 SAMPLE_RATE = 16000
@@ -34,34 +37,14 @@ N_FRAMES = N_SAMPLES // HOP  # 3000
 StepFn = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
 
 
-def _hz_to_mel(hz: np.ndarray) -> np.ndarray:
-    """Slaney's mel scale: linear below 1 kHz (3 mel per 200 Hz), logarithmic above."""
-    hz = np.asarray(hz, dtype=np.float64)
-    linear = hz / (200.0 / 3)
-    log_part = 15.0 + np.log(np.maximum(hz, 1e-10) / 1000.0) / (np.log(6.4) / 27.0)
-    return np.where(hz >= 1000.0, log_part, linear)
-
-
-def _mel_to_hz(mel: np.ndarray) -> np.ndarray:
-    mel = np.asarray(mel, dtype=np.float64)
-    return np.where(mel >= 15.0, 1000.0 * np.exp((np.log(6.4) / 27.0) * (mel - 15.0)), mel * (200.0 / 3))
+#: Whisper's front-end as settings of the shared ``speechperf.adapters.features.log_mel`` (its ``whisper`` preset,
+#: which a stage's ``features: whisper`` also takes).
+FEATURES = dict(features.PRESETS["whisper"][1], n_mels=N_MELS)
 
 
 def mel_filters(n_mels: int = N_MELS, n_fft: int = N_FFT, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """(n_mels, n_fft // 2 + 1) triangular filters on Slaney's mel scale, each scaled to unit area (2 / width)."""
-    fft_hz = np.linspace(0.0, sample_rate / 2, n_fft // 2 + 1)
-    edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(sample_rate / 2), n_mels + 2))
-    widths = np.diff(edges)
-    ramps = edges[:, None] - fft_hz[None, :]
-    rising = -ramps[:-2] / widths[:-1, None]
-    falling = ramps[2:] / widths[1:, None]
-    weights = np.maximum(0.0, np.minimum(rising, falling))
-    return (weights * (2.0 / (edges[2:] - edges[:-2]))[:, None]).astype(np.float32)
-
-
-def _hann(length: int) -> np.ndarray:
-    """Periodic Hann window (as torch.hann_window, which Whisper uses)."""
-    return 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(length) / length)
+    return librosa_mel_filters(n_mels, n_fft, sample_rate, 0.0, sample_rate / 2, "slaney").astype(np.float32)
 
 
 def log_mel(audio: np.ndarray) -> np.ndarray:
@@ -69,14 +52,7 @@ def log_mel(audio: np.ndarray) -> np.ndarray:
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim != 1 or audio.size == 0:
         raise FeedError(f"audio has shape {audio.shape}; Whisper takes a non-empty mono 16 kHz signal (samples,)")
-    audio = np.pad(audio[:N_SAMPLES], (0, max(0, N_SAMPLES - audio.size)))
-    padded = np.pad(audio.astype(np.float64), N_FFT // 2, mode="reflect")
-    frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP][:N_FRAMES]
-    power = np.abs(np.fft.rfft(frames * _hann(N_FFT), axis=1)) ** 2
-    mel = mel_filters().astype(np.float64) @ power.T
-    log_spec = np.log10(np.maximum(mel, 1e-10))
-    log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
-    return ((log_spec + 4.0) / 4.0).astype(np.float32)
+    return np.ascontiguousarray(features.log_mel(audio, **FEATURES).T)
 
 
 def _byte_decoder() -> dict[str, int]:

@@ -441,7 +441,7 @@ stage1: {{path: {model}, inputs: [{{name: wave, source: audio}}], outputs: [out]
         "8000",
     )
     stage = data["result"]["stages"][0]
-    assert stage["role"] == "s2s" and stage["rtf"]["audio"] == "input"
+    assert stage["role"] == "s2s" and stage["rtf"]["audio"] == "output"  # a speech generator: output seconds
     audio, rate = sf.read(dump / "_1_pred.wav")  # fairseq's name with an empty prefix
     assert rate == 8000 and len(audio) == 8000 and 0.05 < np.abs(audio).max() < 0.5
 

@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime as ort
 
 from speechperf.backend import ModelSpec, Session, TensorInfo
-from speechperf.errors import ModelFileError, SpeechperfError, first_line
+from speechperf.errors import ModelFileError, SpeechperfError, decisive_line
 
 OPTIMIZATION_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -73,7 +73,7 @@ def load_onnx(spec: ModelSpec, device: str, threads: int | None, providers: list
     try:
         session = ort.InferenceSession(str(path), session_options(spec, threads), providers=providers)
     except Exception as exc:
-        raise ModelFileError(f"cannot load {path} as ONNX: {first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {path} as ONNX: {decisive_line(exc)}") from None
     result = OnnxRuntimeSession(session, device)
     result.loaded_with = (spec, threads, providers)  # the step profiler reloads it with profiling on
     return result

@@ -10,7 +10,7 @@ import numpy as np
 from speechperf.backend import ModelSpec, Session, TensorInfo
 from speechperf.backends.paddle import import_paddle
 from speechperf.backends.paddle.weights import load_weights
-from speechperf.errors import ModelFileError, SpeechperfError, first_line
+from speechperf.errors import ModelFileError, SpeechperfError, decisive_line
 
 paddle = import_paddle()
 from paddle import inference  # noqa: E402
@@ -40,7 +40,7 @@ class PredictorSession(Session):
         self.predictor = predictor
         self.device = device
         names = predictor.get_input_names()
-        declared = {t.name: t for t in spec.inputs or ()} or pir_input_infos(spec.path)
+        declared = _declared_inputs(spec)
         self.inputs = tuple(declared.get(n) or TensorInfo(n, _dtype(predictor.get_input_handle(n))) for n in names)
         self._fetch = predictor.get_output_names()
         self.outputs = tuple(TensorInfo(n) for n in spec.output_names(self._fetch))
@@ -56,6 +56,21 @@ class PredictorSession(Session):
             out.name: self.predictor.get_output_handle(fetch).copy_to_cpu()
             for out, fetch in zip(self.outputs, self._fetch)
         }
+
+
+def _declared_inputs(spec: ModelSpec) -> dict[str, TensorInfo]:
+    """The inputs a spec names, with the shapes (and dtypes) the program declares where the spec gives none, so
+    a feed of the wrong layout is refused by name, at load by a stage and on each call by the session."""
+    program = pir_input_infos(spec.path)
+    if not spec.inputs:
+        return program
+    declared = {}
+    for t in spec.inputs:
+        known = program.get(t.name)
+        if known is not None:
+            t = TensorInfo(t.name, t.dtype or known.dtype, t.shape if t.shape is not None else known.shape)
+        declared[t.name] = t
+    return declared
 
 
 def pir_input_infos(model: Path) -> dict[str, TensorInfo]:
@@ -130,7 +145,7 @@ def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session
     try:
         predictor = inference.create_predictor(config)
     except Exception as exc:
-        raise ModelFileError(f"cannot load {model} as a paddle inference model: {first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {model} as a paddle inference model: {decisive_line(exc)}") from None
     return PredictorSession(predictor, spec, device)
 
 
@@ -146,10 +161,10 @@ def _load_jit(spec: ModelSpec, model: Path, device: str, threads: int | None) ->
     try:
         layer = paddle.jit.load(str(model.with_suffix("")))
     except Exception as exc:
-        raise ModelFileError(f"cannot load {model} with paddle.jit.load: {first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {model} with paddle.jit.load: {decisive_line(exc)}") from None
     layer.eval()
     if spec.inputs:
-        inputs = tuple(spec.inputs)
+        inputs = tuple(_declared_inputs(spec).values())
     else:
         # The predictor reads the feed names the model was saved with; so does this path.
         probe = inference.create_predictor(_cpu_config(model, _params_path(spec, model)))

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from speechperf.backend import ModelSpec, Session, TensorInfo
-from speechperf.errors import ModelFileError, first_line
+from speechperf.errors import ModelFileError, decisive_line
 
 _TORCH_TO_NUMPY = {
     torch.float32: "float32",
@@ -65,7 +65,7 @@ def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
     try:
         root = torch.jit.load(str(path), map_location=device)
     except Exception as exc:
-        raise ModelFileError(f"cannot load {path} as TorchScript: {first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {path} as TorchScript: {decisive_line(exc)}") from None
     module = _resolve_entry(root, spec.entry, path).eval()
     schema = module.forward.schema
     if spec.options.get("optimize_for_inference"):
@@ -74,7 +74,7 @@ def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 module = torch.jit.optimize_for_inference(torch.jit.freeze(module))
         except Exception as exc:
-            raise ModelFileError(f"cannot apply optimize_for_inference to {path}: {first_line(exc)}") from None
+            raise ModelFileError(f"cannot apply optimize_for_inference to {path}: {decisive_line(exc)}") from None
     if spec.inputs:
         inputs = tuple(spec.inputs)
     else:
@@ -152,7 +152,7 @@ def load_export(spec: ModelSpec, device: str) -> TorchSession:
     try:
         program = torch.export.load(str(path))
     except Exception as exc:
-        raise ModelFileError(f"cannot load {path} as a torch.export program (.pt2): {first_line(exc)}") from None
+        raise ModelFileError(f"cannot load {path} as a torch.export program (.pt2): {decisive_line(exc)}") from None
     placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
     inputs = []
     for name in program.graph_signature.user_inputs:
@@ -183,7 +183,7 @@ def load_module(spec: ModelSpec, device: str) -> TorchSession:
                 state = torch.load(str(path), map_location="cpu", weights_only=True)
             module.load_state_dict(state)
         except Exception as exc:
-            raise ModelFileError(f"cannot load weights {path} into {spec.factory}: {first_line(exc)}") from None
+            raise ModelFileError(f"cannot load weights {path} into {spec.factory}: {decisive_line(exc)}") from None
     module = module.to(device).eval()
     if spec.inputs:
         inputs = tuple(spec.inputs)

@@ -105,7 +105,7 @@ def build_stage(
 ) -> Stage:
     where = f"{cfg.source}: stage{index}"
     if stage_cfg.path:
-        from speechperf.benchmark.file_stage import FileStage
+        from speechperf.benchmark.file_stage import FileStage, feature_maker
 
         spec = ModelSpec(
             path=stage_cfg.path,
@@ -115,9 +115,12 @@ def build_stage(
             outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
             options=backend_options(stage_cfg, backend),
         )
-        session = backend.load(spec, device=device, threads=threads)
-        feature_fn = _feature_fn() if any((i.source or "").startswith("feature") for i in stage_cfg.inputs) else None
-        return FileStage(role, session, stage_cfg, cfg.general.sample_rate, feature_fn, where)
+        session = _load_file(backend, spec, device, threads, where, f"stage{index}")
+        makes_features = any((i.source or "").startswith("feature") for i in stage_cfg.inputs)
+        feature_fn = feature_maker(stage_cfg.features) if makes_features else None
+        # A feature dataset (.npz / .npy) brings features of its own size; audio gets the stage's n_mels.
+        channels = None if cfg.general.dataset_type in ("npz", "npy") else stage_cfg.features.n_mels
+        return FileStage(role, session, stage_cfg, cfg.general.sample_rate, feature_fn, where, channels)
     check_stage_model(stage_cfg, role, where)
     if stage_cfg.model == SILERO:
         from speechperf.adapters.vad import silero_model_spec
@@ -134,7 +137,18 @@ def build_stage(
     return reference_stage(stage_cfg, role, where, backend, device, threads)
 
 
-def _feature_fn():
-    from speechperf.benchmark.reference import log_mel
+def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, section: str):
+    """Load a user's file; when its format was guessed from the suffix and loading fails, say so and name the key
+    that sets it (a ``.pt`` may be a TorchScript archive or a pickled checkpoint)."""
+    from speechperf.errors import ModelFileError
 
-    return log_mel
+    try:
+        return backend.load(spec, device=device, threads=threads)
+    except ModelFileError as exc:
+        guessed = None if spec.format else dict(getattr(backend, "suffix_formats", {})).get(spec.path.suffix)
+        if guessed is None or not spec.path.exists():
+            raise
+        raise ModelFileError(
+            f"{where}: {exc} (format {guessed!r} was guessed from the suffix {spec.path.suffix!r}; if the file is another "
+            f"format, set {section}.format: one of {', '.join(backend.capabilities.formats)})"
+        ) from None

@@ -7,25 +7,41 @@ from collections.abc import Mapping
 import numpy as np
 
 from speechperf.backend import Session
+from speechperf.benchmark.layout import arrange, check_layout
 from speechperf.benchmark.stage import Stage, StageError, StageIO
 from speechperf.data.audio import resample
 from speechperf.data.sample import Sample
 
 
 class FileStage(Stage):
-    """A user's model file run once per sample. Its declared inputs are fed from the sample's arrays (batch of 1)
-    or, with ``value``, a constant; its first declared output is the stage's result: token ids for s2t / mt / s2u,
-    a waveform for tts / unit_vocoder / s2s, at the stage's ``output_sample_rate`` (default ``sample_rate``)."""
+    """A user's model file run once per sample. Its declared inputs are fed from the sample's arrays, in each
+    input's ``layout`` (default: a batch of 1, ``[1, frames, bins]`` features), or, with ``value``, a constant; its
+    first declared output is the stage's result: token ids for s2t / mt / s2u, a waveform for tts / unit_vocoder /
+    s2s, at the stage's ``output_sample_rate`` (default ``sample_rate``). Features are made from the audio with
+    the stage's ``features`` settings, before timing.
 
-    def __init__(self, role: str, session: Session, config, sample_rate: int, feature_fn=None, where: str = ""):
+    ``channels`` is the feature size the inputs are checked with at load against the shapes the model declares
+    (None where the dataset holds features of its own size)."""
+
+    def __init__(
+        self,
+        role: str,
+        session: Session,
+        config,
+        sample_rate: int,
+        feature_fn=None,
+        where: str = "",
+        channels: int | None = None,
+    ):
         self.role = role
         self.label = config.path
         self.sessions = {"model": session}
         self.config = config
         self.sample_rate = sample_rate
         self.output_rate = config.output_sample_rate or sample_rate
-        self.feature_fn = feature_fn  # audio -> (frames, 80) features, needed only for a `features` input
+        self.feature_fn = feature_fn  # audio -> (frames, bins) features, needed only for a `features` input
         self.constants = _constants(config.inputs, session, where or self.label)
+        _check_layouts(config, session, channels, where or self.label)
 
     def _sources(self) -> set[str]:
         return {i.source for i in self.config.inputs if i.source}
@@ -68,11 +84,21 @@ class FileStage(Stage):
         value = np.asarray(inp[key])
         if source.endswith("_length"):
             return np.array([value.shape[0]])
-        return value[None]
+        return value
+
+    def feeds(self, inp: StageIO) -> dict[str, np.ndarray]:
+        """The model's inputs for one stage input: the constants, and each sourced array in its layout."""
+        feeds = dict(self.constants)
+        for i in self.config.inputs:
+            if i.source:
+                value = self._array(i.source, inp)
+                if not i.source.endswith("_length"):
+                    value = arrange(value, i.source, i.layout)
+                feeds[i.name] = np.ascontiguousarray(value.astype(i.dtype))
+        return feeds
 
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
-        feeds = dict(self.constants)
-        feeds.update({i.name: self._array(i.source, inp).astype(i.dtype) for i in self.config.inputs if i.source})
+        feeds = self.feeds(inp)
         outputs = sessions["model"](feeds)
         first = np.asarray(outputs[self.config.outputs[0]])
         result: StageIO = {"outputs": outputs}
@@ -81,6 +107,35 @@ class FileStage(Stage):
         elif np.issubdtype(first.dtype, np.integer):
             result["units" if self.role == "s2u" else "tokens"] = first.reshape(-1).astype(np.int64)
         return result
+
+
+def feature_maker(settings):
+    """audio, rate -> (frames, n_mels) features made with a stage's ``features`` settings (a FeatureConfig)."""
+    from speechperf.adapters import features
+
+    kwargs = settings.settings()
+
+    def make(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        return features.log_mel(resample(audio, sample_rate, settings.sample_rate), **kwargs)
+
+    return make
+
+
+def _check_layouts(config, session: Session, channels: int | None, where: str) -> None:
+    """Each sourced input's layout against the shape the loaded model declares for it, before any sample runs."""
+    declared = {t.name: t for t in session.inputs}
+    for index, i in enumerate(config.inputs):
+        if not i.source or i.source.endswith("_length") or i.name not in declared:
+            continue
+        check_layout(
+            declared[i.name],
+            i.source,
+            i.layout,
+            channels,
+            f"{where}.inputs[{index}] {i.name!r} ({i.source})",
+            "features.n_mels",
+            config.features.num_frames if i.source.startswith("feature") else None,
+        )
 
 
 def _constants(inputs, session: Session, where: str) -> dict[str, np.ndarray]:

@@ -25,8 +25,10 @@ from speechperf.data.sample import Sample
 from speechperf.errors import SpeechperfError
 
 #: Stage roles whose runtime is divided by input audio seconds for RTF; the others by output audio seconds.
-INPUT_AUDIO_ROLES = ("s2t", "s2u", "vad", "s2s")
-OUTPUT_AUDIO_ROLES = ("tts", "unit_vocoder")
+#: A direct speech-to-speech model (or a vocoder resynthesising real speech from its mel) is a speech generator, so
+#: its RTF divides by the seconds it generates, as TTS's does.
+INPUT_AUDIO_ROLES = ("s2t", "s2u", "vad")
+OUTPUT_AUDIO_ROLES = ("tts", "unit_vocoder", "s2s")
 FRAMES_PER_SECOND = 100  # of the 80-dim fbank every reference speech model takes (10 ms hop)
 
 StageIO = dict[str, Any]

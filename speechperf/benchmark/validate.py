@@ -72,13 +72,21 @@ def _check_model_file(stage: StageConfig, where: str, backend) -> None:
     if backend is not None and hasattr(backend, "check_format"):
         from speechperf.backend import ModelSpec
 
-        backend.check_format(ModelSpec(path), stage.format or dict(backend.suffix_formats).get(path.suffix))
+        suffixes = dict(getattr(backend, "suffix_formats", {}))
+        if stage.format is None and path.suffix not in suffixes:
+            raise ModelFileError(
+                f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; backend "
+                f"{backend.name!r} loads: {', '.join(backend.capabilities.formats)} (suffixes "
+                f"{', '.join(f'{k} = {v}' for k, v in suffixes.items())}): set the stage's `format:` if the file "
+                "is one of them"
+            )
+        backend.check_format(ModelSpec(path), stage.format or suffixes.get(path.suffix))
         return
     suffixes, formats = _known_formats()
     if stage.format is None and path.suffix not in suffixes:
         raise ModelFileError(
             f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; known "
-            f"suffixes: {', '.join(sorted(suffixes))} (or set the stage's format)"
+            f"suffixes: {', '.join(sorted(suffixes))} (or set the stage's `format:`)"
         )
     if stage.format is not None and stage.format not in formats:
         raise ModelFileError(

@@ -17,11 +17,14 @@ import attrs
 import yaml
 
 from speechperf.config.schema import (
+    FEATURE_PRESETS,
     GENERAL_KEYS,
+    LAYOUT_NAMES,
     MAX_STAGES,
     MODEL_TYPES,
     STAGE_KEYS,
     BenchConfig,
+    FeatureConfig,
     GeneralConfig,
     InputConfig,
     StageConfig,
@@ -230,6 +233,10 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
             f"unit_vocoder or s2s stage; this is the {role} stage"
             f"{'' if stage.path else ' of a reference model, whose rate is known'}"
         )
+    if not stage.path and stage.features != FeatureConfig():
+        raise ConfigError(
+            f"{at}: {section}.features applies to your own model file (path); a reference model makes its own"
+        )
     if stage.path and not stage.outputs:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
 
@@ -254,6 +261,7 @@ _KIND_TEXT = {
     "int": "an integer",
     "int?": "an integer or null",
     "float": "a number",
+    "float?": "a number or null",
     "bool": "true or false",
     "list[str]": "a list of strings",
     "list[float]": "a list of numbers",
@@ -261,6 +269,7 @@ _KIND_TEXT = {
     "array?": "a number or a nested list of numbers",
     "options": "a mapping of backend name -> options",
     "options?": "a mapping of backend name -> options, or null",
+    "features": "a preset name or a mapping of feature settings",
 }
 
 
@@ -317,6 +326,12 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         if not isinstance(value, dict):
             raise bad(_KIND_TEXT[kind])
         out = value
+    elif base == "features":
+        if isinstance(value, FeatureConfig):  # a default already built
+            return value
+        if not isinstance(value, (str, dict)):
+            raise bad(_KIND_TEXT[kind])
+        out = _features({"preset": value} if isinstance(value, str) else value, name, at)
     else:  # pragma: no cover - a schema bug
         raise AssertionError(kind)
     if choices is not None:
@@ -359,7 +374,60 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
     }
     if "value" in kwargs:
         kwargs["value"] = _constant(kwargs["value"], kwargs.get("dtype", "float32"), f"{name}.value", at)
+    if kwargs.get("layout") is not None:
+        kwargs["layout"] = _layout(kwargs["layout"], kwargs.get("source"), f"{name}.layout", at)
     return InputConfig(**kwargs)
+
+
+def _layout(value: str, source: str | None, name: str, at: str) -> str:
+    """A layout as axis letters (``channels_first`` -> ``BCT``), refused unless it orders the source's own axes."""
+    letters = LAYOUT_NAMES.get(value, value)
+    allowed = f"letters B, T, C each at most once (e.g. BCT), or {', '.join(LAYOUT_NAMES)}"
+    if source is None or source.endswith("_length"):
+        raise ConfigError(
+            f"{at}: {name} = {value!r}: a layout orders an audio, features or tokens input; "
+            f"this input is {'a constant' if source is None else source}"
+        )
+    if not letters or set(letters) - set("BTC") or len(set(letters)) != len(letters):
+        raise ConfigError(f"{at}: {name} = {value!r}; allowed: {allowed}")
+    own = "TC" if source == "features" else "T"
+    missing = [axis for axis in own if axis not in letters]
+    if missing:
+        raise ConfigError(
+            f"{at}: {name} = {value!r} leaves out axis {missing[0]} of {source} ({own}); allowed: {allowed} "
+            f"holding {' and '.join(own)}"
+        )
+    return letters
+
+
+def _features(value: dict[str, Any], name: str, at: str) -> FeatureConfig:
+    """A stage's feature settings: the preset's values, replaced by the keys given beside it, each checked."""
+    fields = {f.name: f for f in attrs.fields(FeatureConfig)}
+    for k in value:
+        if k not in fields:
+            raise ConfigError(
+                f"{at}: unknown key {name}.{k}{_suggest(str(k), list(fields))}; allowed: {', '.join(fields)}"
+            )
+    preset = check_value(fields["preset"], value.get("preset", "kaldi-fbank"), f"{name}.preset", at)
+    merged = {**FEATURE_PRESETS[preset][1], **value, "preset": preset}
+    checked = {k: check_value(fields[k], v, f"{name}.{k}", at) for k, v in merged.items()}
+    cfg = FeatureConfig(**checked)
+    nyquist = cfg.sample_rate / 2
+    if cfg.win_length > cfg.n_fft:
+        raise ConfigError(
+            f"{at}: {name}.win_length = {cfg.win_length} is longer than n_fft = {cfg.n_fft}; it must be <= n_fft"
+        )
+    if cfg.fmax is not None and cfg.fmax > nyquist:
+        raise ConfigError(f"{at}: {name}.fmax = {cfg.fmax:g} is above half the sample rate ({nyquist:g} Hz)")
+    if cfg.fmin >= (cfg.fmax if cfg.fmax is not None else nyquist):
+        raise ConfigError(f"{at}: {name}.fmin = {cfg.fmin:g} must be below fmax ({cfg.fmax or nyquist:g} Hz)")
+    if cfg.frontend == "kaldi" and (cfg.padding != "none" or cfg.mel_scale != "htk"):
+        bad, given = ("padding", cfg.padding) if cfg.padding != "none" else ("mel_scale", cfg.mel_scale)
+        raise ConfigError(
+            f"{at}: {name}.{bad} = {given!r} does not apply to frontend 'kaldi' (Kaldi frames with snip edges on the "
+            "HTK mel scale); set frontend: stft for librosa / torch.stft features"
+        )
+    return cfg
 
 
 def _constant(value: Any, dtype: str, name: str, at: str) -> Any:

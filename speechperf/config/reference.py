@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import attrs
 
-from speechperf.config.schema import MODEL_TYPES, GeneralConfig, InputConfig, StageConfig, bounds_text
+from speechperf.config.schema import (
+    FEATURE_PRESETS,
+    MODEL_TYPES,
+    FeatureConfig,
+    GeneralConfig,
+    InputConfig,
+    StageConfig,
+    bounds_text,
+)
 
 _KIND_DOC = {
     "str": "string",
@@ -13,12 +21,14 @@ _KIND_DOC = {
     "int": "integer",
     "int?": "integer or null",
     "float": "number",
+    "float?": "number or null",
     "bool": "bool",
     "list[str]": "list of strings",
     "list[float]": "list of numbers",
     "inputs": "list of inputs",
     "array?": "number, nested list or null",
     "options?": "mapping or null",
+    "features": "preset name or mapping",
 }
 
 
@@ -31,6 +41,8 @@ def _default(value) -> str:
         return "[" + ", ".join(str(v) for v in value) + "]"
     if value == "":
         return '""'
+    if attrs.has(type(value)) and hasattr(value, "preset"):  # a settings mapping: its preset names it
+        return value.preset
     return str(value)
 
 
@@ -64,6 +76,19 @@ def markdown() -> str:
     lines += ["", "## general", ""] + _table(GeneralConfig, "general.")
     lines += ["", "## stage1, stage2, stage3", ""] + _table(StageConfig, "stageN.")
     lines += ["", "## inputs of a user's model file (`stageN.inputs[]`)", ""] + _table(InputConfig, "")
+    lines += [
+        "",
+        "## feature settings of a user's model file (`stageN.features`)",
+        "",
+        "`features: hifigan-22k` takes a preset; `features: {preset: hifigan-22k, n_mels: 100}` replaces some of its",
+        "values. The defaults are the `kaldi-fbank` preset.",
+        "",
+    ]
+    lines += _table(FeatureConfig, "features.")
+    lines += ["", "| preset | settings | source |", "|---|---|---|"]
+    for name, (source, values) in FEATURE_PRESETS.items():
+        settings = ", ".join(f"{k} {_default(v)}" for k, v in values.items()) or "the defaults above"
+        lines.append(f"| `{name}` | {settings} | {source} |")
     lines += [
         "",
         "## backend options (`stageN.options.<backend>`)",

@@ -12,6 +12,8 @@ from typing import Any
 
 import attrs
 
+from speechperf.adapters import features
+
 #: Model types and, per type, the role of each stage (in order) and how many stages are required.
 #: The roles decide how a stage is driven (decoding, synthesis, streaming) and what it hands to the next stage.
 MODEL_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -65,6 +67,13 @@ def bounds_text(meta) -> str:
     return " and ".join(parts)
 
 
+#: ``layout`` of an input: the order of its axes in letters, B batch (size 1), T time (frames, samples or tokens),
+#: C channels (features' bins; a mono waveform's or a token sequence's channel is size 1). An input fed from the
+#: sample has B + its own axes by default (BTC features, BT audio and tokens); a letter it lacks is added with size
+#: 1, and leaving B out feeds it without a batch axis. Names for the two common feature layouts:
+LAYOUT_NAMES = {"channels_first": "BCT", "channels_last": "BTC"}
+
+
 @attrs.frozen
 class InputConfig:
     """One declared input of a user's own model file and which array of the sample feeds it."""
@@ -78,6 +87,83 @@ class InputConfig:
         "against dtype and the model's shape (e.g. Piper's scales: [0.667, 1.0, 0.8])",
         "array?",
     )
+    layout: str | None = key(
+        None,
+        "order of the axes fed: letters B (batch, size 1), T (time), C (channels), e.g. BCT for a vocoder's "
+        "[1, 80, frames]; channels_first = BCT, channels_last = BTC; default B + the source's own axes (BTC "
+        "features, BT audio and tokens); checked at load against the shape the model declares",
+        "str?",
+    )
+
+
+#: Feature presets of a stage's ``features:``, each with its source (kept beside the front-end they configure).
+FEATURE_PRESETS = features.PRESETS
+
+
+@attrs.frozen
+class FeatureConfig:
+    """How a stage makes the log-mel ``features`` its model file takes (``speechperf.adapters.features.log_mel``).
+    The defaults are the ``kaldi-fbank`` preset, what every stage was fed before these settings existed."""
+
+    preset: str = key(
+        "kaldi-fbank",
+        "the settings of a model family (table below); keys beside it replace its values",
+        "str",
+        tuple(FEATURE_PRESETS),
+    )
+    sample_rate: int = key(16000, "rate the audio is resampled to before the features are made", "int", minimum=1)
+    n_mels: int = key(80, "mel bins (the model's feature or channel size)", "int", minimum=1)
+    n_fft: int = key(512, "FFT size", "int", minimum=2)
+    win_length: int = key(400, "window length in samples (<= n_fft)", "int", minimum=2)
+    hop_length: int = key(
+        160, "samples between frames: a vocoder gives back hop_length samples per frame", "int", minimum=1
+    )
+    window: str = key(
+        "povey",
+        "window: povey (Kaldi), hann or hamming (periodic, as torch and librosa)",
+        "str",
+        ("povey", "hann", "hamming"),
+    )
+    fmin: float = key(20.0, "lowest filter edge in Hz", "float", minimum=0)
+    fmax: float | None = key(None, "highest filter edge in Hz (null: half the sample rate)", "float?", minimum=0)
+    mel_scale: str = key(
+        "htk",
+        "htk: 1127 ln(1 + f / 700), peaks of 1 (Kaldi, torchaudio); slaney: librosa's default scale and area normalisation (HiFi-GAN, Whisper)",
+        "str",
+        ("htk", "slaney"),
+    )
+    frontend: str = key(
+        "kaldi",
+        "kaldi: compute-fbank framing (snip edges, DC removal, pre-emphasis 0.97, triangles on the mel scale); stft: librosa / torch.stft (padding, window centred in n_fft, librosa's filters)",
+        "str",
+        ("kaldi", "stft"),
+    )
+    power: float = key(2.0, "spectrum exponent: 2 power, 1 magnitude (HiFi-GAN)", "float", minimum=0, exclusive=True)
+    padding: str = key(
+        "none",
+        "stft: center (n_fft // 2 each side, 1 + n // hop frames), same ((n_fft - hop) // 2, n // hop frames, HiFi-GAN), none; kaldi: none",
+        "str",
+        ("center", "same", "none"),
+    )
+    log: str = key("ln", "logarithm: ln or log10", "str", ("ln", "log10"))
+    clamp: float = key(
+        1.1920928955078125e-07,
+        "floor applied before the log (HiFi-GAN 1e-5, Whisper 1e-10)",
+        "float",
+        minimum=0,
+        exclusive=True,
+    )
+    normalize: str = key(
+        "utterance",
+        "after the log: utterance (mean / variance per bin, fairseq S2T), whisper (floor at max - 8, then (x + 4) / 4) or none",
+        "str",
+        ("none", "utterance", "whisper"),
+    )
+    num_frames: int | None = key(None, "pad with silence or cut to this many frames (Whisper: 3000)", "int?", minimum=1)
+
+    def settings(self) -> dict[str, Any]:
+        """Keyword arguments of ``speechperf.adapters.features.log_mel``."""
+        return {k: v for k, v in attrs.asdict(self).items() if k != "preset"}
 
 
 @attrs.frozen
@@ -103,8 +189,8 @@ class StageConfig:
     )
     path: str | None = key(
         None,
-        "your own model file instead of a reference model: .onnx, TorchScript .pt, or a paddle inference "
-        ".json/.pdmodel (run once per sample; its first output is handed on)",
+        "your own model file instead of a reference model: .onnx, TorchScript .pt / .ts / .jit, or a paddle "
+        "inference .json/.pdmodel (run once per sample; its first output is handed on)",
         "str?",
     )
     format: str | None = key(
@@ -118,6 +204,12 @@ class StageConfig:
     entry: str | None = key(None, "submodule to call inside a TorchScript `path`", "str?")
     inputs: tuple[InputConfig, ...] = key((), "inputs of `path`: a list of {name, source, dtype}", "inputs")
     outputs: tuple[str, ...] = key((), "output names of `path`, in order", "list[str]")
+    features: FeatureConfig = key(
+        FeatureConfig(),
+        "with `path`: how the log-mel `features` of its inputs are made: a preset name (kaldi-fbank, hifigan-22k, "
+        "hifigan-16k, whisper) or a mapping of the settings below ({preset: hifigan-22k, n_mels: 100})",
+        "features",
+    )
     beam: int = key(1, "beam size of the decoder; 1 is greedy", "int", minimum=1)
     max_len_a: float = key(0.0, "decoding stops after max_len_a * source_length + max_len_b steps", "float", minimum=0)
     max_len_b: int = key(200, "see max_len_a", "int", minimum=1)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, error_detail, error_text
 
 #: The meters a user can ask for by name (``--meters runtime,memory``).
 METER_NAMES = ("runtime", "memory", "flops", "papi", "threads")
@@ -23,11 +23,14 @@ class MeterError(SpeechperfError):
 
 @attrs.frozen
 class SampleFailure:
-    """A sample whose forward raised. ``message`` is one line: ``sample 'utt3' failed in <meter>: Error: text``."""
+    """A sample whose forward raised. ``message`` is one line: ``sample 'utt3' failed in <meter>: Error: text``,
+    where the text is the decisive line of a framework's multi-line error; ``detail`` keeps the whole message
+    (bounded, see ``speechperf.errors.error_detail``) for the JSON."""
 
     sample_id: str
     meter: str
     error: str
+    detail: str = ""
 
     @property
     def message(self) -> str:
@@ -35,9 +38,9 @@ class SampleFailure:
 
 
 def failure(sample_id: str, meter: str, exc: BaseException) -> SampleFailure:
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    text = f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__
-    return SampleFailure(str(sample_id), meter, text)
+    detail = error_detail(exc)
+    text = error_text(exc)
+    return SampleFailure(str(sample_id), meter, text, detail if detail != text else "")
 
 
 def parse_meter_names(names: str | Iterable[str]) -> tuple[str, ...]:
