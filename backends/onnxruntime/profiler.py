@@ -60,6 +60,11 @@ class OnnxRuntimeStepProfiler(StepProfiler):
 
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
+        if self.options.api == "legacy":
+            self.refuse_or_warn(
+                "api=legacy is a paddle option; onnxruntime has one profiler, its session profiling",
+                "session profiling is used",
+            )
         self._proxies: list[ProfiledSession] = []
         self._bounds: dict[int, tuple[int, ...]] = {}  # step -> each proxy's call count as the step began
         self._trace: Path | None = None
