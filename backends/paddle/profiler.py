@@ -81,6 +81,18 @@ def _state_for(prof: StepProfiler) -> str:
     return state
 
 
+def _check_tracer_option(prof: StepProfiler) -> None:
+    """paddlepaddle 3.x on CPU records the same events at every ``tracer_option`` (in both APIs, and the new API's
+    ``record_shapes`` leaves the trace's ``input_shapes`` empty in eager mode): say so rather than ignore it."""
+    detail = prof.options.tracer_option
+    if detail != "Default" and not _has_gpu() and prof.chose("tracer_option"):
+        prof.refuse_or_warn(
+            f"tracer_option={detail} changes nothing paddlepaddle {paddle.__version__} records on CPU (the same "
+            "events as Default, no input shapes)",
+            "the default detail is recorded",
+        )
+
+
 class _ReaderHook:
     """reader_cost: time in ``paddle.io.DataLoader``'s ``next()`` (its single- and multi-process iterators)."""
 
@@ -117,6 +129,7 @@ class PaddleStepProfiler(_ReaderHook, StepProfiler):
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
         self._state = _state_for(self)
+        _check_tracer_option(self)
         self._prof = None
         self._trace: Path | None = None
         #: Also print paddle's own ``Profiler.summary(**native_summary)`` when the range ends (the t2s drop-in:
@@ -280,6 +293,7 @@ class LegacyPaddleStepProfiler(_ReaderHook, StepProfiler):
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
         self._state = _state_for(self)
+        _check_tracer_option(self)
         self._marker = None
         self._raw: Path | None = None
 

@@ -37,7 +37,7 @@ class TorchStepProfiler(StepProfiler):
 
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
-        if self.options.api == "legacy":
+        if self.options.api == "legacy" and self.chose("api"):
             self.refuse_or_warn(
                 "api=legacy is a paddle option; torch has one profiler API, torch.profiler",
                 "torch.profiler is used",

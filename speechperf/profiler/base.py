@@ -32,6 +32,7 @@ session rather than the process (onnxruntime) also overrides ``attach``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -158,6 +159,7 @@ class StepProfiler:
             note = f"the loop ended after {ran} steps, before batch_range {list(self.options.batch_range)} ended; " + (
                 f"steps {self._start}..{ran - 1} were recorded" if ran > self._start else "no step was recorded"
             )
+            warn_line(note)
             self._finish((note,))
         return False
 
@@ -183,6 +185,11 @@ class StepProfiler:
         if message not in self.warnings:
             self.warnings.append(message)
             warn_line(message)
+
+    def chose(self, key: str) -> bool:
+        """The loop's own options gave ``key``: a strict string, or a key the lenient string named (not a drop-in's
+        default such as the s2t drop-in's ``api=legacy``)."""
+        return self.options.strict or key in self.options.given
 
     def refuse_or_warn(self, message: str, instead: str) -> None:
         """An option this backend cannot honour: refused (strict options) or warned about, naming ``instead``."""
@@ -225,7 +232,10 @@ class StepProfiler:
 
     def trace_file(self, default_name: str) -> Path:
         """The file the trace goes to: ``profile_path``, or ``default_name`` inside it when it is a folder."""
-        path = Path(self.options.profile_path).expanduser()
+        text = self.options.profile_path
+        path = Path(text).expanduser()
+        if text.endswith(("/", os.sep)):
+            path.mkdir(parents=True, exist_ok=True)  # a folder by its spelling: the t2s drop-in's profiler_log/
         if path.is_dir():
             path = path / default_name
         path.parent.mkdir(parents=True, exist_ok=True)
