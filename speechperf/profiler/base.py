@@ -233,7 +233,7 @@ class StepProfiler:
     def trace_file(self, default_name: str) -> Path:
         """The file the trace goes to: ``profile_path``, or ``default_name`` inside it when it is a folder."""
         text = self.options.profile_path
-        path = Path(text).expanduser()
+        path = Path(text).expanduser().absolute()  # the summary says where the file is, wherever the loop ran
         if text.endswith(("/", os.sep)):
             path.mkdir(parents=True, exist_ok=True)  # a folder by its spelling: the t2s drop-in's profiler_log/
         if path.is_dir():
