@@ -158,43 +158,52 @@ class ProfilerHook:
             atexit.unregister(self.at_exit)
         self.__init__(self.flavour)
 
+    # -- what each drop-in module exports, bound to its hook -------------------------------------------------------
+
+    def ProfilerOptions(self, options_str: str = "", strict: bool = False) -> _Options:  # noqa: N802 - PaddleSpeech's
+        """PaddleSpeech's ``ProfilerOptions(options_str)``: the options as PaddleSpeech reads them (one warning line
+        per thing ignored or defaulted); ``strict=True`` refuses those instead. ``options['batch_range']`` works, and
+        a key it does not have raises a ``ValueError``, as in PaddleSpeech."""
+        options = self.parse(options_str, strict)
+        for line in options.warnings:
+            warn_line(line)
+        return options
+
+    def add_profiler_step(
+        self,
+        options_str: str | None = None,
+        backend: str | None = None,
+        num_samples: int | None = None,
+        strict: bool = False,
+    ) -> None:
+        """One training step ended (``num_samples`` in it, for ips in samples/s). See speechperf.adapters.paddlespeech."""
+        self.step(options_str, backend, num_samples, strict)
+
+    def current_profiler(self):
+        """The step profiler the hook drives (its ``summary`` once the range ended), or None before the first call."""
+        return self.profiler
+
+    def reset_profiler_step(self) -> None:
+        """Forget the parsed options and the profiler, so the next call starts over (tests, several runs in one
+        process). A profiler still recording is stopped."""
+        self.reset()
+
+    def add_benchmark_options(self, parser: argparse.ArgumentParser):
+        """Add PaddleSpeech's "Benchmark Options" group to an argparse parser (``--profiler-options`` or
+        ``--profiler_options``, ``--benchmark-batch-size``, ``--benchmark-max-step``); returns the group."""
+        return add_benchmark_options_for(self, parser)
+
+    def benchmark_options(self, command):
+        """The same three options for a click command (``profiler_options``, ``benchmark_batch_size``,
+        ``benchmark_max_step`` parameters)."""
+        return benchmark_options_for(self, command)
+
 
 _hook = ProfilerHook(S2T)
-
-
-def ProfilerOptions(options_str: str = "", strict: bool = False) -> _Options:  # noqa: N802 - PaddleSpeech's name
-    """PaddleSpeech's ``ProfilerOptions(options_str)``: the options as PaddleSpeech reads them (one warning line per
-    thing ignored or defaulted); ``strict=True`` refuses those instead. ``options['batch_range']`` works, and a key
-    it does not have raises a ``ValueError``, as in PaddleSpeech."""
-    return options_of(_hook, options_str, strict)
-
-
-def options_of(hook: ProfilerHook, options_str: str, strict: bool) -> _Options:
-    options = hook.parse(options_str, strict)
-    for line in options.warnings:
-        warn_line(line)
-    return options
-
-
-def add_profiler_step(
-    options_str: str | None = None,
-    backend: str | None = None,
-    num_samples: int | None = None,
-    strict: bool = False,
-) -> None:
-    """One training step ended (``num_samples`` in it, for ips in samples/s). See the module docstring."""
-    _hook.step(options_str, backend, num_samples, strict)
-
-
-def current_profiler():
-    """The step profiler the hook drives (its ``summary`` once the range ended), or None before the first call."""
-    return _hook.profiler
-
-
-def reset_profiler_step() -> None:
-    """Forget the parsed options and the profiler, so the next call starts over (tests, several runs in one
-    process). A profiler still recording is stopped."""
-    _hook.reset()
+ProfilerOptions = _hook.ProfilerOptions
+add_profiler_step = _hook.add_profiler_step
+current_profiler = _hook.current_profiler
+reset_profiler_step = _hook.reset_profiler_step
 
 
 # -- the "Benchmark Options" group ---------------------------------------------------------------------------------
@@ -260,12 +269,5 @@ def benchmark_options_for(hook: ProfilerHook, command):
     return command
 
 
-def add_benchmark_options(parser: argparse.ArgumentParser):
-    """Add PaddleSpeech's "Benchmark Options" group to an argparse parser; returns the group."""
-    return add_benchmark_options_for(_hook, parser)
-
-
-def benchmark_options(command):
-    """The same three options for a click command (``profiler_options``, ``benchmark_batch_size``,
-    ``benchmark_max_step`` parameters)."""
-    return benchmark_options_for(_hook, command)
+add_benchmark_options = _hook.add_benchmark_options
+benchmark_options = _hook.benchmark_options

@@ -21,16 +21,7 @@ This module imports no framework.
 
 from __future__ import annotations
 
-import argparse
-
-from speechperf.adapters.paddlespeech import (
-    Flavour,
-    ProfilerHook,
-    add_benchmark_options_for,
-    benchmark_options_for,
-    options_of,
-)
-from speechperf.profiler.options import ProfilerOptions as _Options
+from speechperf.adapters.paddlespeech import Flavour, ProfilerHook
 
 T2S = Flavour(
     "t2s",
@@ -39,39 +30,9 @@ T2S = Flavour(
 )
 
 _hook = ProfilerHook(T2S)
-
-
-def ProfilerOptions(options_str: str = "", strict: bool = False) -> _Options:  # noqa: N802 - PaddleSpeech's name
-    """PaddleSpeech's t2s ``ProfilerOptions(options_str)``, with ``timer_only`` true unless the string says not."""
-    return options_of(_hook, options_str, strict)
-
-
-def add_profiler_step(
-    options_str: str | None = None,
-    backend: str | None = None,
-    num_samples: int | None = None,
-    strict: bool = False,
-) -> None:
-    """One training step ended (``num_samples`` in it, for ips in samples/s); see speechperf.adapters.paddlespeech."""
-    _hook.step(options_str, backend, num_samples, strict)
-
-
-def current_profiler():
-    """The step profiler the hook drives, or None before the first call."""
-    return _hook.profiler
-
-
-def reset_profiler_step() -> None:
-    """Forget the parsed options and the profiler; a profiler still recording is stopped."""
-    _hook.reset()
-
-
-def add_benchmark_options(parser: argparse.ArgumentParser):
-    """The "Benchmark Options" group (``--profiler_options`` or ``--profiler-options``, ``--benchmark-batch-size``,
-    ``--benchmark-max-step``); returns the group."""
-    return add_benchmark_options_for(_hook, parser)
-
-
-def benchmark_options(command):
-    """The same three options for a click command."""
-    return benchmark_options_for(_hook, command)
+ProfilerOptions = _hook.ProfilerOptions
+add_profiler_step = _hook.add_profiler_step
+current_profiler = _hook.current_profiler
+reset_profiler_step = _hook.reset_profiler_step
+add_benchmark_options = _hook.add_benchmark_options
+benchmark_options = _hook.benchmark_options
