@@ -158,53 +158,6 @@ class ProfilerHook:
             atexit.unregister(self.at_exit)
         self.__init__(self.flavour)
 
-    # -- what each drop-in module exports, bound to its hook -------------------------------------------------------
-
-    def ProfilerOptions(self, options_str: str = "", strict: bool = False) -> _Options:  # noqa: N802 - PaddleSpeech's
-        """PaddleSpeech's ``ProfilerOptions(options_str)``: the options as PaddleSpeech reads them (one warning line
-        per thing ignored or defaulted); ``strict=True`` refuses those instead. ``options['batch_range']`` works, and
-        a key it does not have raises a ``ValueError``, as in PaddleSpeech."""
-        options = self.parse(options_str, strict)
-        for line in options.warnings:
-            warn_line(line)
-        return options
-
-    def add_profiler_step(
-        self,
-        options_str: str | None = None,
-        backend: str | None = None,
-        num_samples: int | None = None,
-        strict: bool = False,
-    ) -> None:
-        """One training step ended (``num_samples`` in it, for ips in samples/s). See speechperf.adapters.paddlespeech."""
-        self.step(options_str, backend, num_samples, strict)
-
-    def current_profiler(self):
-        """The step profiler the hook drives (its ``summary`` once the range ended), or None before the first call."""
-        return self.profiler
-
-    def reset_profiler_step(self) -> None:
-        """Forget the parsed options and the profiler, so the next call starts over (tests, several runs in one
-        process). A profiler still recording is stopped."""
-        self.reset()
-
-    def add_benchmark_options(self, parser: argparse.ArgumentParser):
-        """Add PaddleSpeech's "Benchmark Options" group to an argparse parser (``--profiler-options`` or
-        ``--profiler_options``, ``--benchmark-batch-size``, ``--benchmark-max-step``); returns the group."""
-        return add_benchmark_options_for(self, parser)
-
-    def benchmark_options(self, command):
-        """The same three options for a click command (``profiler_options``, ``benchmark_batch_size``,
-        ``benchmark_max_step`` parameters)."""
-        return benchmark_options_for(self, command)
-
-
-_hook = ProfilerHook(S2T)
-ProfilerOptions = _hook.ProfilerOptions
-add_profiler_step = _hook.add_profiler_step
-current_profiler = _hook.current_profiler
-reset_profiler_step = _hook.reset_profiler_step
-
 
 # -- the "Benchmark Options" group ---------------------------------------------------------------------------------
 
@@ -269,5 +222,70 @@ def benchmark_options_for(hook: ProfilerHook, command):
     return command
 
 
-add_benchmark_options = _hook.add_benchmark_options
-benchmark_options = _hook.benchmark_options
+def exports(hook: ProfilerHook, module: str) -> tuple:
+    """The functions a drop-in module exports, bound to its hook: ``ProfilerOptions``, ``add_profiler_step``,
+    ``current_profiler``, ``reset_profiler_step``, ``add_benchmark_options``, ``benchmark_options``. They are plain
+    functions of ``module`` (pydoc lists them there)."""
+
+    def ProfilerOptions(options_str: str = "", strict: bool = False) -> _Options:  # noqa: N802 - PaddleSpeech's name
+        """PaddleSpeech's ``ProfilerOptions(options_str)``: the options as PaddleSpeech reads them (one warning line
+        per thing ignored or defaulted); ``strict=True`` refuses those instead. ``options['batch_range']`` works, and
+        a key it does not have raises a ``ValueError``, as in PaddleSpeech."""
+        options = hook.parse(options_str, strict)
+        for line in options.warnings:
+            warn_line(line)
+        return options
+
+    def add_profiler_step(
+        options_str: str | None = None,
+        backend: str | None = None,
+        num_samples: int | None = None,
+        strict: bool = False,
+    ) -> None:
+        """One training step ended (``num_samples`` in it, for ips in samples/s); ``None`` does nothing. Steps
+        ``batch_range[0]..batch_range[1]-1`` are profiled, the first call beginning step 0; ``backend`` overrides the
+        framework detected. See the module docstring and docs/profiler.md."""
+        hook.step(options_str, backend, num_samples, strict)
+
+    def current_profiler():
+        """The step profiler the hook drives (its ``summary`` once the range ended), or None before the first call."""
+        return hook.profiler
+
+    def reset_profiler_step() -> None:
+        """Forget the parsed options and the profiler, so the next call starts over (tests, several runs in one
+        process). A profiler still recording is stopped."""
+        hook.reset()
+
+    def add_benchmark_options(parser: argparse.ArgumentParser):
+        """Add PaddleSpeech's "Benchmark Options" group to an argparse parser (``--profiler-options`` or
+        ``--profiler_options``, ``--benchmark-batch-size``, ``--benchmark-max-step``); returns the group."""
+        return add_benchmark_options_for(hook, parser)
+
+    def benchmark_options(command):
+        """The same three options for a click command (``profiler_options``, ``benchmark_batch_size``,
+        ``benchmark_max_step`` parameters)."""
+        return benchmark_options_for(hook, command)
+
+    functions = (
+        ProfilerOptions,
+        add_profiler_step,
+        current_profiler,
+        reset_profiler_step,
+        add_benchmark_options,
+        benchmark_options,
+    )
+    for function in functions:
+        function.__module__ = module
+        function.__qualname__ = function.__name__
+    return functions
+
+
+_hook = ProfilerHook(S2T)
+(
+    ProfilerOptions,
+    add_profiler_step,
+    current_profiler,
+    reset_profiler_step,
+    add_benchmark_options,
+    benchmark_options,
+) = exports(_hook, __name__)

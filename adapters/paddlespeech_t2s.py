@@ -21,7 +21,7 @@ This module imports no framework.
 
 from __future__ import annotations
 
-from speechperf.adapters.paddlespeech import Flavour, ProfilerHook
+from speechperf.adapters.paddlespeech import Flavour, ProfilerHook, exports
 
 T2S = Flavour(
     "t2s",
@@ -30,9 +30,11 @@ T2S = Flavour(
 )
 
 _hook = ProfilerHook(T2S)
-ProfilerOptions = _hook.ProfilerOptions
-add_profiler_step = _hook.add_profiler_step
-current_profiler = _hook.current_profiler
-reset_profiler_step = _hook.reset_profiler_step
-add_benchmark_options = _hook.add_benchmark_options
-benchmark_options = _hook.benchmark_options
+(
+    ProfilerOptions,
+    add_profiler_step,
+    current_profiler,
+    reset_profiler_step,
+    add_benchmark_options,
+    benchmark_options,
+) = exports(_hook, __name__)
