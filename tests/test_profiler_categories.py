@@ -89,3 +89,47 @@ def test_the_table_adds_up_to_the_step():
     assert dict((n, ms) for n, ms, _ in rows)["conv"] == 2.0  # ms per step
     assert sum(share for _, _, share in rows) == pytest.approx(1.0)
     assert build("torch", spans, {}) is None
+
+
+def write(tmp_path, name, backend, steps, spans_ms, step_ms):
+    spans = [(s, op, round(ms * 1e6), None) for s in range(steps) for op, ms in spans_ms]
+    table = build(backend, spans, {s: round(step_ms * 1e6) for s in range(steps)}, f"{backend} rules")
+    path = tmp_path / f"{name}.categories.json"
+    path.write_text(table.to_json())
+    return path
+
+
+def test_profile_compare_puts_two_runs_side_by_side(tmp_path):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    a = write(tmp_path, "paddle_trace", "paddle", 10, [("conv2d dygraph", 2.0), ("Global_RnnGradNode", 1.0)], 4.0)
+    b = write(tmp_path, "torch_trace", "torch", 5, [("aten::conv1d", 1.0), ("aten::lstm", 0.5)], 2.0)
+    result = CliRunner().invoke(main, ["profile-compare", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in result.output.splitlines()
+        if line.startswith("│")
+    }
+    assert rows["conv"] == ["2.000 (50.0%)", "1.000 (50.0%)", "0.50x"]
+    assert rows["backward total"] == ["1.000 (25.0%)", "0.000 (0.0%)", "0.00x"]
+    assert rows["between ops"] == ["1.000 (25.0%)", "0.500 (25.0%)", "0.50x"]
+    assert rows["step"] == ["4.000 (100.0%)", "2.000 (100.0%)", "0.50x"]
+    assert "paddle, 10 steps" in result.output and "torch, 5 steps" in result.output
+
+
+def test_profile_compare_bad_input_is_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"backend": "torch"}')
+    good = write(tmp_path, "t", "torch", 1, [("aten::conv1d", 1.0)], 2.0)
+    result = CliRunner().invoke(main, ["profile-compare", str(good), str(junk)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{junk}: not a category table written by the step profiler" in result.output
+    result = CliRunner().invoke(main, ["profile-compare", str(good)])
+    assert result.exit_code == 2 and "needs two tables or more" in result.output

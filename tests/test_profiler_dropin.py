@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from speechperf.adapters import paddlespeech as s2t
 from speechperf.adapters import paddlespeech_t2s as t2s
 from speechperf.profiler import ProfilerOptionError
+from speechperf.profiler.categories import CategoryTable
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("paddle")
@@ -196,6 +197,9 @@ def test_category_table_sums_to_the_step(tmp_path, framework):
     assert 0 <= c.ops_ns <= c.step_ns
     assert sum(ms for _, ms, _ in c.rows()) == pytest.approx(c.step_ns / c.steps / 1e6)
     assert sum(share for _, _, share in c.rows()) == pytest.approx(1.0)
+    # written beside the trace, for speechperf profile-compare
+    assert s.categories_path == s.trace_path.with_name(s.trace_path.stem + ".categories.json")
+    assert CategoryTable.read(s.categories_path) == c
     # the recorded step is the wall-clock step less the profiler's own step bookkeeping
     wall = sum(s.timing.step_ns)
     assert abs(c.step_ns - wall) <= 0.1 * wall, (c.step_ns, wall)

@@ -40,7 +40,8 @@ from pathlib import Path
 import attrs
 
 from speechperf.errors import SpeechperfError
-from speechperf.profiler.categories import CategoryTable
+from speechperf.outputs import write_text_atomic
+from speechperf.profiler.categories import CategoryTable, json_path_beside
 from speechperf.profiler.options import ProfilerOptionError, ProfilerOptions
 from speechperf.profiler.summary import OpStat, ProfileSummary, StepTiming, sort_ops
 
@@ -270,18 +271,28 @@ class StepProfiler:
                 f"the {self.backend} profiler recorded 0 ops in steps {steps[0]}..{steps[-1]}: the loop runs no "
                 f"{self.backend} op; give backend= for the framework it uses (backend=torch, backend=paddle)"
             )
+        timing = StepTiming(tuple(self._step_ns), tuple(self._samples), tuple(self._reader_ns))
+        categories_path = None
+        if recorded.categories is not None and recorded.trace_path is not None and timing.steps:
+            categories_path = json_path_beside(recorded.trace_path)
+            write_text_atomic(
+                categories_path,
+                recorded.categories.to_json(perf_summary=timing.perf_summary(), ips_unit=timing.ips_unit),
+                "category table",
+            )
         self.summary = ProfileSummary(
             backend=self.backend,
             sorted_key=self.options.sorted_key,
             ops=sort_ops(recorded.ops, self.options.sorted_key),
             # a step the framework saw begin but that never ended (the loop stopped) is not a recorded step
             steps=steps,
-            timing=StepTiming(tuple(self._step_ns), tuple(self._samples), tuple(self._reader_ns)),
+            timing=timing,
             trace_path=recorded.trace_path,
             raw_path=recorded.raw_path,
             source=self.source if self._opened else "timer only",
             notes=(*notes, *recorded.notes, *self.warnings),
             categories=recorded.categories,
+            categories_path=categories_path,
         )
         if self.echo:
             self.summary.render()

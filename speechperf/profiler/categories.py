@@ -16,10 +16,14 @@ training loops).
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import attrs
+
+from speechperf.errors import SpeechperfError
 
 CATEGORIES = (
     "matmul/linear",
@@ -123,6 +127,40 @@ class CategoryTable:
         names = [*CATEGORIES, BETWEEN]
         return [(c, self.ns(c) / per, self.ns(c) / total) for c in names]
 
+    def to_json(self, **extra) -> str:
+        """The table as JSON (``extra``: the step timing), for ``speechperf profile-compare``."""
+        record = {
+            "backend": self.backend,
+            "steps": self.steps,
+            "step_ns": self.step_ns,
+            "by_category": dict(self.by_category),
+            "source": self.source,
+            **extra,
+        }
+        return json.dumps(record, indent=1)
+
+    @classmethod
+    def read(cls, path: str | Path) -> CategoryTable:
+        """A table written by ``to_json``; a file that is not one is a one-line error naming it."""
+        try:
+            record = json.loads(Path(path).read_text(encoding="utf-8"))
+            counts = record["by_category"]
+            table = cls(
+                str(record["backend"]),
+                int(record["steps"]),
+                int(record["step_ns"]),
+                tuple((c, int(counts.get(c, 0))) for c in CATEGORIES),
+                str(record.get("source", "")),
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SpeechperfError(
+                f"{path}: not a category table written by the step profiler (*.categories.json): "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        if table.steps < 1:
+            raise SpeechperfError(f"{path}: a category table of {table.steps} steps; it needs at least one")
+        return table
+
     def table(self):
         from rich.table import Table
 
@@ -152,3 +190,33 @@ def build(
         if step in step_ns:
             acc[category or category_of(name)] += ns
     return CategoryTable(backend, len(step_ns), sum(step_ns.values()), tuple(acc.items()), source)
+
+
+def json_path_beside(trace: Path) -> Path:
+    """``torch_trace.json`` -> ``torch_trace.categories.json``, ``model.profile.json`` -> ``model.profile.categories.json``."""
+    name = trace.name[: -len(".json")] if trace.name.endswith(".json") else trace.name
+    return trace.with_name(f"{name}.categories.json")
+
+
+def side_by_side(tables: Sequence[tuple[str, CategoryTable]]):
+    """One rich table: ms per step and share of each labelled table, and each one's time over the first's."""
+    from rich.table import Table
+
+    first = tables[0][1]
+    out = Table(title="step by category, ms per step (share)", min_width=60)
+    out.add_column("category")
+    for i, (label, t) in enumerate(tables):
+        name = label if label == t.backend else f"{label} ({t.backend})"
+        out.add_column(f"{name}, {t.steps} steps", justify="right")
+        if i:
+            out.add_column(f"{label} / {tables[0][0]}", justify="right")
+    for category in (*CATEGORIES, BETWEEN, "step"):
+        cells = [category]
+        for i, (_, t) in enumerate(tables):
+            ns = t.step_ns if category == "step" else t.ns(category)
+            cells.append(f"{ns / t.steps / 1e6:.3f} ({ns / (t.step_ns or 1) * 100:.1f}%)")
+            if i:
+                base = (first.step_ns if category == "step" else first.ns(category)) / first.steps
+                cells.append(f"{ns / t.steps / base:.2f}x" if base > 0 else "-")
+        out.add_row(*cells)
+    return out

@@ -151,6 +151,8 @@ class ProfileSummary:
     notes: tuple[str, ...] = ()
     #: The steps by op category (None with timer_only, or where the backend cannot split a step).
     categories: CategoryTable | None = None
+    #: The category table as JSON beside the trace (``speechperf profile-compare`` reads it).
+    categories_path: Path | None = None
 
     def op(self, name: str) -> OpStat | None:
         return next((o for o in self.ops if o.name == name), None)
@@ -201,6 +203,10 @@ class ProfileSummary:
         if self.trace_path is not None:
             lines.append(
                 f"trace: {self.trace_path} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)"
+            )
+        if self.categories_path is not None:
+            lines.append(
+                f"categories: {self.categories_path} (speechperf profile-compare A B puts two runs side by side)"
             )
         return lines
 
