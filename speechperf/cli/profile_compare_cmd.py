@@ -34,8 +34,8 @@ def profile_compare(tables: tuple[Path, ...], labels: tuple[str, ...]) -> None:
     if not console.is_terminal:
         console.width = max(console.width, 140)
     console.print(side_by_side(read))
-    for name, table in read:
-        console.print(f"{name}: {table.source}", highlight=False, markup=False, soft_wrap=True)
+    for _, table in read:
+        console.print(table.source, highlight=False, markup=False, soft_wrap=True)  # it names its framework
 
 
 def _label(path: Path) -> str:
