@@ -1,15 +1,28 @@
-"""Drop-ins for PaddleSpeech users: ``ProfilerOptions``, ``add_profiler_step`` and the "Benchmark Options" group.
+"""Drop-ins for PaddleSpeech's s2t profiler (``paddlespeech.s2t.utils.profiler``): ``ProfilerOptions``,
+``add_profiler_step`` and the "Benchmark Options" group; the t2s sister is ``speechperf.adapters.paddlespeech_t2s``.
+docs/profiler.md describes both and lists every difference from PaddleSpeech.
 
-They keep ``paddlespeech.s2t.utils.profiler``'s semantics and drive any backend's step profiler (paddle by
-default, as in PaddleSpeech; ``backend=torch`` in the option string, or the ``backend`` argument, picks another):
+Change the import line and the trainer runs as it did:
 
 - ``add_profiler_step(None)`` does nothing, so a trainer without ``--profiler-options`` pays nothing;
-- the option string is parsed once, on the first call;
+- the option string is read once, on the first call, as PaddleSpeech reads it: what PaddleSpeech ignores or
+  defaults (``batch_range=[20,10]``, an unknown or repeated key, ``exit_on_finished=maybe``) is accepted with one
+  warning line on stderr naming what was ignored and the value used (``strict=True`` refuses it instead); the
+  effective options, the backend included, are printed to stderr;
 - each call is one step: the first call begins step 0, steps ``batch_range[0]..batch_range[1]-1`` are recorded
   (the same steps as PaddleSpeech's start at ``batch_range[0]`` and stop at ``batch_range[1]``), the summary is
-  printed when the range ends, and the process exits with status 0 then if ``exit_on_finished`` is set.
+  printed when the range ends, and the process exits with status 0 then if ``exit_on_finished`` is set; a process
+  that ends inside the range (``--benchmark-max-step`` below ``batch_range[1]``) prints what was recorded as it exits
+  and says the range was not reached;
+- the s2t flavour profiles paddle with the legacy profiler as PaddleSpeech's s2t does (``api=legacy``: paddle's
+  report on stdout, the profile at ``profile_path``), and ``timer_only`` is false.
 
-A PaddleSpeech-style trainer wires it in ``after_train_batch`` (``tests/test_profiler_paddlespeech.py`` runs this):
+The framework is the loop's: ``backend=`` in the options or the ``backend`` argument, else the one training framework
+imported (torch or paddle); with both imported the first call is one line asking for ``backend=``. ``num_samples``
+(or ``--benchmark-batch-size`` of the option group) makes ips samples/s.
+
+A PaddleSpeech-style trainer wires it in ``after_train_batch`` (docs/profiler.md has complete paddle and torch
+scripts, which ``tests/test_profiler_dropin.py`` runs):
 
     import argparse, sys
     from speechperf.adapters.paddlespeech import add_benchmark_options, add_profiler_step
@@ -18,140 +31,261 @@ A PaddleSpeech-style trainer wires it in ``after_train_batch`` (``tests/test_pro
     add_benchmark_options(parser)   # --profiler-options, --benchmark-batch-size, --benchmark-max-step
 
     class Trainer:
-        def __init__(self, args):
-            self.args, self.iteration = args, 0
-
         def after_train_batch(self):
             if self.args.benchmark_max_step:
                 add_profiler_step(self.args.profiler_options)
                 if self.iteration > self.args.benchmark_max_step:
                     sys.exit(0)
 
-        def train(self, batches):
-            for batch in batches:
-                self.train_batch(batch)   # forward, loss, backward, optimizer step
-                self.iteration += 1
-                self.after_train_batch()
-
-    # python train.py --benchmark-max-step 40 --profiler-options "batch_range=[10,20]; profile_path=/tmp/prof"
-
 click users decorate their command with ``@benchmark_options`` instead. onnxruntime profiles a session rather than
-the process: after the first call, ``current_profiler().attach(session)`` gives the session to run. This module imports no framework: the
-backend is reached through the registry by name.
+the process: after the first call, ``current_profiler().attach(session)`` gives the session to run. This module
+imports no framework: the backend is reached through the registry by name.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import sys
 
+import attrs
+
+from speechperf.profiler.base import warn_line
 from speechperf.profiler.options import ProfilerOptionError
 from speechperf.profiler.options import ProfilerOptions as _Options
-from speechperf.registry import get_backend
+from speechperf.registry import get_backend, known_backends
 
+#: The framework profiled when no training framework is imported: PaddleSpeech's own.
 DEFAULT_BACKEND = "paddle"
 
 PROFILER_OPTIONS_HELP = (
     'The option of profiler, which should be in format "key1=value1;key2=value2;key3=value3", e.g. '
     '"batch_range=[10,20]; state=All; sorted_key=total; profile_path=/tmp/profile; timer_only=false".'
 )
-BATCH_SIZE_HELP = "The batch size for benchmark: it overrides the batch size of the config."
+BATCH_SIZE_HELP = "The batch size for benchmark: it overrides the batch size of the config (and is each step's ips)."
 MAX_STEP_HELP = "The maximum number of training steps for benchmark; the trainer stops after it."
 
 
-def ProfilerOptions(options_str: str = "") -> _Options:  # noqa: N802 - PaddleSpeech's name for a constructor
-    """PaddleSpeech's ``ProfilerOptions(options_str)``: the parsed, validated options."""
-    return _Options.parse(options_str)
+@attrs.frozen
+class Flavour:
+    """What differs between PaddleSpeech's two profiler modules."""
+
+    name: str
+    #: Defaults that differ from ``speechperf.profiler.ProfilerOptions``'s.
+    defaults: dict = attrs.field(factory=dict)
+    #: Arguments of paddle's own ``Profiler.summary`` printed with the uniform tables (api=new), or None.
+    native_summary: dict | None = None
 
 
-class _HookState:
-    def __init__(self) -> None:
+S2T = Flavour("s2t", {"api": "legacy"})
+
+
+def detect_backend() -> str:
+    """The backend of the one training framework imported (torch or paddle); ``DEFAULT_BACKEND`` when none is."""
+    loaded = []
+    for name in known_backends():
+        backend = get_backend(name)
+        if getattr(backend, "profiles_training_loops", False) and backend.framework_module in sys.modules:
+            loaded.append(name)
+    if len(loaded) > 1:
+        raise ProfilerOptionError(
+            f"{' and '.join(loaded)} are both imported, so the profiler cannot tell which one the loop trains with; "
+            f"add backend={loaded[0]} (or {', '.join(loaded[1:])}) to the profiler options, or pass backend= to "
+            "add_profiler_step"
+        )
+    return loaded[0] if loaded else DEFAULT_BACKEND
+
+
+class ProfilerHook:
+    """``add_profiler_step``'s state: the options read on the first call and the step profiler it drives."""
+
+    def __init__(self, flavour: Flavour):
+        self.flavour = flavour
         self.options: _Options | None = None
         self.profiler = None
         self.finished = False
+        #: Each step's sample count when a call gives none (``--benchmark-batch-size``).
+        self.default_num_samples: int | None = None
+        self._at_exit_registered = False
 
+    def parse(self, options_str: str, strict: bool = False) -> _Options:
+        return _Options.parse(options_str, strict=strict, defaults=self.flavour.defaults)
 
-_state = _HookState()
+    def step(self, options_str, backend, num_samples, strict) -> None:
+        if options_str is None or self.finished:
+            return
+        if self.profiler is None:
+            self._begin(options_str, backend, strict)
+        else:
+            count = num_samples if num_samples is not None else self.default_num_samples
+            self.profiler.step(num_samples=count)
+        if self.profiler.finished:
+            self.profiler.__exit__(None, None, None)
+            self.finished = True
+            if self.options.exit_on_finished:
+                sys.exit(0)
 
+    def _begin(self, options_str: str, backend: str | None, strict: bool) -> None:
+        options = self.parse(options_str, strict)
+        name = backend or options.backend or detect_backend()
+        chosen = get_backend(name)
+        profilers = getattr(getattr(chosen, "capabilities", None), "profilers", ())
+        if "api" not in options.given and not any(f"api={options.api}" in p for p in profilers):
+            options = attrs.evolve(options, api="new")  # the flavour's api=legacy is paddle's; others have one API
+        self.options = attrs.evolve(options, backend=name)
+        print(f"profiler options: {options_str!r} -> {self.options!r}", file=sys.stderr)
+        profiler = chosen.step_profiler(self.options)
+        profiler.ends_loop_when_finished = True
+        if self.flavour.native_summary is not None and hasattr(profiler, "native_summary"):
+            profiler.native_summary = dict(self.flavour.native_summary)
+        self.profiler = profiler
+        profiler.__enter__()
+        if not self._at_exit_registered:
+            atexit.register(self.at_exit)
+            self._at_exit_registered = True
 
-def add_profiler_step(options_str: str | None = None, backend: str | None = None) -> None:
-    """One training step ended. See the module docstring for the semantics."""
-    if options_str is None:
-        return
-    state = _state
-    if state.finished:
-        return
-    if state.options is None:
-        state.options = _Options.parse(options_str)
-        print(f"profiler options: {options_str!r} -> {state.options!r}", file=sys.stderr)
-    if state.profiler is None:
-        name = backend or state.options.backend or DEFAULT_BACKEND
-        state.profiler = get_backend(name).step_profiler(state.options)
-        state.profiler.__enter__()
-    else:
-        state.profiler.step()
-    if state.profiler.finished:
-        state.profiler.__exit__(None, None, None)
-        state.finished = True
-        if state.options.exit_on_finished:
-            sys.exit(0)
+    def at_exit(self) -> None:
+        """The process ends inside the range: stop the profiler, print what it recorded and say so."""
+        if self.profiler is not None and not self.finished:
+            self.finished = True
+            self.profiler.__exit__(None, None, None)
 
-
-def current_profiler():
-    """The step profiler the hook drives (its ``summary`` once the range ended), or None before the first call."""
-    return _state.profiler
-
-
-def reset_profiler_step() -> None:
-    """Forget the parsed options and the profiler, so the next call starts over (tests, several runs in one
-    process). A profiler still recording is stopped."""
-    global _state
-    if _state.profiler is not None and not _state.finished:
-        _state.profiler.echo = False
-        _state.profiler.__exit__(None, None, None)
-    _state = _HookState()
+    def reset(self) -> None:
+        if self.profiler is not None and not self.finished:
+            self.profiler.echo = False
+            self.profiler.__exit__(None, None, None)
+        if self._at_exit_registered:
+            atexit.unregister(self.at_exit)
+        self.__init__(self.flavour)
 
 
 # -- the "Benchmark Options" group ---------------------------------------------------------------------------------
 
-
-def _profiler_options_type(text: str) -> str:
-    """argparse type: reject a malformed option string at parse time, keep the string as PaddleSpeech does."""
-    try:
-        _Options.parse(text)
-    except ProfilerOptionError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+#: Both spellings: s2t's ``--profiler-options`` and t2s's ``--profiler_options``.
+PROFILER_FLAGS = ("--profiler-options", "--profiler_options")
 
 
-def add_benchmark_options(parser: argparse.ArgumentParser):
-    """Add PaddleSpeech's "Benchmark Options" group to an argparse parser; returns the group."""
+def _check(hook: ProfilerHook, text: str) -> None:
+    """Refuse at parse time what PaddleSpeech itself cannot read; what it ignores is warned about at the first step."""
+    hook.parse(text, strict=False)
+
+
+def add_benchmark_options_for(hook: ProfilerHook, parser: argparse.ArgumentParser):
+    """The "Benchmark Options" group bound to ``hook`` (its ``--benchmark-batch-size`` is the hook's sample count)."""
+
+    def options_type(text: str) -> str:
+        try:
+            _check(hook, text)
+        except ProfilerOptionError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    class BatchSize(argparse.Action):
+        def __call__(self, parser, namespace, value, option_string=None):
+            setattr(namespace, self.dest, value)
+            hook.default_num_samples = value
+
     group = parser.add_argument_group(title="Benchmark Options", description=None)
-    group.add_argument("--profiler-options", type=_profiler_options_type, default=None, help=PROFILER_OPTIONS_HELP)
-    group.add_argument("--benchmark-batch-size", type=int, default=None, help=BATCH_SIZE_HELP)
+    group.add_argument(
+        *PROFILER_FLAGS, dest="profiler_options", type=options_type, default=None, help=PROFILER_OPTIONS_HELP
+    )
+    group.add_argument("--benchmark-batch-size", type=int, default=None, action=BatchSize, help=BATCH_SIZE_HELP)
     group.add_argument("--benchmark-max-step", type=int, default=None, help=MAX_STEP_HELP)
     return group
 
 
-def benchmark_options(command):
-    """The same three options for a click command (``profiler_options``, ``benchmark_batch_size``,
-    ``benchmark_max_step`` parameters)."""
+def benchmark_options_for(hook: ProfilerHook, command):
+    """The same three options for a click command, bound to ``hook``."""
     import click
 
     def check(ctx, param, value):
         if value is not None:
             try:
-                _Options.parse(value)
+                _check(hook, value)
             except ProfilerOptionError as exc:
                 raise click.BadParameter(str(exc)) from None
         return value
 
+    def batch_size(ctx, param, value):
+        if value is not None:
+            hook.default_num_samples = value
+        return value
+
     for decorator in reversed(
         [
-            click.option("--profiler-options", default=None, callback=check, help=PROFILER_OPTIONS_HELP),
-            click.option("--benchmark-batch-size", type=int, default=None, help=BATCH_SIZE_HELP),
+            click.option(*PROFILER_FLAGS, "profiler_options", default=None, callback=check, help=PROFILER_OPTIONS_HELP),
+            click.option("--benchmark-batch-size", type=int, default=None, callback=batch_size, help=BATCH_SIZE_HELP),
             click.option("--benchmark-max-step", type=int, default=None, help=MAX_STEP_HELP),
         ]
     ):
         command = decorator(command)
     return command
+
+
+def exports(hook: ProfilerHook, module: str) -> tuple:
+    """The functions a drop-in module exports, bound to its hook: ``ProfilerOptions``, ``add_profiler_step``,
+    ``current_profiler``, ``reset_profiler_step``, ``add_benchmark_options``, ``benchmark_options``. They are plain
+    functions of ``module`` (pydoc lists them there)."""
+
+    def ProfilerOptions(options_str: str = "", strict: bool = False) -> _Options:  # noqa: N802 - PaddleSpeech's name
+        """PaddleSpeech's ``ProfilerOptions(options_str)``: the options as PaddleSpeech reads them (one warning line
+        per thing ignored or defaulted); ``strict=True`` refuses those instead. ``options['batch_range']`` works, and
+        a key it does not have raises a ``ValueError``, as in PaddleSpeech."""
+        options = hook.parse(options_str, strict)
+        for line in options.warnings:
+            warn_line(line)
+        return options
+
+    def add_profiler_step(
+        options_str: str | None = None,
+        backend: str | None = None,
+        num_samples: int | None = None,
+        strict: bool = False,
+    ) -> None:
+        """One training step ended (``num_samples`` in it, for ips in samples/s); ``None`` does nothing. Steps
+        ``batch_range[0]..batch_range[1]-1`` are profiled, the first call beginning step 0; ``backend`` overrides the
+        framework detected. See the module docstring and docs/profiler.md."""
+        hook.step(options_str, backend, num_samples, strict)
+
+    def current_profiler():
+        """The step profiler the hook drives (its ``summary`` once the range ended), or None before the first call."""
+        return hook.profiler
+
+    def reset_profiler_step() -> None:
+        """Forget the parsed options and the profiler, so the next call starts over (tests, several runs in one
+        process). A profiler still recording is stopped."""
+        hook.reset()
+
+    def add_benchmark_options(parser: argparse.ArgumentParser):
+        """Add PaddleSpeech's "Benchmark Options" group to an argparse parser (``--profiler-options`` or
+        ``--profiler_options``, ``--benchmark-batch-size``, ``--benchmark-max-step``); returns the group."""
+        return add_benchmark_options_for(hook, parser)
+
+    def benchmark_options(command):
+        """The same three options for a click command (``profiler_options``, ``benchmark_batch_size``,
+        ``benchmark_max_step`` parameters)."""
+        return benchmark_options_for(hook, command)
+
+    functions = (
+        ProfilerOptions,
+        add_profiler_step,
+        current_profiler,
+        reset_profiler_step,
+        add_benchmark_options,
+        benchmark_options,
+    )
+    for function in functions:
+        function.__module__ = module
+        function.__qualname__ = function.__name__
+    return functions
+
+
+_hook = ProfilerHook(S2T)
+(
+    ProfilerOptions,
+    add_profiler_step,
+    current_profiler,
+    reset_profiler_step,
+    add_benchmark_options,
+    benchmark_options,
+) = exports(_hook, __name__)

@@ -263,6 +263,9 @@ class BackendBase:
     #: The module imported to use the framework, and the distribution that installs it.
     framework_module: str = ""
     framework_package: str = ""
+    #: Its step profiler records the whole process, as a training loop needs (not only sessions it attaches), so the
+    #: PaddleSpeech drop-ins pick it when ``framework_module`` is the one such framework imported.
+    profiles_training_loops: bool = False
     capabilities: Capabilities = Capabilities()
     #: File suffix -> format, for a spec that does not name its format.
     suffix_formats: Mapping[str, str] = {}

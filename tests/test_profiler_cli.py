@@ -37,6 +37,10 @@ def test_profile_an_onnx_model(tmp_path, tiny_onnx):  # noqa: F811
     assert f"trace: {trace} (open it in Perfetto" in out
     events = json.load(open(trace))["traceEvents"]
     assert sum(e["name"] == "model_run" for e in events) == 3
+    # the category table: the conv is its own row, and the rows add up to the step
+    assert "onnxruntime step by category (3 steps)" in out
+    conv = next(line for line in out.splitlines() if line.startswith("│ conv "))
+    assert float(conv.split("│")[2]) > 0
 
 
 def test_timer_only(tmp_path, tiny_onnx):  # noqa: F811
@@ -69,6 +73,17 @@ def test_timer_only(tmp_path, tiny_onnx):  # noqa: F811
         (
             ["--input", "x:2x80x30", "--profiler-options", "profile_path=/proc/t.json"],
             "profile_path /proc/t.json: its folder /proc is not writable",
+        ),
+        # speechperf's own CLI parses strictly: what the drop-ins warn about is refused here
+        (["--input", "x:2x80x30", "--profiler-options", "foo=1"], "unknown profiler option 'foo'"),
+        (["--input", "x:2x80x30", "--profiler-options", "batch_range=[20,10]"], "does not end after it starts"),
+        (
+            ["--input", "x:2x80x30", "--profiler-options", "api=legacy"],
+            "api=legacy is a paddle option; onnxruntime has one profiler, its session profiling",
+        ),
+        (
+            ["--input", "x:2x80x30", "--profiler-options", "tracer_option=OpDetail"],
+            "tracer_option=OpDetail has no onnxruntime equivalent",
         ),
         (
             ["--input", "x:2x80x30", "--profiler-options", "profile_path=/dev/full"],

@@ -17,8 +17,9 @@ and a loop may attach several sessions (an encoder and a decoder step): each get
 traces are merged on one clock (``get_profiling_start_time_ns``). ORT's JSON is read back: each ``model_run`` is
 assigned to the step that made it, the events of recorded steps are kept, a ``ProfilerStep#N`` event is added around
 each step, and the result is written as a Chrome trace to ``profile_path`` (ORT's own timestamped file is removed). The op table has one row per node type
-(``args.op_name``: ``FusedConv``, ``MatMul``), kernel time. ``state=GPU`` needs a session on cuda; ``tracer_option``
-has no ORT equivalent.
+(``args.op_name``: ``FusedConv``, ``MatMul``), kernel time; the category table sorts the same node times by category
+(the rest of each step's runs is ``between ops``). ``state=GPU`` needs a session on cuda; ``tracer_option`` and
+``api=legacy`` have no ORT equivalent: refused (strict options) or warned about.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 from speechperf.backend import Session
 from speechperf.backends.onnxruntime.session import OnnxRuntimeSession, load_onnx
 from speechperf.profiler import ProfilerError, Recorded, StepProfiler, aggregate
+from speechperf.profiler.categories import build as build_categories
 
 
 class ProfiledSession(Session):
@@ -60,6 +62,17 @@ class OnnxRuntimeStepProfiler(StepProfiler):
 
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
+        if self.options.api == "legacy" and self.chose("api"):
+            self.refuse_or_warn(
+                "api=legacy is a paddle option; onnxruntime has one profiler, its session profiling",
+                "session profiling is used",
+            )
+        if self.options.tracer_option != "Default" and self.chose("tracer_option"):
+            self.refuse_or_warn(
+                f"tracer_option={self.options.tracer_option} has no onnxruntime equivalent (ORT records every node "
+                "with its shapes already)",
+                "the default detail is recorded",
+            )
         self._proxies: list[ProfiledSession] = []
         self._bounds: dict[int, tuple[int, ...]] = {}  # step -> each proxy's call count as the step began
         self._trace: Path | None = None
@@ -141,10 +154,7 @@ class OnnxRuntimeStepProfiler(StepProfiler):
         ops = aggregate(
             (e["args"].get("op_name", e["name"]), round(e["dur"] * 1000)) for e in kept if e.get("cat") == "Node"
         )
-        notes = ()
-        if self.options.tracer_option != "Default":
-            notes = (f"tracer_option={self.options.tracer_option} has no onnxruntime equivalent; it was ignored",)
-        return Recorded(ops=ops, steps=steps, trace_path=self._trace, notes=notes)
+        return Recorded(ops=ops, steps=steps, trace_path=self._trace, categories=_categories(kept, self.backend))
 
     def _recorded_events(self, events: list[dict], bounds: dict[int, int]) -> tuple[list[dict], list[dict]]:
         """One session's events of the recorded steps' runs, and a step mark per step that made runs.
@@ -182,6 +192,22 @@ class OnnxRuntimeStepProfiler(StepProfiler):
 
         kept = [e for e in events if e.get("ph") == "X" and in_a_run(e)]
         return kept, step_marks
+
+
+def _categories(kept: list[dict], backend: str):
+    """Node kernel time of each step, by category; the step is its ``ProfilerStep#N`` mark (all of its runs)."""
+    marks = [e for e in kept if e.get("cat") == "Step"]
+    step_ns = {int(e["name"].split("#")[1]): round(e["dur"] * 1000) for e in marks}
+    bounds = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"].split("#")[1])) for e in marks)
+    spans = []
+    for e in kept:
+        if e.get("cat") != "Node":
+            continue
+        step = next((s for begin, end, s in bounds if begin <= e["ts"] <= end), None)
+        if step is not None:
+            spans.append((step, e["args"].get("op_name", e["name"]), round(e["dur"] * 1000), None))
+    source = "onnxruntime: node kernel time of each step's runs"
+    return build_categories(backend, spans, step_ns, source)
 
 
 def _merged_mark(step: int, marks: list[dict]) -> dict:

@@ -60,6 +60,7 @@ class PaddleBackend(BackendBase):
         quantization=("paddle-ptq",),
     )
 
+    profiles_training_loops = True
     framework_module = "paddle"
     framework_package = "paddlepaddle"
     suffix_formats = SUFFIX_FORMATS

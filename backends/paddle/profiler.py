@@ -18,16 +18,26 @@ to ``profile_path``; it is read back here (no protobuf package needed: the messa
 the op table (events directly inside a step, inclusive host time) and into a Chrome trace at ``profile_path.json``.
 Each step is wrapped in a ``ProfileStep#N`` user event so the profile shows which steps it holds; legacy has no
 warm-up step, as in PaddleSpeech.
+
+Both: ``state=GPU`` without a GPU is refused (strict options) or warned about and CPU is used (the drop-ins).
+reader_cost times ``paddle.io.DataLoader``'s ``next()`` (both of its iterators) while the profiler is entered. The
+category table takes the outermost events of each step: paddle's ``Backward`` and ``Optimization`` events whole
+(backward total, optimizer), a leaf layer's ``Forward`` event whole when the layer's name says what it is
+(``Conv1D``, ``LSTM``, ``Linear``; a model's own ``Forward`` is looked into), the Python API call of an op
+(``relu pybind_imperative_func``) or the kernel (``conv2d dygraph``); legacy: the events directly inside each step.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 from speechperf.backends.paddle import import_paddle
 from speechperf.profiler import OpStat, ProfilerError, ProfilerOptions, Recorded, StepProfiler, aggregate
+from speechperf.profiler.categories import build as build_categories
+from speechperf.profiler.categories import category_of
 
 paddle = import_paddle()
 core = paddle.base.core
@@ -56,15 +66,61 @@ def _has_gpu() -> bool:
     return paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
 
 
-def _require_gpu_for(state: str) -> None:
+def _state_for(prof: StepProfiler) -> str:
+    """The state to profile: ``state=GPU`` without a GPU is refused, or warned about and CPU is used."""
+    state = prof.options.state
     if state == "GPU" and not _has_gpu():
-        raise ProfilerError(
+        message = (
             f"state='GPU' needs a GPU, but paddlepaddle {paddle.__version__} has none (compiled with CUDA: "
             f"{paddle.device.is_compiled_with_cuda()}); use state=CPU or state=All"
         )
+        if prof.options.strict:
+            raise ProfilerError(message)
+        prof.warn(f"{message}; state=CPU is used")
+        return "CPU"
+    return state
 
 
-class PaddleStepProfiler(StepProfiler):
+def _check_tracer_option(prof: StepProfiler) -> None:
+    """paddlepaddle 3.x on CPU records the same events at every ``tracer_option`` (in both APIs, and the new API's
+    ``record_shapes`` leaves the trace's ``input_shapes`` empty in eager mode): say so rather than ignore it."""
+    detail = prof.options.tracer_option
+    if detail != "Default" and not _has_gpu() and prof.chose("tracer_option"):
+        prof.refuse_or_warn(
+            f"tracer_option={detail} changes nothing paddlepaddle {paddle.__version__} records on CPU (the same "
+            "events as Default, no input shapes)",
+            "the default detail is recorded",
+        )
+
+
+class _ReaderHook:
+    """reader_cost: time in ``paddle.io.DataLoader``'s ``next()`` (its single- and multi-process iterators)."""
+
+    def _hook_reader(self) -> bool:
+        from paddle.io.dataloader import dataloader_iter
+
+        self._originals = {}
+        add = self.add_reader_time
+        for cls in (dataloader_iter._DataLoaderIterSingleProcess, dataloader_iter._DataLoaderIterMultiProcess):
+            original = cls.__dict__["__next__"]
+
+            def timed_next(it, _original=original):
+                t = time.perf_counter_ns()
+                try:
+                    return _original(it)
+                finally:
+                    add(time.perf_counter_ns() - t)
+
+            self._originals[cls] = original
+            cls.__next__ = timed_next
+        return True
+
+    def _unhook_reader(self) -> None:
+        for cls, original in self._originals.items():
+            cls.__next__ = original
+
+
+class PaddleStepProfiler(_ReaderHook, StepProfiler):
     """``api=new``: ``paddle.profiler.Profiler``."""
 
     backend = "paddle"
@@ -72,14 +128,18 @@ class PaddleStepProfiler(StepProfiler):
 
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
-        _require_gpu_for(self.options.state)
+        self._state = _state_for(self)
+        _check_tracer_option(self)
         self._prof = None
         self._trace: Path | None = None
+        #: Also print paddle's own ``Profiler.summary(**native_summary)`` when the range ends (the t2s drop-in:
+        #: ``op_detail=True, thread_sep=False, time_unit='ms'``, as PaddleSpeech's t2s profiler does).
+        self.native_summary: dict | None = None
 
     def _targets(self):
         from paddle.profiler import ProfilerTarget
 
-        state = self.options.state
+        state = self._state
         if state == "CPU":
             return [ProfilerTarget.CPU]
         if state == "GPU":
@@ -127,12 +187,55 @@ class PaddleStepProfiler(StepProfiler):
             _release(self)
         if prof.profiler_result is None:  # stopped before the first recorded step
             return Recorded()
-        data = StatisticData(prof.profiler_result.get_data(), prof.profiler_result.get_extra_info())
+        if self.native_summary is not None and self.echo:
+            prof.summary(**self.native_summary)
+        tree = prof.profiler_result.get_data()
+        data = StatisticData(tree, prof.profiler_result.get_extra_info())
         ops = [
             OpStat(name, int(item.call), int(item.cpu_time), int(item.max_cpu_time), int(item.min_cpu_time))
             for name, item in data.event_summary.items.items()
         ]
-        return Recorded(ops=ops, steps=_trace_steps(self._trace), trace_path=self._trace)
+        steps = _trace_steps(self._trace)
+        return Recorded(
+            ops=ops, steps=steps, trace_path=self._trace, categories=_categories(tree, self._start, self.step_num)
+        )
+
+
+def _categories(tree, start: int, ended: int):
+    """The outermost events of each recorded ``ProfileStep#N`` (``tree``: thread id -> root event node)."""
+    from paddle.profiler import TracerEventType as T
+
+    whole = {T.Backward: "backward total", T.Optimization: "optimizer", T.Dataloader: "data movement"}
+    spans, step_ns = [], {}
+    for root in tree.values():
+        for node in root.children_node:
+            m = _STEP.match(node.name)
+            if node.type != T.ProfileStep or not m or not start <= int(m.group(1)) < ended:
+                continue
+            step = int(m.group(1))
+            step_ns[step] = node.end_ns - node.start_ns
+            stack = list(node.children_node)
+            while stack:
+                child = stack.pop()
+                category = whole.get(child.type)
+                if category is None and child.type == T.Forward:
+                    leaf = not any(c.type == T.Forward for c in child.children_node)
+                    if not (leaf and category_of(child.name) != "other"):
+                        stack.extend(child.children_node)  # a model or block: look at its layers and ops
+                        continue
+                elif category is None and child.type == T.UserDefined and not _is_api_call(child.name):
+                    stack.extend(child.children_node)  # the user's own record_event: look inside
+                    continue
+                spans.append((step, child.name, child.end_ns - child.start_ns, category))
+    source = (
+        "paddle.profiler: outermost events of each ProfileStep (Backward and Optimization whole, leaf layers, "
+        "op calls), host time"
+    )
+    return build_categories("paddle", spans, step_ns, source)
+
+
+def _is_api_call(name: str) -> bool:
+    return name.endswith((" pybind_imperative_func", " pybind_patch_func"))
 
 
 def _trace_steps(path: Path) -> tuple[int, ...]:
@@ -180,7 +283,7 @@ def stop_profiler(sorted_key: str, profile_path: str) -> None:
     core.disable_profiler(getattr(core.EventSortingKey, _LEGACY_SORT[sorted_key]), profile_path)
 
 
-class LegacyPaddleStepProfiler(StepProfiler):
+class LegacyPaddleStepProfiler(_ReaderHook, StepProfiler):
     """``api=legacy``: PaddleSpeech's ``start_profiler`` / ``stop_profiler``."""
 
     backend = "paddle"
@@ -189,7 +292,8 @@ class LegacyPaddleStepProfiler(StepProfiler):
 
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
-        _require_gpu_for(self.options.state)
+        self._state = _state_for(self)
+        _check_tracer_option(self)
         self._marker = None
         self._raw: Path | None = None
 
@@ -203,7 +307,7 @@ class LegacyPaddleStepProfiler(StepProfiler):
         try:
             self._raw = self.trace_file("paddle_legacy.profile")
             self._raw.unlink(missing_ok=True)
-            start_profiler(self.options.state, self.options.tracer_option)
+            start_profiler(self._state, self.options.tracer_option)
         except BaseException:
             _release(self)
             raise
@@ -221,18 +325,29 @@ class LegacyPaddleStepProfiler(StepProfiler):
         finally:
             _release(self)
         events = read_legacy_profile(self._raw)
-        steps, rows = set(), []
+        steps, rows, spans, step_ns = set(), [], [], {}
         for name, start, end in events:
             parts = name.split("/")
             m = _STEP.fullmatch(parts[0])
             if not m:
                 continue
-            steps.add(int(m.group(1)))
-            if len(parts) == 2:
+            step = int(m.group(1))
+            steps.add(step)
+            if len(parts) == 1 and step < self.step_num:
+                step_ns[step] = end - start
+            elif len(parts) == 2:
                 rows.append((parts[1], end - start))
+                spans.append((step, parts[1], end - start, None))
         chrome = self._raw.with_name(self._raw.name + ".json")
         write_chrome_trace(events, chrome)
-        return Recorded(ops=aggregate(rows), steps=tuple(sorted(steps)), trace_path=chrome, raw_path=self._raw)
+        source = "paddle legacy: events directly inside each step (all of backward is one event), host time"
+        return Recorded(
+            ops=aggregate(rows),
+            steps=tuple(sorted(steps)),
+            trace_path=chrome,
+            raw_path=self._raw,
+            categories=build_categories("paddle", spans, step_ns, source),
+        )
 
 
 # -- reading the legacy profile -----------------------------------------------------------------------------------

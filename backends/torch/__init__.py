@@ -33,6 +33,7 @@ class TorchBackend(BackendBase):
         quantization=("torchao-dynamic", "pt2e-static", "legacy-dynamic", "fp32-export"),
     )
 
+    profiles_training_loops = True
     framework_module = "torch"
     framework_package = "torch"
     suffix_formats = SUFFIX_FORMATS

@@ -7,17 +7,26 @@ AllOpDetail -> also shapes, memory and Python stacks. The Chrome trace is writte
 autograd node; a scope such as a TorchScript ``forward`` or ``Optimizer.step#Adam.step`` is a row and the ops in it
 are rows too), with inclusive host time, from the same events ``key_averages()`` aggregates; nested ops
 (``aten::addmm`` inside ``aten::linear``) are in the trace.
+
+The category table takes the outermost ops of each ``ProfilerStep#N``: an op (``aten::lstm``), an autograd node
+(backward total), ``Optimizer.step#...`` / ``Optimizer.zero_grad#...`` (optimizer, whole), the DataLoader's
+``enumerate(DataLoader)#...`` scope (data movement, whole); other scopes are looked into. ``api=legacy`` is a paddle
+option: torch has one profiler API, so it is refused (strict) or warned about and ``torch.profiler`` is used.
+reader_cost times ``torch.utils.data.DataLoader``'s ``next()`` (every DataLoader iterator, while the profiler is
+entered).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from speechperf.profiler import ProfilerError, Recorded, StepProfiler, aggregate
+from speechperf.profiler.categories import build as build_categories
 
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 
@@ -28,19 +37,28 @@ class TorchStepProfiler(StepProfiler):
 
     def __init__(self, options=None, **kwargs):
         super().__init__(options, **kwargs)
+        if self.options.api == "legacy" and self.chose("api"):
+            self.refuse_or_warn(
+                "api=legacy is a paddle option; torch has one profiler API, torch.profiler",
+                "torch.profiler is used",
+            )
         self._activities = self._activities_for(self.options.state)
         self._prof: profile | None = None
         self._trace = None
+        self._next = None
 
-    @staticmethod
-    def _activities_for(state: str) -> list[ProfilerActivity]:
+    def _activities_for(self, state: str) -> list[ProfilerActivity]:
         cuda = torch.cuda.is_available()
         if state == "GPU":
             if not cuda:
-                raise ProfilerError(
+                message = (
                     f"state='GPU' needs a CUDA device, but torch {torch.__version__} sees none "
                     "(torch.cuda.is_available() is False); use state=CPU or state=All"
                 )
+                if self.options.strict:
+                    raise ProfilerError(message)
+                self.warn(f"{message}; state=CPU is used")
+                return [ProfilerActivity.CPU]
             return [ProfilerActivity.CUDA]
         if state == "CPU" or not cuda:
             return [ProfilerActivity.CPU]
@@ -68,6 +86,28 @@ class TorchStepProfiler(StepProfiler):
     def _advance(self, step: int, num_samples: int | None) -> None:
         self._prof.step()
 
+    def _hook_reader(self) -> bool:
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+        original = _BaseDataLoaderIter.__next__
+        add = self.add_reader_time
+
+        def timed_next(it):
+            t = time.perf_counter_ns()
+            try:
+                return original(it)
+            finally:
+                add(time.perf_counter_ns() - t)
+
+        self._next = original
+        _BaseDataLoaderIter.__next__ = timed_next
+        return True
+
+    def _unhook_reader(self) -> None:
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+        _BaseDataLoaderIter.__next__ = self._next
+
     def _close(self) -> Recorded:
         prof, self._prof = self._prof, None
         prof.stop()  # in the last active step this saves the trace (on_trace_ready) and keeps the events
@@ -79,7 +119,41 @@ class TorchStepProfiler(StepProfiler):
         )
         if not self._trace.exists():  # stopped before the first recorded step
             return Recorded(ops=ops)
-        return Recorded(ops=ops, steps=_trace_steps(self._trace), trace_path=self._trace)
+        steps = _trace_steps(self._trace)
+        return Recorded(
+            ops=ops, steps=steps, trace_path=self._trace, categories=_categories(events, steps, self.step_num)
+        )
+
+
+_WHOLE = {"Optimizer.": "optimizer", "enumerate(DataLoader)": "data movement"}
+
+
+def _categories(events, steps: tuple[int, ...], ended: int):
+    """The outermost ops of each recorded step (torch names the step events ``ProfilerStep*`` in ``events()``: they
+    are the recorded steps in time order)."""
+    step_events = sorted(
+        (e for e in events if e.name.startswith("ProfilerStep") and e.cpu_parent is None),
+        key=lambda e: e.time_range.start,
+    )
+    spans, step_ns = [], {}
+    for step, event in zip(steps, step_events):
+        if step >= ended:
+            continue  # began but never ended (the loop stopped)
+        step_ns[step] = _ns(event)
+        stack = list(event.cpu_children)
+        while stack:
+            child = stack.pop()
+            whole = next((c for prefix, c in _WHOLE.items() if child.name.startswith(prefix)), None)
+            if whole is None and "::" not in child.name:
+                stack.extend(child.cpu_children)  # a scope, not an op: its ops are the spans
+                continue
+            spans.append((step, child.name, _ns(child), whole))
+    source = "torch: outermost ops, autograd nodes and optimizer scopes of each ProfilerStep, host time"
+    return build_categories("torch", spans, step_ns, source)
+
+
+def _ns(event) -> int:
+    return round(event.time_range.elapsed_us() * 1000)
 
 
 def _top_level(event) -> bool:

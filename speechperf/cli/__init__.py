@@ -48,6 +48,7 @@ def _register() -> None:
     from speechperf.cli.data_cmd import data
     from speechperf.cli.optimize_cmd import optimize
     from speechperf.cli.profile_cmd import profile
+    from speechperf.cli.profile_compare_cmd import profile_compare
     from speechperf.cli.run_cmd import run
 
     main.add_command(backends)
@@ -60,6 +61,7 @@ def _register() -> None:
     main.add_command(data)
     main.add_command(bench)
     main.add_command(profile)
+    main.add_command(profile_compare)
     main.add_command(optimize)
     main.add_command(compare)
 

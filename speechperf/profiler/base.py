@@ -15,7 +15,15 @@ kept in ``prof.summary``. ``prof.finished`` tells a loop that it may stop; only 
 PaddleSpeech does.
 
 ``timer_only`` starts no framework profiler on any backend: it times the steps of the range with the same clock
-everywhere, reports step time and ips, and writes no trace.
+everywhere and reports what ``paddle.profiler``'s timer reports (reader_cost, batch_cost, ips), and writes no trace.
+reader_cost is the time the loop waited in its data loader's ``next()``: the backend hooks its framework's loader
+(``torch.utils.data.DataLoader``, ``paddle.io.DataLoader``) while the profiler is entered, and ``prof.timed(iterable)``
+times any other iterable.
+
+An option a backend cannot honour (``api=legacy`` on torch, ``state=GPU`` without a GPU) is refused with one line
+when the options were parsed strictly, and is one warning line naming the value used instead when they were read as
+PaddleSpeech reads them (the drop-ins). Warnings go to the ``speechperf.profiler`` logger (stderr when logging is not
+configured) and into the summary's notes.
 
 A backend subclasses this and implements ``_open``, ``_advance`` and ``_close``; a backend that profiles a
 session rather than the process (onnxruntime) also overrides ``attach``.
@@ -23,14 +31,26 @@ session rather than the process (onnxruntime) also overrides ``attach``.
 
 from __future__ import annotations
 
+import logging
+import os
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import attrs
 
 from speechperf.errors import SpeechperfError
+from speechperf.outputs import write_text_atomic
+from speechperf.profiler.categories import CategoryTable, json_path_beside
 from speechperf.profiler.options import ProfilerOptionError, ProfilerOptions
 from speechperf.profiler.summary import OpStat, ProfileSummary, StepTiming, sort_ops
+
+log = logging.getLogger("speechperf.profiler")
+
+
+def warn_line(message: str) -> None:
+    """One warning line: the ``speechperf.profiler`` logger, which prints to stderr when logging is not set up."""
+    log.warning(message)
 
 
 class ProfilerError(SpeechperfError):
@@ -46,6 +66,8 @@ class Recorded:
     trace_path: Path | None = None
     raw_path: Path | None = None
     notes: tuple[str, ...] = ()
+    #: The recorded steps by op category (None where the backend cannot split a step into ops).
+    categories: CategoryTable | None = None
 
 
 class StepProfiler:
@@ -65,6 +87,13 @@ class StepProfiler:
             )
         #: Print the summary when the range ends.
         self.echo = echo
+        #: Set by a caller that ends the loop (or the process) once ``finished``: the PaddleSpeech hook,
+        #: ``speechperf profile``. Otherwise an explicit ``exit_on_finished=true`` is warned about, not honoured.
+        self.ends_loop_when_finished = False
+        #: Warning lines for this run: the options' own (lenient parsing) and the backend's.
+        self.warnings: list[str] = []
+        for line in self.options.warnings:
+            self.warn(line)
         #: The number of the step now running (0 after entering the context).
         self.step_num = 0
         #: The result, once the range has ended (or the loop ended early).
@@ -77,6 +106,9 @@ class StepProfiler:
         self._t = 0
         self._step_ns: list[int] = []
         self._samples: list[int | None] = []
+        self._reader_ns: list[int] = []
+        self._reader_acc = 0
+        self._reader_hooked = False
 
     # -- the protocol -------------------------------------------------------------------------------------------
 
@@ -91,6 +123,16 @@ class StepProfiler:
 
     def __enter__(self) -> StepProfiler:
         self.step_num = 0
+        if (
+            "exit_on_finished" in self.options.given
+            and self.options.exit_on_finished
+            and not self.ends_loop_when_finished
+        ):
+            self.warn(
+                "exit_on_finished=true: a step profiler used directly does not end the process; stop the loop when "
+                "prof.finished is True (add_profiler_step exits, as PaddleSpeech does)"
+            )
+        self._reader_hooked = self._hook_reader()
         if self._open_at == 0:
             self._boundary(None)
         else:
@@ -105,6 +147,7 @@ class StepProfiler:
         self._boundary(num_samples)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        self._unhook()
         if self._done:
             return False
         if exc_type is not None:
@@ -117,10 +160,57 @@ class StepProfiler:
             note = f"the loop ended after {ran} steps, before batch_range {list(self.options.batch_range)} ended; " + (
                 f"steps {self._start}..{ran - 1} were recorded" if ran > self._start else "no step was recorded"
             )
+            warn_line(note)
             self._finish((note,))
         return False
 
+    def timed(self, iterable: Iterable) -> Iterator:
+        """Iterate ``iterable``, counting the time each ``next()`` takes as the step's reader_cost (for a loader the
+        backend does not hook)."""
+        it = iter(iterable)
+        while True:
+            t = time.perf_counter_ns()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            self.add_reader_time(time.perf_counter_ns() - t)
+            yield item
+
+    def add_reader_time(self, ns: int) -> None:
+        """``ns`` spent loading data in the current step."""
+        self._reader_acc += ns
+
+    def warn(self, message: str) -> None:
+        """One warning line now, kept for the summary's notes."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+            warn_line(message)
+
+    def chose(self, key: str) -> bool:
+        """The loop's own options gave ``key``: a strict string, or a key the lenient string named (not a drop-in's
+        default such as the s2t drop-in's ``api=legacy``)."""
+        return self.options.strict or key in self.options.given
+
+    def refuse_or_warn(self, message: str, instead: str) -> None:
+        """An option this backend cannot honour: refused (strict options) or warned about, naming ``instead``."""
+        if self.options.strict:
+            raise ProfilerOptionError(message)
+        self.warn(f"{message}; {instead}")
+
     # -- for backends -------------------------------------------------------------------------------------------
+
+    def _hook_reader(self) -> bool:
+        """Start timing the framework's data loader ``next()`` into ``add_reader_time``; True if hooked."""
+        return False
+
+    def _unhook_reader(self) -> None:
+        """Undo ``_hook_reader``."""
+
+    def _unhook(self) -> None:
+        if self._reader_hooked:
+            self._reader_hooked = False
+            self._unhook_reader()
 
     def _open(self, step: int) -> None:
         """Start the framework profiler as step ``step`` begins (``batch_range[0]`` or the warm-up step before)."""
@@ -143,7 +233,10 @@ class StepProfiler:
 
     def trace_file(self, default_name: str) -> Path:
         """The file the trace goes to: ``profile_path``, or ``default_name`` inside it when it is a folder."""
-        path = Path(self.options.profile_path).expanduser()
+        text = self.options.profile_path
+        path = Path(text).expanduser().absolute()  # the summary says where the file is, wherever the loop ran
+        if text.endswith(("/", os.sep)):
+            path.mkdir(parents=True, exist_ok=True)  # a folder by its spelling: the t2s drop-in's profiler_log/
         if path.is_dir():
             path = path / default_name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,6 +249,7 @@ class StepProfiler:
         if self._start < n <= self._end:  # step n-1 was in the range
             self._step_ns.append(time.perf_counter_ns() - self._t)
             self._samples.append(num_samples)
+            self._reader_ns.append(self._reader_acc)
         if not self.options.timer_only:
             if n == self._open_at:
                 self._open(n)
@@ -164,22 +258,41 @@ class StepProfiler:
                 self._advance(n, num_samples)
         if n == self._end:
             self._finish(())
+        self._reader_acc = 0
         self._t = time.perf_counter_ns()  # the profiler's own bookkeeping is not part of the next step
 
     def _finish(self, notes: tuple[str, ...]) -> None:
         recorded = self._close() if self._opened else Recorded()
         self._done = True
+        self._unhook()
+        steps = tuple(s for s in recorded.steps if s < self.step_num)
+        if self._opened and not recorded.ops and steps:
+            self.warn(
+                f"the {self.backend} profiler recorded 0 ops in steps {steps[0]}..{steps[-1]}: the loop runs no "
+                f"{self.backend} op; give backend= for the framework it uses (backend=torch, backend=paddle)"
+            )
+        timing = StepTiming(tuple(self._step_ns), tuple(self._samples), tuple(self._reader_ns))
+        categories_path = None
+        if recorded.categories is not None and recorded.trace_path is not None and timing.steps:
+            categories_path = json_path_beside(recorded.trace_path)
+            write_text_atomic(
+                categories_path,
+                recorded.categories.to_json(perf_summary=timing.perf_summary(), ips_unit=timing.ips_unit),
+                "category table",
+            )
         self.summary = ProfileSummary(
             backend=self.backend,
             sorted_key=self.options.sorted_key,
             ops=sort_ops(recorded.ops, self.options.sorted_key),
             # a step the framework saw begin but that never ended (the loop stopped) is not a recorded step
-            steps=tuple(s for s in recorded.steps if s < self.step_num),
-            timing=StepTiming(tuple(self._step_ns), tuple(self._samples)),
+            steps=steps,
+            timing=timing,
             trace_path=recorded.trace_path,
             raw_path=recorded.raw_path,
             source=self.source if self._opened else "timer only",
-            notes=(*notes, *recorded.notes),
+            notes=(*notes, *recorded.notes, *self.warnings),
+            categories=recorded.categories,
+            categories_path=categories_path,
         )
         if self.echo:
             self.summary.render()

@@ -1,4 +1,4 @@
-"""``ProfilerOptions``: PaddleSpeech's one-line profiler option string, parsed strictly.
+"""``ProfilerOptions``: PaddleSpeech's one-line profiler option string, parsed strictly or as PaddleSpeech does.
 
 ``"batch_range=[10,20]; state=All; sorted_key=total; tracer_option=Default; profile_path=/tmp/profile;
 exit_on_finished=true; timer_only=false; api=new"``
@@ -8,23 +8,33 @@ profiler (default false here, so an empty string profiles operators as the S2T p
 only: ``new`` = ``paddle.profiler.Profiler``, ``legacy`` = the ``start_profiler``/``stop_profiler`` calls) and
 ``backend`` (which backend the PaddleSpeech hook drives; empty means the caller decides).
 
-Where PaddleSpeech silently keeps the default for a bad ``batch_range``, crashes on a trailing ``;`` and strips the
-spaces out of paths, this parser rejects a bad value with one line naming the key, the value and what is allowed,
-accepts a trailing ``;``, and keeps the spaces inside a value (only the ends are stripped).
+Two ways to read a string (docs/profiler.md lists every difference from PaddleSpeech):
+
+- ``parse(text)`` (strict, speechperf's own ``profile`` command): a bad value, an unknown or a repeated key is one
+  line naming the key, the value and what is allowed.
+- ``parse(text, strict=False)`` (the PaddleSpeech drop-ins): what PaddleSpeech ignores or defaults is accepted as
+  PaddleSpeech reads it (``batch_range=[20,10]`` keeps the default, an unknown key is ignored, a repeated key's last
+  value wins, a word that is not "true" is false), and each such case is one warning line, kept in ``warnings``,
+  naming what was ignored and the value used. What PaddleSpeech itself cannot read (an item with no ``=``, a
+  ``batch_range`` that is not integers, a state paddle refuses) is an error in both.
+
+Both accept a trailing ``;`` (PaddleSpeech crashes on it) and keep the spaces inside a value (PaddleSpeech strips
+every space, also inside paths). ``ProfilerOptionError`` is a ``ValueError``, as PaddleSpeech's errors are.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 
 import attrs
 
 from speechperf.errors import SpeechperfError
 
 
-class ProfilerOptionError(SpeechperfError):
-    """A malformed profiler option string."""
+class ProfilerOptionError(SpeechperfError, ValueError):
+    """A malformed profiler option string (a ``ValueError``, as PaddleSpeech raises for a missing key)."""
 
 
 STATES = ("CPU", "GPU", "All")
@@ -100,14 +110,29 @@ class ProfilerOptions:
     def end(self) -> int:
         return self.batch_range[1]
 
+    #: The keys the string gave (the rest are defaults).
+    given: frozenset = attrs.field(default=frozenset(), converter=frozenset, eq=False, repr=False)
+    #: False for options read as PaddleSpeech reads them (the drop-ins): backends then warn where strict refuses.
+    strict: bool = attrs.field(default=True, eq=False, repr=False)
+    #: One line per thing ignored or defaulted while reading the string (lenient parsing only).
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple, eq=False, repr=False)
+
     @classmethod
-    def parse(cls, text: str | None) -> ProfilerOptions:
-        """Parse ``key=value; key=value``. ``None`` or an empty string gives the defaults."""
+    def parse(
+        cls, text: str | None, *, strict: bool = True, defaults: Mapping[str, object] | None = None
+    ) -> ProfilerOptions:
+        """Parse ``key=value; key=value``. ``None`` or an empty string gives the defaults.
+
+        ``strict=False`` reads the string as PaddleSpeech does (see the module docstring); ``defaults`` replaces
+        some defaults (the t2s drop-in's ``timer_only=True``).
+        """
+        values: dict[str, object] = dict(defaults or {})
         if text is None:
-            return cls()
+            return cls(**values, strict=strict)
         if not isinstance(text, str):
             raise ProfilerOptionError(f"profiler options must be a string like 'batch_range=[10,20]', got {text!r}")
-        values: dict[str, object] = {}
+        given: set[str] = set()
+        notes: list[str] = []
         for item in text.split(";"):
             if not item.strip():
                 continue  # a trailing or doubled ';'
@@ -120,13 +145,27 @@ class ProfilerOptions:
             if key not in _PARSERS:
                 close = difflib.get_close_matches(key, list(_PARSERS), n=1)
                 did = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ProfilerOptionError(f"unknown profiler option {key!r}{did}; known: {', '.join(_PARSERS)}")
-            if key in values:
-                raise ProfilerOptionError(f"profiler option {key!r} is given twice; give each option once")
-            if not raw:
-                raise ProfilerOptionError(f"profiler option {key!r} has no value; allowed: {_ALLOWED[key]}")
-            values[key] = _PARSERS[key](key, raw)
-        return cls(**values)
+                if strict:
+                    raise ProfilerOptionError(f"unknown profiler option {key!r}{did}; known: {', '.join(_PARSERS)}")
+                notes.append(f"profiler option {key}={raw!r} is unknown{did}; it was ignored, as in PaddleSpeech")
+                continue
+            if key in given:
+                if strict:
+                    raise ProfilerOptionError(f"profiler option {key!r} is given twice; give each option once")
+                notes.append(
+                    f"profiler option {key!r} is given twice; the last value, {raw!r}, is used, as in PaddleSpeech"
+                )
+            if strict:
+                if not raw:
+                    raise ProfilerOptionError(f"profiler option {key!r} has no value; allowed: {_ALLOWED[key]}")
+                values[key] = _PARSERS[key](key, raw)
+            else:
+                parsed, note = _LENIENT.get(key, _lenient_keep)(key, raw, values.get(key, _default(key)))
+                values[key] = parsed
+                if note:
+                    notes.append(note)
+            given.add(key)
+        return cls(**values, given=given, strict=strict, warnings=notes)
 
     @classmethod
     def coerce(cls, value: ProfilerOptions | str | None) -> ProfilerOptions:
@@ -136,6 +175,8 @@ class ProfilerOptions:
         """The canonical option string; ``parse(o.to_string()) == o``."""
         parts = []
         for field in attrs.fields(type(self)):
+            if field.name in _ORIGIN:
+                continue
             value = getattr(self, field.name)
             if value is None:
                 continue
@@ -184,6 +225,52 @@ def _parse_bool(key: str, raw: str) -> bool:
 
 def _keep(key: str, raw: str) -> str:
     return raw  # validated by the attrs field
+
+
+def _default(key: str):
+    return attrs.fields_dict(ProfilerOptions)[key].default
+
+
+# -- PaddleSpeech's reading: (key, raw, value so far) -> (value, warning line or None) ----------------------------
+
+
+def _lenient_range(key: str, raw: str, before) -> tuple[tuple[int, int], str | None]:
+    parts = [p.strip() for p in raw.replace("[", "").replace("]", "").split(",")]
+    if not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
+        # PaddleSpeech's int() raises here too
+        raise ProfilerOptionError(f"batch_range={raw!r} is not integers; allowed: {_RANGE_HELP}")
+    numbers = [int(p) for p in parts]
+    kept = f"; ignored, {_show_range(before)} is used, as in PaddleSpeech"
+    if len(numbers) < 2:
+        return before, f"batch_range={raw!r} has {len(numbers)} value{kept}"
+    start, end = numbers[:2]
+    if start < 0:
+        return before, f"batch_range={raw!r} starts below 0{kept}"
+    if end <= start:
+        return before, f"batch_range={raw!r} does not end after it starts{kept}"
+    if len(numbers) > 2:
+        rest = ", ".join(map(str, numbers[2:]))
+        return (start, end), f"batch_range={raw!r}: {rest} ignored, [{start}, {end}] is used, as in PaddleSpeech"
+    return (start, end), None
+
+
+def _lenient_bool(key: str, raw: str, before) -> tuple[bool, str | None]:
+    word = raw.lower()
+    if word in TRUE_WORDS:
+        return True, None
+    if word in FALSE_WORDS:
+        return False, None
+    return False, f"{key}={raw!r} is not one of {_BOOL_HELP}; read as false, as in PaddleSpeech"
+
+
+def _lenient_keep(key: str, raw: str, before) -> tuple[object, str | None]:
+    if not raw:
+        raise ProfilerOptionError(f"profiler option {key!r} has no value; allowed: {_ALLOWED[key]}")
+    return _PARSERS[key](key, raw), None
+
+
+_LENIENT = {"batch_range": _lenient_range, "exit_on_finished": _lenient_bool, "timer_only": _lenient_bool}
+_ORIGIN = ("given", "strict", "warnings")
 
 
 _PARSERS = {

@@ -4,8 +4,12 @@ Op table: op name, calls, total, avg, max, min, in milliseconds, sorted by ``sor
 times of each op as the framework recorded them (device kernel times, where a device is used, are in the trace).
 Which ops a row stands for is the framework's own notion of an op; each backend says so in ``source``.
 
-Step timing: the wall time of every recorded step (same clock, ``time.perf_counter_ns``, on every backend) and the
-throughput, in samples/s when every step was given ``num_samples``, else in steps/s.
+Step timing, what ``paddle.profiler``'s timer reports, on every backend and with the same clock
+(``time.perf_counter_ns``): batch_cost, the wall time of every recorded step; reader_cost, the part of it spent in
+the data loader's ``next()`` (shown when a loader was timed); ips, in samples/s when every step was given
+``num_samples``, else in steps/s. Printed as paddle prints its "Perf Summary" (seconds).
+
+The category table (``speechperf.profiler.categories``) follows the op table when the backend split the steps.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 
 import attrs
 
+from speechperf.profiler.categories import CategoryTable
 from speechperf.profiler.options import SORTED_KEYS
 
 UNIT = "ms"
@@ -73,6 +78,8 @@ class StepTiming:
 
     step_ns: tuple[int, ...] = ()
     samples: tuple[int | None, ...] = ()
+    #: Time in the data loader's ``next()`` during each step (0 where no loader was timed).
+    reader_ns: tuple[int, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -94,6 +101,27 @@ class StepTiming:
     @property
     def ips_unit(self) -> str:
         return "samples/s" if self.has_samples else "steps/s"
+
+    @property
+    def has_reader(self) -> bool:
+        return any(self.reader_ns)
+
+    def step_ips(self) -> list[float]:
+        """The throughput of each step, in ``ips_unit``."""
+        counts = self.samples if self.has_samples else [1] * self.steps
+        return [c / (t / 1e9) for c, t in zip(counts, self.step_ns) if t]
+
+    def perf_summary(self) -> dict[str, dict[str, float]]:
+        """paddle's timer summary: reader_cost and batch_cost (s) and ips, each avg / max / min; avg ips is all
+        samples over all step time, as paddle computes it."""
+        batch = [t / 1e9 for t in self.step_ns]
+        rows = {"batch_cost": {"avg": sum(batch) / len(batch), "max": max(batch), "min": min(batch)}}
+        if self.has_reader:
+            reader = [t / 1e9 for t in self.reader_ns]
+            rows = {"reader_cost": {"avg": sum(reader) / len(reader), "max": max(reader), "min": min(reader)}, **rows}
+        ips = self.step_ips()
+        rows["ips"] = {"avg": self.ips, "max": max(ips), "min": min(ips)}
+        return rows
 
     def stats_ms(self) -> dict[str, float]:
         ms = [t / 1e6 for t in self.step_ns]
@@ -121,6 +149,10 @@ class ProfileSummary:
     #: What the rows are, in the framework's terms.
     source: str = ""
     notes: tuple[str, ...] = ()
+    #: The steps by op category (None with timer_only, or where the backend cannot split a step).
+    categories: CategoryTable | None = None
+    #: The category table as JSON beside the trace (``speechperf profile-compare`` reads it).
+    categories_path: Path | None = None
 
     def op(self, name: str) -> OpStat | None:
         return next((o for o in self.ops if o.name == name), None)
@@ -149,11 +181,20 @@ class ProfileSummary:
         if not t.steps:
             return ["step time: no step of batch_range was timed"]
         s = t.stats_ms()
-        return [
+        lines = [
             f"steps timed: {t.steps}",
             f"step time ({UNIT}): mean {s['mean']:.3f}, median {s['median']:.3f}, min {s['min']:.3f}, max {s['max']:.3f}",
             f"ips: {t.ips:.2f} {t.ips_unit}",
+            "Perf Summary".center(100, "="),
         ]
+        perf = t.perf_summary()
+        if t.has_reader:
+            lines.append(f"Reader Ratio: {perf['reader_cost']['avg'] / perf['batch_cost']['avg'] * 100:.3f}%")
+        lines.append(f"Time Unit: s, IPS Unit: {t.ips_unit}")
+        lines.append(_perf_row("", "avg", "max", "min"))
+        for item, stats in perf.items():
+            lines.append(_perf_row(item, *(f"{stats[k]:.5f}" for k in ("avg", "max", "min"))))
+        return lines
 
     def trace_lines(self) -> list[str]:
         lines = []
@@ -162,6 +203,10 @@ class ProfileSummary:
         if self.trace_path is not None:
             lines.append(
                 f"trace: {self.trace_path} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)"
+            )
+        if self.categories_path is not None:
+            lines.append(
+                f"categories: {self.categories_path} (speechperf profile-compare A B puts two runs side by side)"
             )
         return lines
 
@@ -175,8 +220,14 @@ class ProfileSummary:
                 console.width = max(console.width, 140)  # op names are long; a log file has room
         if self.ops:
             console.print(self.table(limit))
+        if self.categories is not None:
+            console.print(self.categories.table())
         for line in [*self.timing_lines(), *self.trace_lines(), *self.notes]:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _perf_row(*cells: str) -> str:
+    return "| " + " | ".join(c.center(15) for c in cells) + " |"
 
 
 def _fmt(ns: float) -> str:

@@ -52,7 +52,9 @@ def profile_stages(backend, stages: Sequence[ProfileStage], options: ProfilerOpt
     options = ProfilerOptions.coerce(options)
     if not stages or any(not stage.inputs for stage in stages):
         raise SpeechperfError("nothing to profile: every stage needs at least one input")
-    with backend.step_profiler(options) as prof:
+    prof = backend.step_profiler(options)
+    prof.ends_loop_when_finished = True  # the loop below stops at prof.finished: exit_on_finished is honoured
+    with prof:
         # a backend that profiles sessions rather than the process (onnxruntime) hands back stand-ins to call
         attached = [{key: prof.attach(s) for key, s in stage.sessions.items()} for stage in stages]
         k = 0

@@ -1,0 +1,40 @@
+"""Drop-ins for PaddleSpeech's t2s profiler (``paddlespeech.t2s.utils.profiler``): ``ProfilerOptions``,
+``add_profiler_step`` and the "Benchmark Options" group, with the t2s defaults. The s2t sister is
+``speechperf.adapters.paddlespeech``; both read the option string the same way and differ in what docs/profiler.md's
+"two flavours" table lists:
+
+- ``timer_only`` is true by default: reader_cost, batch_cost and ips of ``batch_range``, no op table, no trace;
+- with ``timer_only=false``, paddle is profiled with ``paddle.profiler.Profiler`` (``api=new``), paddle's own
+  summary is printed as t2s prints it (``op_detail=True, thread_sep=False, time_unit='ms'``) beside the uniform
+  tables, and the timeline goes to a ``profiler_log/`` folder (``paddle_trace.json``, ``torch_trace.json``), unless
+  ``profile_path`` names another place.
+
+PaddleSpeech's t2s trainer calls it after each update:
+
+    from speechperf.adapters.paddlespeech_t2s import add_profiler_step
+
+    if self.profiler_options:
+        add_profiler_step(self.profiler_options)
+
+This module imports no framework.
+"""
+
+from __future__ import annotations
+
+from speechperf.adapters.paddlespeech import Flavour, ProfilerHook, exports
+
+T2S = Flavour(
+    "t2s",
+    {"timer_only": True, "profile_path": "profiler_log/", "api": "new"},
+    native_summary={"op_detail": True, "thread_sep": False, "time_unit": "ms"},
+)
+
+_hook = ProfilerHook(T2S)
+(
+    ProfilerOptions,
+    add_profiler_step,
+    current_profiler,
+    reset_profiler_step,
+    add_benchmark_options,
+    benchmark_options,
+) = exports(_hook, __name__)
