@@ -11,7 +11,7 @@ from speechperf.errors import DeviceError
 
 @attrs.frozen
 class OnnxRuntimeOptions:
-    """``options: {onnxruntime: {...}}`` of a stage (see speechperf.config.backend_options)."""
+    """``options: {onnxruntime: {...}}`` of a stage (see speechperf.backend.options)."""
 
     graph_optimization_level: str = key(
         "all",

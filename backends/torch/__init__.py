@@ -14,7 +14,7 @@ SUFFIX_FORMATS = {".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscri
 
 @attrs.frozen
 class TorchOptions:
-    """``options: {torch: {...}}`` of a stage (see speechperf.config.backend_options)."""
+    """``options: {torch: {...}}`` of a stage (see speechperf.backend.options)."""
 
     optimize_for_inference: bool = key(
         False,

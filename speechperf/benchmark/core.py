@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from speechperf.backend import hooks
 from speechperf.benchmark.results import BenchResult, StageResult, totals
 from speechperf.benchmark.stage import Stage, StageIO, describe_output
 from speechperf.data.sample import Sample
@@ -132,8 +133,7 @@ class BenchmarkingBase:
         meter = FlopsMeter(_ShapeCachedFlops(disk), source="auto")
         self._meters[stage]["flops"] = meter
         s = self.stages[stage]
-        has = getattr(self.backend, "has_capability", None)
-        if meter.source == "analytic" and has is not None and not has("flops"):
+        if meter.source == "analytic" and not hooks(self.backend).has_capability("flops"):
             self.progress(
                 s.label, f"FLOPs not counted: backend {self.backend.name!r}: capability 'flops' is unavailable", 0, 0
             )
