@@ -67,8 +67,8 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None)
         from speechperf.registry import get_backend
 
         workdir.mkdir(parents=True, exist_ok=True)
-        # Writes whatever the backend's silero files need written once (the paddle port exports the TorchScript
-        # weights), before any memory is measured.
+        # Writes whatever the backend's silero files need written once (a port's weights, exported from the TorchScript
+        # file), before any memory is measured.
         silero_model_spec(get_backend(backend_name), workdir)
 
 
