@@ -5,7 +5,7 @@
 subclasses fix the chain: ``Processing`` (S2T, MT, VAD), ``SpeechGeneration`` (TTS), ``S2UT`` (speech-to-unit plus
 an optional unit vocoder), ``Cascaded2StageS2ST`` (S2T + TTS) and ``Cascaded3StageS2ST`` (ASR + MT + TTS).
 
-Measurement rules (DESIGN.md section 5, fairseq's aggregation):
+Measurement rules (docs/architecture.md, "Measurements"; fairseq's aggregation):
 - inter-stage inputs are generated once, up front, by running each stage on its inputs before any timing, so the
   hand-off between stages (decoding to text, re-encoding for the next model) is never timed;
 - each stage is warmed up (``warmup`` untimed forwards on its first input; fairseq hard-codes 2), then every
