@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from speechperf.backend.capabilities import unavailable
+from speechperf.backend.capabilities import OPTIONAL_CAPABILITIES, unavailable
 from speechperf.backend.contract import KNOWN_DEVICES, Capabilities
 from speechperf.backend.session import Session
 from speechperf.backend.spec import ModelSpec
@@ -63,8 +63,10 @@ class OptionalHooks(Protocol):
 
     def has_capability(self, name: str) -> bool:
         """Whether optional capability ``name`` (``speechperf.backend.OPTIONAL_CAPABILITIES``) is there, without
-        importing its module or the framework."""
-        return False
+        importing its module or the framework. Default: whether the backend defines the methods that reach it
+        (``count_flops`` for ``flops``); ``BackendBase`` looks for the capability's module instead."""
+        methods = OPTIONAL_CAPABILITIES.get(name, ((), (), ()))[2]
+        return bool(methods) and all(_defines(self, method) for method in methods)
 
     def capability(self, name: str) -> types.ModuleType:
         """The module providing optional capability ``name``; a CapabilityUnavailableError if there is none."""
@@ -131,6 +133,12 @@ class OptionalHooks(Protocol):
 
 #: Every hook's name, in the order declared above (``name`` and ``capabilities`` are the Backend protocol's).
 HOOKS: tuple[str, ...] = tuple(name for name in vars(OptionalHooks) if not name.startswith("_"))
+
+
+def _defines(backend: Any, method: str) -> bool:
+    """Whether ``backend`` has its own ``method``, not the default declared above."""
+    found = getattr(backend, method, None)
+    return callable(found) and getattr(found, "__func__", found) is not vars(OptionalHooks).get(method)
 
 
 class _WithDefaults:
