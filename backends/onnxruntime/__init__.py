@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
-from speechperf.config.schema import key
 from speechperf.errors import DeviceError
+from speechperf.values import key
 
 
 @attrs.frozen

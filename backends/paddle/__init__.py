@@ -6,8 +6,8 @@ import attrs
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, ZooFormat, check_threads
 from speechperf.backends.paddle.framework import import_paddle
-from speechperf.config.schema import key
 from speechperf.errors import DeviceError
+from speechperf.values import key
 
 SUFFIX_FORMATS = {".json": "inference", ".pdmodel": "inference"}
 

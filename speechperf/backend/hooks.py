@@ -11,7 +11,7 @@ Three groups (docs/architecture.md, "Optional hooks"):
   ``memory.py``, ``quantize.py``; see ``speechperf.backend.capabilities``): ``has_capability``, ``capability``,
   ``step_profiler``, ``count_flops``, ``known_session``, ``device_memory``, ``quantize``;
 - declarations the core reads: ``options_class``, ``suffix_formats``, ``zoo_formats``, ``builds_reference_weights``,
-  ``default_zoo_format``, ``silero_vad_port``, ``distribution``;
+  ``default_zoo_format``, ``silero_vad_port``, ``distribution``, ``profiles_training_loops``;
 - checks and builders: ``check_device``, ``check_format``, ``build_reference``, ``export_weights``.
 """
 
@@ -40,7 +40,7 @@ class OptionalHooks(Protocol):
     # -- declarations ------------------------------------------------------------------------------------------
 
     #: The attrs class of the settings a stage config may give this backend (``options: {<name>: {...}}``), each
-    #: field made with ``speechperf.config.schema.key``; None: it takes none.
+    #: field made with ``speechperf.values.key``; None: it takes none.
     options_class: type | None = None
     #: File suffix -> format, for a model file whose stage names no format (``.onnx`` -> ``onnx``).
     suffix_formats: Mapping[str, str] = {}
@@ -58,6 +58,10 @@ class OptionalHooks(Protocol):
     silero_vad_port: str | None = None
     #: The distribution that registered the backend's entry point; the registry fills it in for the install hint.
     distribution: str | None = None
+    #: Its step profiler records the whole process, as a training loop needs (not only sessions it attaches), so the
+    #: PaddleSpeech drop-ins (speechperf.adapters.paddlespeech) pick it when its ``framework_module`` is the one such
+    #: framework imported.
+    profiles_training_loops: bool = False
 
     # -- optional capabilities ---------------------------------------------------------------------------------
 

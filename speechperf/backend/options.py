@@ -9,7 +9,7 @@ backend it may run on (``speechperf compare`` runs the same config on several)::
         onnxruntime: {graph_optimization_level: basic}
         paddle: {api: jit}
 
-The fields of a backend's ``options_class`` are made with ``speechperf.config.schema.key`` and checked by the same
+The fields of a backend's ``options_class`` are made with ``speechperf.values.key`` and checked by the same
 code as every other config key (``speechperf.values``), so a typo or a bad value is one line naming the key, the
 backend and what is allowed. The config loader checks a stage's options when it reads the file; ``BackendBase.load``
 checks a spec's options again, since a spec may come from elsewhere (a zoo manifest, a caller of the API).

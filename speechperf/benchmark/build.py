@@ -16,7 +16,7 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.backend import ModelSpec, TensorInfo
+from speechperf.backend import ModelSpec, TensorInfo, hooks
 from speechperf.benchmark.reference import backend_options
 from speechperf.benchmark.stage import Stage, StageError
 from speechperf.benchmark.validate import SILERO, check_stage_model
@@ -145,7 +145,7 @@ def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, 
     try:
         return backend.load(spec, device=device, threads=threads)
     except ModelFileError as exc:
-        guessed = None if spec.format else dict(getattr(backend, "suffix_formats", {})).get(spec.path.suffix)
+        guessed = None if spec.format else dict(hooks(backend).suffix_formats).get(spec.path.suffix)
         if guessed is None or not spec.path.exists():
             raise
         raise ModelFileError(
