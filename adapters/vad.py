@@ -6,8 +6,9 @@ call returned (zeros before the first), and returns one speech probability. Beca
 same audio is framed and the state carried identically on every backend.
 
 The model files come from the installed ``silero-vad`` wheel; they are found without importing its package (that
-would import torch). A backend loads the file whose format it loads; the paddle backend instead ports the network and
-reads the weights of the TorchScript file (its ``silero_vad_spec`` hook).
+would import torch). A backend loads the file whose format it loads; a backend that ports the network instead (the paddle backend: its
+``silero_vad_port`` hook) gets the weights of the TorchScript file, exported into the zoo's layout once per
+silero-vad version by ``speechperf.zoo.weights``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import importlib.util
 from pathlib import Path
 from typing import NamedTuple
 
+import attrs
 import numpy as np
 
-from speechperf.backend import ModelSpec, Session, TensorInfo
+from speechperf.backend import ModelSpec, Session, TensorInfo, hooks
 from speechperf.errors import ModelFileError, SpeechperfError
 from speechperf.registry import get_backend
 
@@ -58,15 +60,15 @@ def silero_model_spec(backend, workdir: Path) -> ModelSpec:
     """What ``backend`` (a Backend or its name) loads to run the 16 kHz silero VAD.
 
     Picked by file format, in the backend's order of ``capabilities.formats``: any backend that loads ONNX or
-    TorchScript runs the wheel's own file. A backend that loads neither may port the network: its
-    ``silero_vad_spec(files, workdir)`` hook gets those specs and returns its own (writing into ``workdir``).
+    TorchScript runs the wheel's own file. A backend that ports the network names the factory of its port
+    (``silero_vad_port``): it gets the TorchScript file's weights, exported into ``workdir`` once.
     """
     if isinstance(backend, str):
         backend = get_backend(backend)
     files = silero_files(silero_data_dir())
-    hook = getattr(backend, "silero_vad_spec", None)
-    if hook is not None:
-        return hook(files, Path(workdir))
+    port = hooks(backend).silero_vad_port
+    if port is not None:
+        return ported_model_spec(port, files["torchscript"], Path(workdir))
     for fmt in backend.capabilities.formats:
         if fmt in files:
             return files[fmt]
@@ -75,6 +77,22 @@ def silero_model_spec(backend, workdir: Path) -> ModelSpec:
         f"{', '.join(backend.capabilities.formats) or 'nothing'}; the silero files are "
         f"{', '.join(files)}"
     )
+
+
+def ported_model_spec(port: str, source: ModelSpec, workdir: Path) -> ModelSpec:
+    """The spec of a backend's port of the silero network (factory ``port``) over the weights of ``source``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from speechperf.zoo.weights import exported_weights
+
+    try:
+        tag = version("silero-vad")
+    except PackageNotFoundError:
+        tag = "unknown"
+    weights = exported_weights(
+        attrs.evolve(source, inputs=None, outputs=None), workdir / f"silero_vad_{tag}_16k.safetensors"
+    )
+    return ModelSpec(factory=port, weights=weights, inputs=source.inputs, outputs=source.outputs)
 
 
 def _check_audio(audio: np.ndarray, sample_rate: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from importlib.metadata import EntryPoint, entry_points
 
 import attrs
 
-from speechperf.backend import OPTIONAL_CAPABILITIES, Availability, Backend, Capabilities
+from speechperf.backend import OPTIONAL_CAPABILITIES, Availability, Backend, Capabilities, hooks
 from speechperf.errors import BackendUnavailableError, UnknownBackendError
 
 GROUP = "speechperf.backends"
@@ -72,7 +72,7 @@ def get_backend(name: str) -> Backend:
 def _note_distribution(backend: Backend, ep: EntryPoint) -> None:
     """Tell the backend which distribution registered it, for its install hint (``pip install <dist>``)."""
     dist = getattr(ep, "dist", None)
-    if dist is None or getattr(backend, "distribution", "") is not None:
+    if dist is None or hooks(backend).distribution is not None:
         return
     try:
         backend.distribution = dist.metadata["Name"]
@@ -108,8 +108,7 @@ def backend_table() -> list[BackendStatus]:
             backend = get_backend(name)
             status = backend.availability()
             caps = backend.capabilities
-            has = getattr(backend, "has_capability", lambda _: False)
-            optional = tuple(c for c in OPTIONAL_CAPABILITIES if has(c))
+            optional = tuple(c for c in OPTIONAL_CAPABILITIES if hooks(backend).has_capability(c))
         except Exception as exc:
             status, caps, optional = Availability(False, str(exc)), Capabilities(devices=()), ()
         rows.append(BackendStatus(name, status.ok, status.reason, status.version, caps, optional))

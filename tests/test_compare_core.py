@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speechperf.compare.launch import RunResult, run_child
+from speechperf.compare.child import RunResult, run_child
 from speechperf.compare.parity import compare_outputs
 from speechperf.compare.plan import Cell, PlanError, build_cells, parse_sweep
 from speechperf.compare.summary import check_threads
@@ -156,3 +156,40 @@ def test_group_parity_reads_saved_outputs_and_names_an_unreadable_file(tmp_path)
     assert parity["torch"].describe() == "reference"
     assert parity["paddle"].mismatch and parity["paddle"].describe() == "stage1 tokens DIFFER in 1/1 samples"
     assert parity["onnxruntime"].describe() == f"outputs unreadable: {tmp_path / 'onnxruntime.npz'}"
+
+
+# -- executors ------------------------------------------------------------------------------------------------------
+
+
+def test_an_unknown_executor_or_jobs_it_cannot_run_is_one_line(tmp_path):
+    from speechperf.compare.launch import run_cells
+    from speechperf.errors import SpeechperfError
+
+    with pytest.raises(SpeechperfError, match=r"^--executor 'threads': allowed: local, ray, inprocess$"):
+        run_cells([Cell("torch", "torch")], 1, tmp_path, executor="threads")
+    with pytest.raises(SpeechperfError, match="^--executor inprocess runs one child at a time; got --jobs 2$"):
+        run_cells([Cell("torch", "torch")], 1, tmp_path, executor="inprocess", jobs=2)
+    assert not (tmp_path / "runs.json").exists()  # refused before any child ran
+
+
+@pytest.mark.slow
+def test_inprocess_runs_each_child_command_here_and_records_how_it_ended(tmp_path):
+    import json
+    import os
+
+    from speechperf.compare.launch import run_cells
+
+    repo = Path(__file__).resolve().parents[1]
+    fast = ["general.dataset_size=1", "general.repeat=1", "general.warmup=1", "general.meters=[runtime]"]
+    good = build_cells(["onnxruntime"], [1], [], config=repo / "configs" / "S2T.yaml", preset="tiny", sets=fast)[0]
+    bad = Cell("broken", "onnxruntime", config=tmp_path / "absent.yaml")
+    results = run_cells([good, bad], 1, tmp_path / "w", executor="inprocess")
+    by_label = {r.label: r for r in results}
+    assert by_label["onnxruntime"].ok, by_label["onnxruntime"].reason
+    assert by_label["onnxruntime"].pid == os.getpid()  # ran here, not in a child process
+    bench = json.loads(Path(by_label["onnxruntime"].json_path).read_text())
+    assert bench["complete"] is True and bench["result"]["backend"] == "onnxruntime"
+    broken = by_label["broken"]
+    assert (broken.ok, broken.exit_code) == (False, 2)
+    assert broken.reason.startswith("exit 2: ") and "absent.yaml" in broken.reason, broken.reason
+    assert sys.argv[0] != "speechperf"  # the process's own argv is restored

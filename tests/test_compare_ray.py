@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from speechperf.compare.executors.ray import pinned_cores
 from speechperf.compare.launch import run_cells
 from speechperf.compare.plan import build_cells
-from speechperf.compare.ray_executor import pinned_cores
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["general.dataset_size=1", "general.repeat=1", "general.warmup=1", "general.meters=[runtime]"]

@@ -1,59 +1,67 @@
-"""The import rules of DESIGN.md section 2, checked on the source and on a live interpreter, and the rule behind
-them: the core and the adapters know no backend by name (what a backend can do is asked of the backend)."""
+"""The layers of docs/architecture.md ("Layers"): the import contracts of pyproject.toml run through import-linter
+(tools/lint_imports.py), and what contracts cannot say: no framework is imported when speechperf runs, and the core
+and the adapters know no backend by name (what a backend can do is asked of the backend)."""
 
 import ast
+import importlib.util
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+LINT = ROOT / "tools" / "lint_imports.py"
 FRAMEWORKS = {"torch", "paddle", "onnxruntime", "onnx", "paddle2onnx", "onnxscript", "silero_vad"}
-
-
-def imported_modules(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
 
 
 def sources(folder: str):
     return sorted((ROOT / folder).rglob("*.py"))
 
 
-def top(name: str) -> str:
-    return name.split(".")[0]
+# -- the import rules: import-linter contracts in pyproject.toml ----------------------------------------------------
 
 
-@pytest.mark.parametrize("path", sources("speechperf"), ids=lambda p: str(p.relative_to(ROOT)))
-def test_core_imports_no_framework_and_no_backend(path):
-    for name in imported_modules(path):
-        assert top(name) not in FRAMEWORKS, f"{path.relative_to(ROOT)} imports {name}"
-        assert not name.startswith("speechperf.backends"), f"{path.relative_to(ROOT)} imports {name}"
+def lint_imports(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(LINT), "--no-logo", *args], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
 
 
-@pytest.mark.parametrize("path", sources("adapters"), ids=lambda p: str(p.relative_to(ROOT)))
-def test_adapters_import_no_framework_and_no_backend(path):
-    for name in imported_modules(path):
-        assert top(name) not in FRAMEWORKS, f"{path.relative_to(ROOT)} imports {name}"
-        assert not name.startswith("speechperf.backends"), f"{path.relative_to(ROOT)} imports {name}"
+def test_the_import_contracts_hold():
+    """Layers, no cycles, no framework in the core or the adapters, backends independent (pyproject.toml)."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    result = lint_imports()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Contracts: {len(contracts)} kept, 0 broken." in result.stdout, result.stdout
 
 
-@pytest.mark.parametrize("path", sources("backends"), ids=lambda p: str(p.relative_to(ROOT)))
-def test_backends_import_only_their_own_framework(path):
-    parts = path.relative_to(ROOT / "backends").parts
-    if len(parts) == 1:
-        return
-    own = parts[0]
-    for name in imported_modules(path):
-        if name.startswith("speechperf.backends."):
-            assert name.split(".")[2] == own, f"{path.relative_to(ROOT)} imports another backend: {name}"
-        assert not name.startswith("speechperf.adapters"), f"{path.relative_to(ROOT)} imports an adapter: {name}"
+def test_the_contracts_fail_on_a_broken_rule(tmp_path):
+    """The same contracts over a copy in which a leaf reaches the CLI (a layer and a cycle broken) and a core module
+    imports torch inside a function (grimp sees function-level imports: the rule is 'never', not 'not at import')."""
+    spec = importlib.util.spec_from_file_location("lint_imports", LINT)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    view = tool.build_view(tmp_path / "view")
+    for name, extra in (
+        ("errors.py", "\n\ndef _late():\n    from speechperf.cli import main\n\n    return main\n"),
+        ("stats.py", "\n\ndef _late():\n    import torch\n\n    return torch\n"),
+    ):
+        link = view / "speechperf" / name
+        text = link.read_text()
+        link.unlink()
+        link.write_text(text + extra)
+    result = lint_imports("--view", str(view))
+    assert result.returncode != 0
+    out = result.stdout
+    for broken in (
+        "The layers: entry points and backends on top, the contract and the leaves below",
+        "No import cycles between the sibling modules of any package",
+        "The core and the adapters import no framework",
+    ):
+        assert f"{broken} BROKEN" in out, out
+    assert "speechperf.errors -> speechperf.cli" in out and "speechperf.stats -> torch" in out, out
 
 
 def builtin_backend_names() -> set[str]:

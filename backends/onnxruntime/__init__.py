@@ -5,13 +5,13 @@ from __future__ import annotations
 import attrs
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
-from speechperf.config.schema import key
 from speechperf.errors import DeviceError
+from speechperf.values import key
 
 
 @attrs.frozen
 class OnnxRuntimeOptions:
-    """``options: {onnxruntime: {...}}`` of a stage (see speechperf.config.backend_options)."""
+    """``options: {onnxruntime: {...}}`` of a stage (see speechperf.backend.options)."""
 
     graph_optimization_level: str = key(
         "all",

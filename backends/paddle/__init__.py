@@ -5,35 +5,16 @@ from __future__ import annotations
 import attrs
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, ZooFormat, check_threads
-from speechperf.config.schema import key
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.errors import DeviceError
+from speechperf.values import key
 
 SUFFIX_FORMATS = {".json": "inference", ".pdmodel": "inference"}
 
 
-def import_paddle():
-    """Import paddle quietly, and undo the ``OMP_NUM_THREADS=1`` it sets when the variable is unset.
-
-    Left in place, that variable would silently make any framework imported later run one thread.
-    """
-    import os
-
-    os.environ.setdefault("GLOG_minloglevel", "2")  # paddle's C++ logs every graph pass otherwise
-    had_omp = "OMP_NUM_THREADS" in os.environ
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="No ccache found")
-        import paddle
-
-    if not had_omp:
-        os.environ.pop("OMP_NUM_THREADS", None)
-    return paddle
-
-
 @attrs.frozen
 class PaddleOptions:
-    """``options: {paddle: {...}}`` of a stage (see speechperf.config.backend_options)."""
+    """``options: {paddle: {...}}`` of a stage (see speechperf.backend.options)."""
 
     api: str = key(
         "predictor",
@@ -67,6 +48,9 @@ class PaddleBackend(BackendBase):
     factory_format = "layer"
     options_class = PaddleOptions
     default_zoo_format = "paddle-inference"
+    #: The silero VAD runs as a paddle port of its network, from the wheel's TorchScript weights that the core
+    #: exports into the zoo's layout (speechperf.zoo.weights); this backend reaches no other backend itself.
+    silero_vad_port = "speechperf.backends.paddle.silero_vad:build"
     zoo_formats = {
         "paddle-eager": ZooFormat("layer", factory="speechperf.backends.paddle.zoo:load_component"),
         # A paddle inference program keeps -1 for batch and time: FLOPs are counted on the eager layers instead.
@@ -116,32 +100,3 @@ class PaddleBackend(BackendBase):
         from speechperf.backends.paddle.zoo import build_reference
 
         return build_reference(model, preset, Path(weights), Path(folder))
-
-    def silero_vad_spec(self, files, workdir):
-        """The silero VAD as a paddle port of its network (speechperf.adapters.vad calls this hook): the weights of
-        the wheel's TorchScript file, exported once per silero-vad version into ``workdir`` through the backend
-        that loads TorchScript."""
-        from importlib.metadata import PackageNotFoundError, version
-        from pathlib import Path
-
-        import attrs
-
-        from speechperf.registry import get_backend
-
-        source = files["torchscript"]
-        try:
-            tag = version("silero-vad")
-        except PackageNotFoundError:
-            tag = "unknown"
-        out = Path(workdir) / f"silero_vad_{tag}_16k.safetensors"
-        if not out.exists():
-            # Written under another name and renamed, so an interrupted export never leaves a half file behind.
-            partial = out.with_name(out.stem + ".partial.safetensors")
-            get_backend("torch").export_weights(attrs.evolve(source, inputs=None, outputs=None), partial)
-            partial.replace(out)
-        return ModelSpec(
-            factory="speechperf.backends.paddle.silero_vad:build",
-            weights=out,
-            inputs=source.inputs,
-            outputs=source.outputs,
-        )

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.errors import SpeechperfError
 from speechperf.meters.flops import FlopCount
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 
 paddle = import_paddle()
 

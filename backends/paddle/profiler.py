@@ -34,7 +34,7 @@ import re
 import time
 from pathlib import Path
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.profiler import OpStat, ProfilerError, ProfilerOptions, Recorded, StepProfiler, aggregate
 from speechperf.profiler.categories import build as build_categories
 from speechperf.profiler.categories import category_of

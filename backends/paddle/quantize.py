@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.errors import first_line
 from speechperf.optimize.hook import QuantizationError, QuantizedModel, QuantizeSource
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from speechperf.backend import ModelSpec, Session, TensorInfo
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.backends.paddle.weights import load_weights
 from speechperf.errors import ModelFileError, SpeechperfError, decisive_line
 

@@ -1,7 +1,7 @@
 """A paddle port of the 16 kHz silero VAD network (silero-vad 5.x/6.x, the ``_model`` of ``silero_vad.jit``).
 
 Its parameters carry the names of the TorchScript ``_model``'s state_dict, so the weights exported from that file
-(``TorchBackend.export_weights``) load as they are through ``backends/paddle/weights.py``; nothing here is trained.
+(``speechperf.zoo.weights``, through ``TorchBackend.export_weights``) load as they are through ``backends/paddle/weights.py``; nothing here is trained.
 The ops follow the TorchScript code (``_model.code`` and its submodules'): a conv1d STFT with a reflect-padded
 tail, its magnitude, four conv+ReLU blocks, an LSTM cell whose state the caller carries, and a 1x1 conv + sigmoid.
 
@@ -11,7 +11,7 @@ One call: ``input`` [B, 576] (64 samples of context + 512 new ones), ``state`` [
 
 from __future__ import annotations
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 
 paddle = import_paddle()
 nn = paddle.nn

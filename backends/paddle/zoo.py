@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.backends.paddle.models import build, parent_of
 from speechperf.backends.paddle.weights import load_weights
 from speechperf.zoo.catalog import Component, get_model

@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, ZooFormat, check_threads
-from speechperf.config.schema import key
 from speechperf.errors import DeviceError
+from speechperf.values import key
 
 #: File suffix -> format. ``.pt`` is TorchScript; weights for a factory are given as ``weights``.
 SUFFIX_FORMATS = {".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscript", ".pt2": "export"}
@@ -14,7 +14,7 @@ SUFFIX_FORMATS = {".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscri
 
 @attrs.frozen
 class TorchOptions:
-    """``options: {torch: {...}}`` of a stage (see speechperf.config.backend_options)."""
+    """``options: {torch: {...}}`` of a stage (see speechperf.backend.options)."""
 
     optimize_for_inference: bool = key(
         False,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.backend import ModelSpec, TensorInfo
+from speechperf.backend import ModelSpec, TensorInfo, hooks
 from speechperf.benchmark.reference import backend_options
 from speechperf.benchmark.stage import Stage, StageError
 from speechperf.benchmark.validate import SILERO, check_stage_model
@@ -67,8 +67,8 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None)
         from speechperf.registry import get_backend
 
         workdir.mkdir(parents=True, exist_ok=True)
-        # Writes whatever the backend's silero files need written once (the paddle port exports the TorchScript
-        # weights), before any memory is measured.
+        # Writes whatever the backend's silero files need written once (a port's weights, exported from the TorchScript
+        # file), before any memory is measured.
         silero_model_spec(get_backend(backend_name), workdir)
 
 
@@ -145,7 +145,7 @@ def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, 
     try:
         return backend.load(spec, device=device, threads=threads)
     except ModelFileError as exc:
-        guessed = None if spec.format else dict(getattr(backend, "suffix_formats", {})).get(spec.path.suffix)
+        guessed = None if spec.format else dict(hooks(backend).suffix_formats).get(spec.path.suffix)
         if guessed is None or not spec.path.exists():
             raise
         raise ModelFileError(

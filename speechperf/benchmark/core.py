@@ -5,7 +5,7 @@
 subclasses fix the chain: ``Processing`` (S2T, MT, VAD), ``SpeechGeneration`` (TTS), ``S2UT`` (speech-to-unit plus
 an optional unit vocoder), ``Cascaded2StageS2ST`` (S2T + TTS) and ``Cascaded3StageS2ST`` (ASR + MT + TTS).
 
-Measurement rules (DESIGN.md section 5, fairseq's aggregation):
+Measurement rules (docs/architecture.md, "Measurements"; fairseq's aggregation):
 - inter-stage inputs are generated once, up front, by running each stage on its inputs before any timing, so the
   hand-off between stages (decoding to text, re-encoding for the next model) is never timed;
 - each stage is warmed up (``warmup`` untimed forwards on its first input; fairseq hard-codes 2), then every
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from speechperf.backend import hooks
 from speechperf.benchmark.results import BenchResult, StageResult, totals
 from speechperf.benchmark.stage import Stage, StageIO, describe_output
 from speechperf.data.sample import Sample
@@ -132,8 +133,7 @@ class BenchmarkingBase:
         meter = FlopsMeter(_ShapeCachedFlops(disk), source="auto")
         self._meters[stage]["flops"] = meter
         s = self.stages[stage]
-        has = getattr(self.backend, "has_capability", None)
-        if meter.source == "analytic" and has is not None and not has("flops"):
+        if meter.source == "analytic" and not hooks(self.backend).has_capability("flops"):
             self.progress(
                 s.label, f"FLOPs not counted: backend {self.backend.name!r}: capability 'flops' is unavailable", 0, 0
             )

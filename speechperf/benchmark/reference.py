@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from speechperf.backend import Session
+from speechperf.backend import Session, hooks
 from speechperf.benchmark.stage import Stage, StageError, StageIO
 from speechperf.data.audio import resample
 from speechperf.data.sample import Sample
@@ -221,8 +221,8 @@ class UnitVocoderStage(Stage):
 
 
 def backend_options(stage_cfg, backend) -> dict:
-    """The stage's ``options`` for this backend (see speechperf.config.backend_options)."""
-    return dict((getattr(stage_cfg, "options", None) or {}).get(backend.name) or {})
+    """The stage's ``options`` for this backend (see speechperf.backend.options)."""
+    return dict((stage_cfg.options or {}).get(backend.name) or {})
 
 
 def reference_stage(stage_cfg, role: str, where: str, backend, device: str, threads: int) -> Stage:
@@ -278,7 +278,7 @@ def zoo_format(backend, fmt: str | None, where: str) -> str:
 
     runs_on = runnable_formats(backend, variants=fmt is not None)  # a variant's format only when asked for
     if fmt is None:
-        default = getattr(backend, "default_zoo_format", None)
+        default = hooks(backend).default_zoo_format
         if default in runs_on:
             return default
         if not runs_on:

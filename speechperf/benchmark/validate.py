@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from speechperf.backend import ModelSpec, hooks
 from speechperf.benchmark.stage import StageError
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import ModelFileError, SpeechperfError
@@ -24,8 +25,8 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
 
     backend_name = backend_name or cfg.general.backend
     backend = get_backend(backend_name) if backend_name else None  # registered, not imported
-    if backend is not None and hasattr(backend, "check_device"):
-        backend.check_device(cfg.general.device)
+    if backend is not None:
+        hooks(backend).check_device(cfg.general.device)
     check_dataset_config(cfg.general)
     for index, (stage, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         where = f"{cfg.source}: stage{index}"
@@ -69,10 +70,8 @@ def _check_model_file(stage: StageConfig, where: str, backend) -> None:
     path = Path(stage.path)
     if not path.exists():
         raise ModelFileError(f"{where}: model file not found: {path}")
-    if backend is not None and hasattr(backend, "check_format"):
-        from speechperf.backend import ModelSpec
-
-        suffixes = dict(getattr(backend, "suffix_formats", {}))
+    if backend is not None:
+        suffixes = dict(hooks(backend).suffix_formats)
         if stage.format is None and path.suffix not in suffixes:
             raise ModelFileError(
                 f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; backend "
@@ -80,7 +79,7 @@ def _check_model_file(stage: StageConfig, where: str, backend) -> None:
                 f"{', '.join(f'{k} = {v}' for k, v in suffixes.items())}): set the stage's `format:` if the file "
                 "is one of them"
             )
-        backend.check_format(ModelSpec(path), stage.format or suffixes.get(path.suffix))
+        hooks(backend).check_format(ModelSpec(path), stage.format or suffixes.get(path.suffix))
         return
     suffixes, formats = _known_formats()
     if stage.format is None and path.suffix not in suffixes:
@@ -105,6 +104,6 @@ def _known_formats() -> tuple[set[str], set[str]]:
             backend = get_backend(name)
         except SpeechperfError:
             continue
-        suffixes |= set(getattr(backend, "suffix_formats", {}))
+        suffixes |= set(hooks(backend).suffix_formats)
         formats |= set(backend.capabilities.formats)
     return suffixes, formats

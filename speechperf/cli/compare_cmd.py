@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from speechperf.cli.config_options import config_from_options, config_options
+from speechperf.compare.executors import EXECUTORS, get_executor
 from speechperf.config.schema import METERS
 
 
@@ -50,10 +51,11 @@ def _path_option(*names, help):
 )
 @click.option(
     "--executor",
-    type=click.Choice(("local", "ray")),
+    type=click.Choice(tuple(EXECUTORS)),
     default="local",
     show_default=True,
-    help="local: child processes here; ray: Ray tasks pinned to their cores (speechperf[ray]).",
+    help="local: child processes here; ray: Ray tasks pinned to their cores (speechperf[ray]); "
+    "inprocess: each child in this process, for debugging (timings not comparable).",
 )
 @click.option(
     "--jobs",
@@ -134,10 +136,7 @@ def compare(
         from speechperf.compare.plot import check_plot_path
 
         check_plot_path(plot_path)
-    if executor == "ray":
-        from speechperf.compare.ray_executor import require_ray
-
-        require_ray()
+    get_executor(executor, jobs)  # ray installed, jobs the executor can run: before any work
     overrides = dict(
         model_type=model_type,
         dataset_path=dataset_path,

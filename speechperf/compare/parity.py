@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 import numpy as np
 
-from speechperf.compare.launch import RunResult
+from speechperf.compare.child import RunResult
 
 FLOAT_TOLERANCE = 1e-3
 EXACT_NAMES = ("segments",)  # float arrays that must still match exactly

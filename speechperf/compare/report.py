@@ -10,7 +10,7 @@ import attrs
 
 from speechperf import stats, tables
 from speechperf.compare import summary as summ
-from speechperf.compare.launch import RunResult
+from speechperf.compare.child import RunResult
 from speechperf.compare.parity import CellParity, group_parity
 from speechperf.compare.plan import Cell
 

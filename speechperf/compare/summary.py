@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from speechperf import stats
-from speechperf.compare.launch import RunResult
+from speechperf.compare.child import RunResult
 from speechperf.compare.plan import Cell
 
 #: an outlier must also be this far from the median (steady runs have a tiny MAD; see stats.outliers)

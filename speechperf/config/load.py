@@ -7,7 +7,6 @@ naming the file, the line, the key, the value and what is allowed.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import attrs
 import yaml
 
+from speechperf.backend.options import OptionError, check_options
 from speechperf.config.schema import (
     FEATURE_PRESETS,
     GENERAL_KEYS,
@@ -28,13 +28,10 @@ from speechperf.config.schema import (
     GeneralConfig,
     InputConfig,
     StageConfig,
-    bounds_text,
 )
 from speechperf.errors import SpeechperfError
-
-
-class ConfigError(SpeechperfError):
-    """A config that cannot be used; the message names file, line, key, value and what is allowed."""
+from speechperf.registry import get_backend
+from speechperf.values import KIND_TEXT, ConfigError, bad_value, check_value, suggest
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -155,7 +152,7 @@ def parse_config(
     for name in data:
         if name not in sections:
             raise ConfigError(
-                f"{where(str(name))}: unknown section {name!r}{_suggest(str(name), sections)}; "
+                f"{where(str(name))}: unknown section {name!r}{suggest(str(name), sections)}; "
                 f"allowed: {', '.join(sections)}"
             )
         if data[name] is not None and not isinstance(data[name], dict):
@@ -167,7 +164,7 @@ def parse_config(
     for k in general_raw:
         if k not in GENERAL_KEYS and k not in STAGE_KEYS:
             raise ConfigError(
-                f"{where('general', k)}: unknown key general.{k}{_suggest(k, GENERAL_KEYS + STAGE_KEYS)}; "
+                f"{where('general', k)}: unknown key general.{k}{suggest(k, GENERAL_KEYS + STAGE_KEYS)}; "
                 "see `speechperf config keys`"
             )
     general_raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
@@ -199,7 +196,7 @@ def parse_config(
                 raise ConfigError(f"{where(section, k)}: {section}.{k} is a run-level key; put it in general")
             if k not in STAGE_KEYS:
                 raise ConfigError(
-                    f"{where(section, k)}: unknown key {section}.{k}{_suggest(k, STAGE_KEYS)}; "
+                    f"{where(section, k)}: unknown key {section}.{k}{suggest(k, STAGE_KEYS)}; "
                     "see `speechperf config keys`"
                 )
         merged = {**stage_defaults, **raw}
@@ -209,11 +206,28 @@ def parse_config(
         )
         _check_stage(stage, section, role, where(section))
         if stage.options:
-            from speechperf.config.backend_options import check_stage_options
-
             stage = attrs.evolve(stage, options=check_stage_options(stage.options, where(section, "options"), section))
         stages.append(stage)
     return BenchConfig(general=general, stages=tuple(stages), source=source)
+
+
+def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> dict[str, dict[str, Any]]:
+    """A stage's ``options`` (backend name -> settings), each backend's settings checked by that backend.
+
+    Backends are looked up in the registry, which imports no framework."""
+    if not isinstance(options, Mapping):
+        raise OptionError(
+            f"{at}: {section}.options = {options!r}; expected a mapping of backend name -> options, "
+            "e.g. {onnxruntime: {graph_optimization_level: basic}}"
+        )
+    checked = {}
+    for name, settings in options.items():
+        try:
+            backend = get_backend(str(name))
+        except SpeechperfError as exc:  # an unknown or broken backend: one line naming the known ones
+            raise OptionError(f"{at}: {section}.options: {exc}") from None
+        checked[str(name)] = check_options(backend, settings or {}, f"{at}: {section}.options.{name}")
+    return checked
 
 
 def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
@@ -241,116 +255,30 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
 
 
-def _suggest(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _build(cls, values: dict[str, Any], where, section: str):
     kwargs = {}
     for field in attrs.fields(cls):
         if field.name not in values:
             continue
-        kwargs[field.name] = check_value(field, values[field.name], f"{section}.{field.name}", where(field.name))
+        kwargs[field.name] = _check(field, values[field.name], f"{section}.{field.name}", where(field.name))
     return cls(**kwargs)
 
 
-_KIND_TEXT = {
-    "str": "a string",
-    "str?": "a string or null",
-    "int": "an integer",
-    "int?": "an integer or null",
-    "float": "a number",
-    "float?": "a number or null",
-    "bool": "true or false",
-    "list[str]": "a list of strings",
-    "list[float]": "a list of numbers",
-    "inputs": "a list of {name, source, dtype} mappings",
-    "array?": "a number or a nested list of numbers",
-    "options": "a mapping of backend name -> options",
-    "options?": "a mapping of backend name -> options, or null",
-    "features": "a preset name or a mapping of feature settings",
-}
-
-
-def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
-    """Convert and check one value against its field's kind, choices and minimum; raise one clear line if bad."""
-    meta = field.metadata
-    kind, choices, minimum = meta["kind"], meta["choices"], meta["minimum"]
-    given = value
-
-    def bad(allowed: str) -> ConfigError:
-        return ConfigError(f"{at}: {name} = {value!r} ({type(value).__name__}); expected {allowed}")
-
-    optional = kind.endswith("?")
-    base = kind.rstrip("?")
-    if value is None:
-        if optional:
-            return None
-        raise bad(_KIND_TEXT[kind])
-    if base == "str":
-        if not isinstance(value, str):
-            raise bad(_KIND_TEXT[kind])
-        out: Any = value
-    elif base == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad(_KIND_TEXT[kind])
-        out = value
-    elif base == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad(_KIND_TEXT[kind])
-        out = float(value)
-    elif base == "bool":
-        if not isinstance(value, bool):
-            raise bad(_KIND_TEXT[kind])
-        out = value
-    elif base == "list[str]":
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise bad(_KIND_TEXT[kind])
-        out = tuple(value)
-    elif base == "list[float]":
-        if not isinstance(value, (list, tuple)) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
-        ):
-            raise bad(_KIND_TEXT[kind])
-        out = tuple(float(v) for v in value)
-    elif base == "array":  # checked against the input's dtype in _input, which knows it
-        out = value
-    elif base == "inputs":
+def _check(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
+    """``check_value``, plus the kinds that need this module's classes: a model file's declared inputs and a
+    stage's feature settings."""
+    kind = field.metadata["kind"]
+    if kind == "inputs":
         if not isinstance(value, list):
-            raise bad(_KIND_TEXT[kind])
-        out = tuple(_input(v, f"{name}[{i}]", at) for i, v in enumerate(value))
-    elif base == "options":
-        if not isinstance(value, dict):
-            raise bad(_KIND_TEXT[kind])
-        out = value
-    elif base == "features":
+            raise bad_value(value, name, at, KIND_TEXT[kind])
+        return tuple(_input(v, f"{name}[{i}]", at) for i, v in enumerate(value))
+    if kind == "features":
         if isinstance(value, FeatureConfig):  # a default already built
             return value
         if not isinstance(value, (str, dict)):
-            raise bad(_KIND_TEXT[kind])
-        out = _features({"preset": value} if isinstance(value, str) else value, name, at)
-    else:  # pragma: no cover - a schema bug
-        raise AssertionError(kind)
-    if choices is not None:
-        if out == ():  # e.g. --meters "": a run that measures nothing is a mistake, not a request
-            raise ConfigError(f"{at}: {name} = {given!r} is empty; allowed: one or more of {', '.join(choices)}")
-        for item in out if isinstance(out, tuple) else (out,):
-            if item not in choices:
-                raise ConfigError(
-                    f"{at}: {name} = {value!r}; allowed: {', '.join(choices)}{_suggest(str(item), list(choices))}"
-                )
-    if minimum is not None or meta.get("maximum") is not None:
-        low, high = meta["minimum"], meta.get("maximum")
-        if meta.get("exclusive"):
-            inside = (low is None or out > low) and (high is None or out < high)
-        else:
-            inside = (low is None or out >= low) and (high is None or out <= high)
-        if not inside:
-            raise ConfigError(f"{at}: {name} = {value!r}; must be {bounds_text(meta)}")
-    return out
+            raise bad_value(value, name, at, KIND_TEXT[kind])
+        return _features({"preset": value} if isinstance(value, str) else value, name, at)
+    return check_value(field, value, name, at)
 
 
 def _input(value: Any, name: str, at: str) -> InputConfig:
@@ -359,7 +287,7 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
     allowed = [f.name for f in attrs.fields(InputConfig)]
     for k in value:
         if k not in allowed:
-            raise ConfigError(f"{at}: unknown key {name}.{k}{_suggest(str(k), allowed)}; allowed: {', '.join(allowed)}")
+            raise ConfigError(f"{at}: unknown key {name}.{k}{suggest(str(k), allowed)}; allowed: {', '.join(allowed)}")
     if "name" not in value:
         raise ConfigError(f"{at}: {name} has no 'name'; each input needs name and source (or value)")
     if (value.get("source") is None) == (value.get("value") is None):
@@ -368,9 +296,7 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
             "and value (a constant)"
         )
     kwargs = {
-        f.name: check_value(f, value[f.name], f"{name}.{f.name}", at)
-        for f in attrs.fields(InputConfig)
-        if f.name in value
+        f.name: _check(f, value[f.name], f"{name}.{f.name}", at) for f in attrs.fields(InputConfig) if f.name in value
     }
     if "value" in kwargs:
         kwargs["value"] = _constant(kwargs["value"], kwargs.get("dtype", "float32"), f"{name}.value", at)
@@ -406,7 +332,7 @@ def _features(value: dict[str, Any], name: str, at: str) -> FeatureConfig:
     for k in value:
         if k not in fields:
             raise ConfigError(
-                f"{at}: unknown key {name}.{k}{_suggest(str(k), list(fields))}; allowed: {', '.join(fields)}"
+                f"{at}: unknown key {name}.{k}{suggest(str(k), list(fields))}; allowed: {', '.join(fields)}"
             )
     preset = check_value(fields["preset"], value.get("preset", "kaldi-fbank"), f"{name}.preset", at)
     merged = {**FEATURE_PRESETS[preset][1], **value, "preset": preset}

@@ -12,8 +12,8 @@ from speechperf.config.schema import (
     GeneralConfig,
     InputConfig,
     StageConfig,
-    bounds_text,
 )
+from speechperf.values import bounds_text
 
 _KIND_DOC = {
     "str": "string",
@@ -105,12 +105,13 @@ def markdown() -> str:
 
 def _backend_options() -> list[str]:
     """A table of the options each installed backend declares (its ``options_class``); plugins add theirs."""
+    from speechperf.backend import hooks
     from speechperf.registry import get_backend, known_backends
 
     lines = []
     for name in known_backends(include_overrides=False):
         try:
-            cls = getattr(get_backend(name), "options_class", None)
+            cls = hooks(get_backend(name)).options_class
         except Exception:  # a broken plugin is listed by `speechperf backends`, not here
             continue
         lines += [f"`{name}`:", ""] + (_table(cls, f"options.{name}.") if cls else ["takes no options"]) + [""]

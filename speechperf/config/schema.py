@@ -14,6 +14,9 @@ import attrs
 
 from speechperf.adapters import features
 
+# ``key`` makes every checked field; a backend's ``options_class`` imports it from here (its documented home).
+from speechperf.values import key
+
 #: Model types and, per type, the role of each stage (in order) and how many stages are required.
 #: The roles decide how a stage is driven (decoding, synthesis, streaming) and what it hands to the next stage.
 MODEL_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -34,37 +37,6 @@ INPUT_SOURCES = ("audio", "audio_length", "features", "feature_length", "tokens"
 MAX_STAGES = 3
 #: numpy dtypes a user's model file input may declare.
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
-
-
-def key(
-    default: Any,
-    help: str,
-    kind: str,
-    choices: tuple[str, ...] | None = None,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    exclusive: bool = False,
-):
-    """An attrs field with what the loader checks (``kind``, ``choices``, ``minimum`` / ``maximum``, both bounds
-    excluded when ``exclusive``) and the doc line."""
-    return attrs.field(
-        default=default,
-        metadata={
-            "help": help,
-            "kind": kind,
-            "choices": choices,
-            "minimum": minimum,
-            "maximum": maximum,
-            "exclusive": exclusive,
-        },
-    )
-
-
-def bounds_text(meta) -> str:
-    """The allowed range of a number key, as the docs and the loader's errors both say it: ``> 0 and < 1``."""
-    low, high = (">", "<") if meta.get("exclusive") else (">=", "<=")
-    parts = [f"{op} {meta[k]:g}" for op, k in ((low, "minimum"), (high, "maximum")) if meta.get(k) is not None]
-    return " and ".join(parts)
 
 
 #: ``layout`` of an input: the order of its axes in letters, B batch (size 1), T time (frames, samples or tokens),

@@ -2,7 +2,7 @@
 
 Framework-free: a meter calls a ``forward`` (one forward of a stage: its session calls plus the numpy decoding
 loop) and, through the backend object from the registry, ``synchronize()``, ``device_memory()`` and
-``count_flops()``. The exact definitions are in each module's docstring (and DESIGN.md section 5).
+``count_flops()``. The exact definitions are in each module's docstring (and docs/architecture.md, "Measurements").
 
 A benchmark loop uses them per sample::
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 import attrs
 import numpy as np
 
-from speechperf.backend import Session, TensorInfo
+from speechperf.backend import Session, TensorInfo, hooks
 from speechperf.meters.flops import KnownGraph
 from speechperf.meters.memory import MIB, MemoryMeter, hwm_status
 from speechperf.meters.papi import papi_status
@@ -312,8 +312,7 @@ def _backends(names: Iterable[str] | None) -> list[tuple[str, object, str]]:
 def _lacks(backend, capabilities: tuple[str, ...]) -> str:
     """Why ``backend`` cannot be checked here: the first of ``capabilities`` it lacks, or "" if it has them all."""
     for capability in capabilities:
-        has = getattr(backend, "has_capability", None)
-        if has is not None and not has(capability):
+        if not hooks(backend).has_capability(capability):
             return f"backend {backend.name!r}: capability {capability!r} is unavailable"
     return ""
 

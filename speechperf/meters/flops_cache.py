@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from speechperf import __version__, cache
+from speechperf.backend import hooks
+from speechperf.errors import SpeechperfError
 from speechperf.meters.flops import FlopCount
 
 SCHEMA = 1
@@ -61,7 +63,7 @@ class DiskFlopCache:
         """A hash of what the session was loaded from; None where that is not known."""
         if id(session) in self._models:
             return self._models[id(session)][1]
-        spec = getattr(session, "spec", None)
+        spec = session.spec
         key = None if spec is None else self._spec_key(spec)
         self._models[id(session)] = (session, key)  # the session is kept so that its id is not reused
         return key
@@ -95,10 +97,9 @@ class DiskFlopCache:
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def _counter_hash(self) -> str:
-        capability = getattr(self._backend, "capability", None)
         try:
-            return file_sha256(Path(capability("flops").__file__)) if capability else ""
-        except (OSError, TypeError, AttributeError):
+            return file_sha256(Path(hooks(self._backend).capability("flops").__file__))
+        except (OSError, TypeError, SpeechperfError):  # no counter module, or one without a file
             return ""
 
     def count_flops(self, session, feeds: Mapping[str, np.ndarray]) -> FlopCount:

@@ -1,6 +1,6 @@
 """Peak memory of one forward: process RSS (two methods) and, where a device is used, the device allocator's peak.
 
-Definitions (DESIGN.md section 5), all in MiB (2**20 bytes):
+Definitions (docs/architecture.md, "Measurements"), all in MiB (2**20 bytes):
 
 - ``peak_mib``: the absolute peak process RSS during the forward.
 - ``baseline_mib``: the RSS just before the call; ``delta_mib = peak_mib - baseline_mib``. After the first call this

@@ -1,6 +1,6 @@
 """Real-time factor and throughput, from per-sample runtimes and audio durations.
 
-Definitions (DESIGN.md section 5):
+Definitions (docs/architecture.md, "Measurements"):
 
 - ``RTF = runtime / audio seconds``. The audio is the stage's **input** for ASR, S2T, S2UT and VAD, and its
   **output** for TTS and vocoders; ``RtfResult.audio`` says which. Over a dataset, RTF is the total runtime over the

@@ -1,8 +1,9 @@
 """Runtime: seconds per sample for one forward of a stage, with every raw timing kept.
 
-Definition (DESIGN.md section 5). One *forward* is whatever the benchmark passes as ``forward``: the session calls
-of one stage plus its numpy decoding loop. Each call is timed with ``time.perf_counter_ns``; when a backend is given,
-``backend.synchronize(device)`` runs before the clock stops, so asynchronous device work is inside the timing.
+Definition (docs/architecture.md, "Measurements"). One *forward* is whatever the benchmark passes as ``forward``:
+the session calls of one stage plus its numpy decoding loop. Each call is timed with ``time.perf_counter_ns``; when a
+backend is given, ``backend.synchronize(device)`` runs before the clock stops, so asynchronous device work is inside
+the timing.
 
 Per sample: ``warmup`` untimed forwards (their timings are still kept, in ``warmup_ns``), then ``repeat`` timed ones.
 A sample's runtime is the **median of its repeats**. The summary statistics (mean, median, stdev, min, max,

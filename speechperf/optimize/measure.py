@@ -11,20 +11,19 @@ from pathlib import Path
 
 import attrs
 
+from speechperf.compare.child import RunResult
+from speechperf.compare.plan import Cell
 
-@attrs.frozen
-class Cell:
-    """One thing to measure: a name, the bench config that runs it, its backend and threads."""
 
-    name: str
-    config: Path
-    backend: str
-    threads: int = 1
+def variant_cell(name: str, config: Path, backend: str, threads: int = 1) -> Cell:
+    """The compare cell that measures variant ``name``: its bench config on its backend, quietly."""
+    return Cell(label=name, backend=backend, threads=threads, config=config, args=("--quiet",))
 
 
 @attrs.frozen
-class RunResult:
-    """One child process: its bench JSON (None when it wrote none) and, on failure, why in one line."""
+class VariantRun:
+    """One child process of one variant, as optimize reads it: its bench JSON (None when it wrote none) and, on
+    failure, why in one line. (compare's RunResult is the process record it is read from.)"""
 
     cell: str
     index: int
@@ -49,23 +48,18 @@ def measure(
     runs: int,
     workdir: Path,
     timeout_s: float | None = None,
-    on_result: Callable[[RunResult], None] | None = None,
-) -> list[RunResult]:
-    """``runs`` interleaved rounds over ``cells``, one fresh process per cell per round."""
+    on_result: Callable[[VariantRun], None] | None = None,
+) -> list[VariantRun]:
+    """``runs`` interleaved rounds over ``cells`` (``variant_cell``), one fresh process per cell per round."""
     from speechperf.compare import launch
-    from speechperf.compare.plan import Cell as LaunchCell
 
-    def view(result) -> RunResult:
+    def view(result: RunResult) -> VariantRun:
         path = Path(result.json_path)
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        return RunResult(result.label, result.run, result.exit_code, data, "" if result.ok else result.reason or "")
+        return VariantRun(result.label, result.run, result.exit_code, data, "" if result.ok else result.reason or "")
 
-    def report(result) -> None:
+    def report(result: RunResult) -> None:
         if on_result is not None:
             on_result(view(result))
 
-    launch_cells = [
-        LaunchCell(label=c.name, backend=c.backend, threads=c.threads, config=c.config, args=("--quiet",))
-        for c in cells
-    ]
-    return [view(r) for r in launch.run_cells(launch_cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report)]
+    return [view(r) for r in launch.run_cells(cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report)]

@@ -164,14 +164,14 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     rep.write()
     del stages  # the frameworks' sessions are not needed while the children run
 
-    from speechperf.optimize.measure import Cell, measure
+    from speechperf.optimize.measure import measure, variant_cell
 
     cells = [
-        Cell(name, write_config(data, out_dir / f"{name}.yaml"), backend.name, general.threads)
+        variant_cell(name, write_config(data, out_dir / f"{name}.yaml"), backend.name, general.threads)
         for name, data in configs.items()
     ]
     print(
-        f"measuring {', '.join(c.name for c in cells)}: {opts.runs} interleaved run(s) each, every run a fresh "
+        f"measuring {', '.join(c.label for c in cells)}: {opts.runs} interleaved run(s) each, every run a fresh "
         "`speechperf bench` process ...",
         file=err,
     )

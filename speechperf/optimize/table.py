@@ -3,7 +3,8 @@
 Latency is the benchmark's total runtime per sample (mean over the dataset) of each process run; the row shows the
 mean ± sample standard deviation of those per-run values, and the speed-up is ``fp32 mean / variant mean`` with the
 propagated sigma and Welch's p-value (speechperf.stats): one value per independent process is the statistical unit.
-Peak memory is the median over runs of the run's peak RSS during one forward (MiB, absolute; see DESIGN.md 5).
+Peak memory is the median over runs of the run's peak RSS during one forward (MiB, absolute; see
+docs/architecture.md, "Measurements").
 """
 
 from __future__ import annotations

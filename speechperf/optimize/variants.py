@@ -18,7 +18,7 @@ import attrs
 import numpy as np
 import yaml
 
-from speechperf.backend import ModelSpec, TensorInfo
+from speechperf.backend import ModelSpec, TensorInfo, hooks
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import SpeechperfError
 from speechperf.optimize.hook import QuantizedModel
@@ -82,7 +82,7 @@ def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str)
         from speechperf.adapters.vad import silero_model_spec
         from speechperf.registry import get_backend
 
-        if getattr(get_backend(backend_name), "silero_vad_spec", None) is not None:
+        if hooks(get_backend(backend_name)).silero_vad_port is not None:
             raise SpeechperfError(
                 f"backend {backend_name!r} runs the silero VAD as its own port of the network, not "
                 "the wheel's file; quantize it on a backend that loads the wheel's ONNX or "

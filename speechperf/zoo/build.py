@@ -26,7 +26,7 @@ from pathlib import Path
 import attrs
 
 from speechperf import __version__, cache
-from speechperf.backend import ModelSpec, TensorInfo, ZooFormat
+from speechperf.backend import ModelSpec, TensorInfo, ZooFormat, hooks
 from speechperf.errors import ModelFileError, SpeechperfError
 from speechperf.registry import get_backend
 from speechperf.zoo.catalog import MODEL_MODULES, ReferenceModel, check_preset, get_model
@@ -45,9 +45,9 @@ def zoo_builders() -> list:
             backend = get_backend(name)
         except SpeechperfError:  # a broken plugin builds nothing; `speechperf backends` reports it
             continue
-        if getattr(backend, "zoo_formats", None):
+        if hooks(backend).zoo_formats:
             builders.append(backend)
-    builders.sort(key=lambda b: not getattr(b, "builds_reference_weights", False))
+    builders.sort(key=lambda b: not hooks(b).builds_reference_weights)
     return builders
 
 
@@ -56,7 +56,10 @@ def zoo_formats(variants: bool = False) -> dict[str, tuple[str, ZooFormat]]:
     the formats only `speechperf optimize`'s variants have. ``torch-eager`` (the weights' own framework, eager) is
     the reference the parity tests compare the others with."""
     return {
-        name: (b.name, zf) for b in zoo_builders() for name, zf in b.zoo_formats.items() if variants or not zf.variant
+        name: (b.name, zf)
+        for b in zoo_builders()
+        for name, zf in hooks(b).zoo_formats.items()
+        if variants or not zf.variant
     }
 
 
@@ -148,13 +151,13 @@ def build_model(name: str, preset: str, out: Path) -> dict:
 
 def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
     builders = zoo_builders()
-    if not builders or not getattr(builders[0], "builds_reference_weights", False):
+    if not builders or not hooks(builders[0]).builds_reference_weights:
         raise SpeechperfError("no registered backend builds the reference weights (builds_reference_weights)")
     for backend in builders:
         backend.require_available()
     source, ports = builders[0], builders[1:]
-    built: SourceBuild = source.build_reference(model.name, preset, folder)
-    port_files = [a for port in ports for a in port.build_reference(model.name, preset, folder, built.weights)]
+    built: SourceBuild = hooks(source).build_reference(model.name, preset, folder)
+    port_files = [a for port in ports for a in hooks(port).build_reference(model.name, preset, folder, built.weights)]
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "model": model.name,

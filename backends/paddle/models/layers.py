@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 
 paddle = import_paddle()
 nn = paddle.nn

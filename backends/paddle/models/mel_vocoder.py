@@ -6,7 +6,7 @@ Sizes are in ``speechperf.zoo.mel_vocoder``.
 
 from __future__ import annotations
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 
 paddle = import_paddle()
 from paddle import nn  # noqa: E402

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.zoo.catalog import PAD
 
 paddle = import_paddle()

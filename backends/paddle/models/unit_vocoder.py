@@ -5,7 +5,7 @@ Sizes are in ``speechperf.zoo.unit_vocoder``; weights come from the torch defini
 
 from __future__ import annotations
 
-from speechperf.backends.paddle import import_paddle
+from speechperf.backends.paddle.framework import import_paddle
 from speechperf.backends.paddle.models.mel_vocoder import Generator
 from speechperf.backends.paddle.models.tts import VariancePredictor
 

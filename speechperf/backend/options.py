@@ -1,4 +1,4 @@
-"""Backend ``options:`` of a stage config: each backend declares the settings it takes as an attrs class.
+"""Backend ``options``: each backend declares the settings it takes as an attrs class (its ``options_class``).
 
 A stage's ``options`` maps a backend name to that backend's settings, so one config carries settings for every
 backend it may run on (``speechperf compare`` runs the same config on several)::
@@ -9,8 +9,10 @@ backend it may run on (``speechperf compare`` runs the same config on several)::
         onnxruntime: {graph_optimization_level: basic}
         paddle: {api: jit}
 
-The fields of a backend's ``options_class`` are made with ``speechperf.config.schema.key`` and checked by the same
-code as every other config key, so a typo or a bad value is one line naming the key, the backend and what is allowed.
+The fields of a backend's ``options_class`` are made with ``speechperf.values.key`` and checked by the same
+code as every other config key (``speechperf.values``), so a typo or a bad value is one line naming the key, the
+backend and what is allowed. The config loader checks a stage's options when it reads the file; ``BackendBase.load``
+checks a spec's options again, since a spec may come from elsewhere (a zoo manifest, a caller of the API).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any
 
 import attrs
 
+from speechperf.backend.hooks import hooks
 from speechperf.errors import SpeechperfError
+from speechperf.values import ConfigError, check_value, suggest
 
 
 class OptionError(SpeechperfError):
@@ -28,15 +32,12 @@ class OptionError(SpeechperfError):
 
 
 def option_fields(backend) -> tuple[attrs.Attribute, ...]:
-    cls = getattr(backend, "options_class", None)
+    cls = hooks(backend).options_class
     return attrs.fields(cls) if cls is not None else ()
 
 
 def check_options(backend, options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """``options`` with every key known to ``backend`` and every value converted and checked."""
-    from speechperf.config.load import ConfigError, check_value
-    from speechperf.config.load import _suggest as suggest
-
     at = where or f"backend {backend.name!r}"
     if not isinstance(options, Mapping):
         raise OptionError(f"{at}: options of backend {backend.name!r} = {options!r}; expected a mapping")
@@ -54,24 +55,3 @@ def check_options(backend, options: Mapping[str, Any], where: str = "") -> dict[
         except ConfigError as exc:
             raise OptionError(str(exc)) from None
     return out
-
-
-def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> dict[str, dict[str, Any]]:
-    """A stage's ``options`` (backend name -> settings), each backend's settings checked by that backend.
-
-    Backends are looked up in the registry, which imports no framework."""
-    from speechperf.registry import get_backend
-
-    if not isinstance(options, Mapping):
-        raise OptionError(
-            f"{at}: {section}.options = {options!r}; expected a mapping of backend name -> options, "
-            "e.g. {onnxruntime: {graph_optimization_level: basic}}"
-        )
-    checked = {}
-    for name, settings in options.items():
-        try:
-            backend = get_backend(str(name))
-        except SpeechperfError as exc:  # an unknown or broken backend: one line naming the known ones
-            raise OptionError(f"{at}: {section}.options: {exc}") from None
-        checked[str(name)] = check_options(backend, settings or {}, f"{at}: {section}.options.{name}")
-    return checked

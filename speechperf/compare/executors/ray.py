@@ -13,8 +13,11 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
+from speechperf.compare.child import ChildRun, RunResult, child_command, run_child
 from speechperf.errors import SpeechperfError
 
 INSTALL_HINT = 'pip install "speechperf[ray]"'
@@ -34,9 +37,12 @@ def pinned_cores(slot: int, threads: int, available: list[int]) -> list[int]:
     return [available[(start + i) % len(available)] for i in range(min(threads, len(available)))]
 
 
-def _task(argv, run_dir, label, run, timeout_s, threads, slot):
-    from speechperf.compare.launch import child_command, run_child
+def check(jobs: int) -> None:
+    """Before any child runs: ray must be importable."""
+    require_ray()
 
+
+def _task(argv, run_dir, label, run, timeout_s, threads, slot):
     original = sorted(os.sched_getaffinity(0))
     cores = pinned_cores(slot, threads, original)
     os.sched_setaffinity(0, cores)
@@ -58,29 +64,27 @@ def _task(argv, run_dir, label, run, timeout_s, threads, slot):
     return data, files
 
 
-def run_on_ray(order, workdir, timeout_s, jobs, record, err) -> None:
-    from speechperf.compare.launch import RunResult, run_dir_of
-
+def run(
+    children: Sequence[ChildRun],
+    timeout_s: float | None,
+    jobs: int,
+    record: Callable[[RunResult], None],
+    err: IO[str],
+) -> None:
     ray = require_ray()
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False, log_to_driver=True)
     task = ray.remote(_task)
-    print(f"compare: running {len(order)} children as Ray tasks, {jobs} at a time", file=err, flush=True)
-    queue = list(order)
+    print(f"compare: running {len(children)} children as Ray tasks, {jobs} at a time", file=err, flush=True)
+    queue = list(children)
     free_slots = list(range(jobs))
     pending = {}
     while queue or pending:
         while queue and free_slots:
-            run, cell = queue.pop(0)
+            child = queue.pop(0)
             slot = free_slots.pop(0)
-            ref = task.options(num_cpus=cell.threads).remote(
-                cell.bench_args(workdir),
-                str(run_dir_of(workdir, cell, run)),
-                cell.label,
-                run,
-                timeout_s,
-                cell.threads,
-                slot,
+            ref = task.options(num_cpus=child.cell.threads).remote(
+                list(child.argv), str(child.run_dir), child.cell.label, child.run, timeout_s, child.cell.threads, slot
             )
             pending[ref] = slot
         ready, _ = ray.wait(list(pending), num_returns=1)

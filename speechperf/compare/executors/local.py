@@ -1,0 +1,40 @@
+"""``--executor local``: the children as processes on this machine, one at a time unless ``jobs`` > 1."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import IO
+
+from speechperf.compare.child import ChildRun, RunResult, child_command, run_child
+
+
+def check(jobs: int) -> None:
+    """Anything goes: two measured children sharing cores is warned about by the launcher."""
+
+
+def run(
+    children: Sequence[ChildRun],
+    timeout_s: float | None,
+    jobs: int,
+    record: Callable[[RunResult], None],
+    err: IO[str],
+) -> None:
+    def one(child: ChildRun) -> RunResult:
+        def started(pid: int) -> None:
+            print(
+                f"compare: [{child.index + 1}/{child.total}] {child.cell.label} run {child.run + 1}: started pid {pid}",
+                file=err,
+                flush=True,
+            )
+
+        command = child_command(child.argv, child.run_dir)
+        return run_child(command, child.run_dir, child.cell.label, child.run, timeout_s, started)
+
+    if jobs == 1:
+        for child in children:
+            record(one(child))
+        return
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in as_completed([pool.submit(one, child) for child in children]):
+            record(future.result())
