@@ -13,8 +13,6 @@ from collections.abc import Sequence
 
 import attrs
 
-from speechperf.errors import SpeechperfError
-
 
 @attrs.frozen
 class BleuResult:
@@ -34,13 +32,9 @@ def score(references: Sequence[str], hypotheses: Sequence[str], normalizer: str 
     """Corpus BLEU and chrF of ``hypotheses`` against ``references`` (same order, same count)."""
     from sacrebleu.metrics import BLEU, CHRF
 
-    if len(references) != len(hypotheses):
-        raise SpeechperfError(
-            f"BLEU needs one hypothesis per reference: got {len(hypotheses)} hypotheses for "
-            f"{len(references)} references"
-        )
-    if not references:
-        raise SpeechperfError("BLEU needs at least one reference, got none")
+    from speechperf.meters.wer import check_pairs
+
+    check_pairs("BLEU", references, hypotheses, "hypothesis", "hypotheses")
     refs, hyps = list(references), list(hypotheses)
     if normalizer is not None:
         from speechperf.meters.normalize import get

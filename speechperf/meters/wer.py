@@ -60,17 +60,21 @@ def _edits(alignment) -> int:
     )
 
 
+def check_pairs(metric: str, references: Sequence[str], hypotheses: Sequence[str], what: str, whats: str) -> None:
+    """One hypothesis per reference, and at least one reference: else a one-line error naming both counts."""
+    if len(references) != len(hypotheses):
+        raise SpeechperfError(
+            f"{metric} needs one {what} per reference: got {len(hypotheses)} {whats} for {len(references)} references"
+        )
+    if not references:
+        raise SpeechperfError(f"{metric} needs at least one reference {what}, got none")
+
+
 def score(references: Sequence[str], hypotheses: Sequence[str], normalizer: str = WHISPER_ENGLISH) -> WerResult:
     """Corpus WER and CER of ``hypotheses`` against ``references`` (same order, same count)."""
     import jiwer
 
-    if len(references) != len(hypotheses):
-        raise SpeechperfError(
-            f"WER needs one transcript per reference: got {len(hypotheses)} transcripts for "
-            f"{len(references)} references"
-        )
-    if not references:
-        raise SpeechperfError("WER needs at least one reference transcript, got none")
+    check_pairs("WER", references, hypotheses, "transcript", "transcripts")
     norm = get_normalizer(normalizer)
     refs = [norm(r) for r in references]
     hyps = [norm(h) for h in hypotheses]
