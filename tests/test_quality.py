@@ -149,6 +149,11 @@ def test_a_reference_count_that_differs_from_the_samples_is_one_line_exit_2(tmp_
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert "m.wrd has 1 transcript line(s) for the 2 entries" in result.output
+    (tmp_path / "m.wrd").write_text("hello there\nUm, uh!\n")  # nothing left after Whisper's normalizer
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "the reference of sample 'b' ('Um, uh!', from m.wrd beside" in result.output
+    assert "is empty after the whisper-english normalizer" in result.output
     (tmp_path / "m.wrd").unlink()
     (tmp_path / "refs.txt").write_text("one\ntwo\nthree\n")
     result = CliRunner().invoke(main, [*args, "--set", f"general.reference_path={tmp_path / 'refs.txt'}"])

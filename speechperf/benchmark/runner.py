@@ -64,6 +64,8 @@ def run_benchmark(
     # Read (and checked) before anything is loaded: a reference file that does not fit the dataset costs nothing.
     references = load_references(general, dataset, cfg.roles)
     score_quality, quality_note = quality_meter.wanted(general, references, cfg.roles)
+    if score_quality:
+        quality_meter.check_references(references, general)
     if text_path is not None and not score_quality:
         raise SpeechperfError(
             f"--save-text {text_path}: nothing is scored in this run ({quality_note or 'add quality to --meters'})"
@@ -101,6 +103,14 @@ def run_benchmark(
     )
     try:
         result = bench.gather_all_metrics(dataset)
+        if score_quality:  # its own pass, after every measured one: it never weighs on a timing or memory figure
+            if show:
+                show("quality", "scoring the outputs (untimed)", 0, 0)
+            try:
+                quality = quality_meter.measure(bench, dataset, references, general, backend, workdir, err)
+                result = attrs.evolve(result, quality=quality)
+            except SpeechperfError as exc:  # what was measured is kept and written; the reason is said
+                quality_note = f"quality not scored: {exc}"
     except KeyboardInterrupt:
         if show:
             show.close()
@@ -111,13 +121,8 @@ def run_benchmark(
         ) from None
     if show:
         show.close()
-    if score_quality:  # its own pass, after every measured one: it never weighs on a timing or memory figure
-        print("quality: scoring the outputs (untimed) ...", file=err)
-        result = attrs.evolve(
-            result, quality=quality_meter.measure(bench, dataset, references, general, backend, workdir, err)
-        )
     _write_exports(result, config_dict, env, output, csv_path, md_path)
-    if text_path is not None:
+    if text_path is not None and result.quality is not None:
         write_text_atomic(text_path, quality_meter.save_text(result.quality), "--save-text")
     if outputs_path is not None:
         from speechperf.benchmark.saved_outputs import save_stage_outputs

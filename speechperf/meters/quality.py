@@ -136,6 +136,23 @@ def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
     return True, None
 
 
+def check_references(refs, general) -> None:
+    """Refuse, before anything is loaded, references that cannot be scored: one empty after its normalizer."""
+    from speechperf.meters.normalize import for_language
+    from speechperf.meters.normalize import get as get_normalizer
+
+    if refs is None:
+        return
+    for texts in (refs.texts, refs.sources):
+        for sid, text in texts.items():
+            name = for_language(refs.language(sid, general.language))
+            if not get_normalizer(name)(text):
+                raise SpeechperfError(
+                    f"the reference of sample {sid!r} ({text!r}, from {refs.origin}) is empty after the {name} "
+                    "normalizer; every reference needs at least one word"
+                )
+
+
 def measure(bench, samples, refs, general, backend, workdir, log=None) -> QualityResult:
     """Score ``bench``'s kept outputs (after ``gather_all_metrics``) against ``refs`` (speechperf.data.references)."""
     start = time.perf_counter()
