@@ -148,3 +148,40 @@ def test_tts_bench_with_the_quality_meter_prints_its_intelligibility_wer(tmp_pat
     inputs = [s["reference"] for s in total["per_sample"]]
     assert all(inputs) and "intelligibility WER" in done.stdout
     assert f"quality: total: intelligibility WER {total['wer']:.1%}" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng (apt-get install espeak-ng)")
+def test_vad_bench_scores_silero_against_reference_segments(tmp_path):
+    """espeak-ng speech between 0.6 s of silence on each side; the reference segment is where the waveform is
+    louder than 2% of its peak. silero finds that one segment: agreement near 1 and segment F1 1."""
+    pytest.importorskip("silero_vad")
+    import numpy as np
+    import soundfile as sf
+
+    from speechperf.data.audio import resample
+
+    wav = subprocess.run([*ESPEAK, "thank you very much for your help"], capture_output=True, check=True).stdout
+    speech, rate = sf.read(io.BytesIO(wav), dtype="float32")
+    speech = resample(speech, rate, 16000)
+    loud = np.flatnonzero(np.abs(speech) > 0.02 * np.abs(speech).max())
+    pad = np.zeros(int(0.6 * 16000), dtype=np.float32)
+    clip = np.concatenate([pad, speech, pad])
+    sf.write(tmp_path / "a.wav", clip, 16000)
+    start, end = (pad.size + loud[0]) / 16000, (pad.size + loud[-1]) / 16000
+    (tmp_path / "v.tsv").write_text(f"{tmp_path}\na.wav\t{clip.size}\n")
+    (tmp_path / "v.seg").write_text(f"{start:.3f}-{end:.3f}\n")
+    done = _bench(
+        "onnxruntime",
+        "VAD.yaml",
+        tmp_path / "out.json",
+        "--dataset-type",
+        "raw",
+        "--dataset-path",
+        str(tmp_path / "v.tsv"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads((tmp_path / "out.json").read_text())
+    total = next(s for s in data["result"]["quality"]["scores"] if s["stage"] == "total")
+    assert total["metric"] == "vad" and total["segment_f1"] == 1.0, total
+    assert total["agreement"] >= 0.9 and "VAD agreement" in done.stdout
+    assert data["result"]["quality"]["references"] == f"v.seg beside {tmp_path / 'v.tsv'}"

@@ -107,8 +107,8 @@ def load_references(general, samples: list[Sample], roles: tuple[str, ...]) -> R
         return References(origin, texts=dict(zip(ids, lines)), translation=_translates(roles))
     kind, path = general.dataset_type, Path(general.dataset_path or "")
     if vad:
-        seg = path.with_suffix(".seg")
-        if kind == "raw" and seg.is_file():
+        seg = path.with_suffix(".seg") if kind == "raw" else None
+        if seg is not None and seg.is_file():
             lines = _lines(seg, dataset_count(general), "segments file")[: len(samples)]
             segs = {sid: parse_segments(line, f"{seg}:{n}") for n, (sid, line) in enumerate(zip(ids, lines), 1)}
             return References(f"{seg.name} beside {path}", segments=segs)
