@@ -176,9 +176,7 @@ def _print_quality(quality, note: str | None, err) -> None:
     for line in quality.notes:
         print(f"note: {line}", file=err)
     for score in quality.scores:
-        how = [f"{score.samples} sample(s)"]
-        if score.normalizer:
-            how.append(f"normalizer {score.normalizer}")
+        how = [f"{score.samples} sample(s)"]  # the headline names the normalizer
         if score.asr:
             how.append(f"transcribed by {score.asr}")
         print(f"quality: {score.stage}: {score.headline()} ({', '.join(how)})", file=err)
