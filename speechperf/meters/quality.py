@@ -125,7 +125,8 @@ def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
             else "references (a .wrd beside a raw manifest, a fairseq_s2t manifest, a .ref beside a text dataset, "
             "or general.reference_path)"
         )
-        if asked or general.dataset_type != "generated":
+        # Asked for, or a real dataset without references: say why. VAD without segments, unasked: nothing.
+        if asked or (general.dataset_type != "generated" and roles[-1] != "vad"):
             return False, f"quality not scored: the dataset has no {how}"
         return False, None
     if roles[-1] in SPEECH_ROLES and not asked:
