@@ -96,7 +96,7 @@ def test_run_level_key_in_a_stage_says_where_it_belongs(tmp_path):
         ("general: {model_type: S2X}\nstage1: {model: s2t}", "general.model_type = 'S2X'; allowed: S2T, MT, TTS"),
         (
             "general: {meters: [runtime, flop]}\nstage1: {model: s2t}",
-            "allowed: runtime, memory, flops (did you mean 'flops'?)",
+            "allowed: runtime, memory, flops, quality (did you mean 'flops'?)",
         ),
         ("stage1: {model: s2t, max_len_a: abc}", "stage1.max_len_a = 'abc' (str); expected a number"),
         ("stage1: {model: s2t, dur_prediction: 1}", "stage1.dur_prediction = 1 (int); expected true or false"),
@@ -355,5 +355,5 @@ def test_empty_meters_is_an_error(meters):
     assert result.exit_code == 2
     assert result.output == (
         f"Error: <built-in default.yaml>: general.meters = {meters!r} is empty; allowed: one or "
-        "more of runtime, memory, flops\n"
+        "more of runtime, memory, flops, quality\n"
     )

@@ -51,6 +51,11 @@ COLUMNS = (
     "footprint_mib",
     "gflops_per_sample",
     "flops_source",
+    "quality",
+    "wer",
+    "cer",
+    "bleu",
+    "chrf",
 )
 
 
@@ -167,6 +172,7 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
                 s.memory.footprint_mib if s.memory else None,
                 (s.flops.total / len(s.flops.per_sample)) if s.flops and s.flops.per_sample else None,
                 s.flops.source if s.flops else None,
+                result.quality_of(s),
             )
         )
     t = result.totals
@@ -182,13 +188,14 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
             t.footprint_mib,
             t.flops_per_sample,
             t.flops_source,
+            result.quality_of(None),
         )
     )
     # The backend on every row, so exports of several runs (torch, paddle, onnxruntime) can be concatenated.
     return [{"backend": result.backend, **row} for row in out]
 
 
-def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -> dict[str, Any]:
+def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source, quality=None) -> dict[str, Any]:
     ms = (lambda v: round(v * 1e3, 3)) if stats else (lambda v: None)
     return {
         "stage": stage,
@@ -205,6 +212,28 @@ def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -
         "footprint_mib": round(footprint, 1) if footprint is not None else None,
         "gflops_per_sample": round(flops / 1e9, 4) if flops is not None else None,
         "flops_source": source,
+        **quality_columns(quality),
+    }
+
+
+def quality_columns(quality) -> dict[str, Any]:
+    """The quality meter's columns of a row (speechperf.meters.quality.QualityScore, or None): its headline and
+    WER / CER in percent, BLEU / chrF in points (ASR-BLEU in ``bleu`` for speech output)."""
+
+    def pct(v):
+        return None if v is None else round(100 * v, 2)
+
+    def pts(v):
+        return None if v is None else round(v, 2)
+
+    if quality is None:
+        return {"quality": None, "wer": None, "cer": None, "bleu": None, "chrf": None}
+    return {
+        "quality": quality.headline(),
+        "wer": pct(quality.wer),
+        "cer": pct(quality.cer),
+        "bleu": pts(quality.bleu),
+        "chrf": pts(quality.chrf),
     }
 
 
@@ -240,6 +269,7 @@ def print_table(result: BenchResult, file=None) -> None:
         "peak RSS (MiB)",
         "footprint (MiB)",
         "GFLOPs/sample",
+        "quality",
     ):
         table.add_column(header, justify="left" if header in ("stage", "model") else "right")
     for row in rows(result):
@@ -259,5 +289,6 @@ def print_table(result: BenchResult, file=None) -> None:
             _cell(row["peak_rss_mib"]),
             _cell(row["footprint_mib"]),
             flops,
+            _cell(row["quality"]),
         )
-    Console(file=file or sys.stdout, soft_wrap=False, width=200).print(table)
+    Console(file=file or sys.stdout, soft_wrap=False, width=240).print(table)

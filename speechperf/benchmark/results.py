@@ -12,6 +12,7 @@ import attrs
 
 from speechperf.meters.flops import FlopCount
 from speechperf.meters.memory import MemoryResult
+from speechperf.meters.quality import QualityResult
 from speechperf.meters.rtf import RtfResult
 from speechperf.meters.runtime import RuntimeResult, Stats
 from speechperf.meters.samples import SampleFailure
@@ -60,6 +61,15 @@ class BenchResult:
     failed: dict[str, str]  # sample id -> first failure message
     outputs: dict[str, dict[str, Any]]  # sample id -> what the last stage produced
     complete: bool = True  # False when the run was interrupted
+    quality: QualityResult | None = None  # scored after every measurement, untimed (speechperf.meters.quality)
+
+    def quality_of(self, stage: StageResult | None) -> object:
+        """The quality score shown on a stage's row (None: the total row); the last stage shows the run's."""
+        if self.quality is None:
+            return None
+        if stage is None or stage.index == len(self.stages):
+            return self.quality.total
+        return self.quality.of(f"stage{stage.index} {stage.role}")
 
 
 def _per_sample_flops(flops: FlopCount | None) -> float | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import attrs
+
 from speechperf.benchmark.validate import check_config
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
@@ -24,6 +26,7 @@ def run_benchmark(
     csv_path: Path | None = None,
     md_path: Path | None = None,
     outputs_path: Path | None = None,
+    text_path: Path | None = None,
     workdir: Path,
     progress: bool = True,
     out=None,
@@ -52,7 +55,21 @@ def run_benchmark(
         check_output_path(path, what)
     if outputs_path is not None:
         outputs_path = check_output_path(outputs_path, "--save-outputs")
+    if text_path is not None:
+        text_path = check_output_path(text_path, "--save-text")
     dataset = load_dataset(general, cfg.roles[0])
+    from speechperf.data.references import load_references
+    from speechperf.meters import quality as quality_meter
+
+    # Read (and checked) before anything is loaded: a reference file that does not fit the dataset costs nothing.
+    references = load_references(general, dataset, cfg.roles)
+    score_quality, quality_note = quality_meter.wanted(general, references, cfg.roles)
+    if score_quality:
+        quality_meter.check_references(references, general)
+    if text_path is not None and not score_quality:
+        raise SpeechperfError(
+            f"--save-text {text_path}: nothing is scored in this run ({quality_note or 'add quality to --meters'})"
+        )
     backend = require_backend(general.backend)  # imports the framework
     with build.stdout_to_stderr():
         build.prepare_stages(cfg, backend.name, workdir, err)
@@ -77,7 +94,7 @@ def run_benchmark(
         backend,
         device=general.device,
         threads=general.threads,
-        meters=general.meters,
+        meters=tuple(m for m in general.meters if m != "quality"),
         warmup=general.warmup,
         repeat=general.repeat,
         memory_method=memory_method,
@@ -86,6 +103,14 @@ def run_benchmark(
     )
     try:
         result = bench.gather_all_metrics(dataset)
+        if score_quality:  # its own pass, after every measured one: it never weighs on a timing or memory figure
+            if show:
+                show("quality", "scoring the outputs (untimed)", 0, 0)
+            try:
+                quality = quality_meter.measure(bench, dataset, references, general, backend, workdir, err)
+                result = attrs.evolve(result, quality=quality)
+            except SpeechperfError as exc:  # what was measured is kept and written; the reason is said
+                quality_note = f"quality not scored: {exc}"
     except KeyboardInterrupt:
         if show:
             show.close()
@@ -97,6 +122,8 @@ def run_benchmark(
     if show:
         show.close()
     _write_exports(result, config_dict, env, output, csv_path, md_path)
+    if text_path is not None and result.quality is not None:
+        write_text_atomic(text_path, quality_meter.save_text(result.quality), "--save-text")
     if outputs_path is not None:
         from speechperf.benchmark.saved_outputs import save_stage_outputs
 
@@ -134,9 +161,32 @@ def run_benchmark(
             )
         else:
             print(f"note: model_type {general.model_type} produced no waveform; nothing was dumped", file=err)
+    _print_quality(result.quality, quality_note, err)
     for message in result.failed.values():
         print(f"failed: {message}", file=err)
     return 1 if result.failed else 0
+
+
+def _print_quality(quality, note: str | None, err) -> None:
+    """What the quality figures were scored after, and what they cost, apart from the measured figures."""
+    if note:
+        print(f"note: {note}", file=err)
+    if quality is None:
+        return
+    for line in quality.notes:
+        print(f"note: {line}", file=err)
+    for score in quality.scores:
+        how = [f"{score.samples} sample(s)"]  # the headline names the normalizer
+        if score.asr:
+            how.append(f"transcribed by {score.asr}")
+        print(f"quality: {score.stage}: {score.headline()} ({', '.join(how)})", file=err)
+        if score.signature:
+            print(f"quality: {score.stage}: sacrebleu signature: {score.signature}", file=err)
+    print(
+        f"quality: references from {quality.references}; scored in an untimed pass after timing, "
+        f"{quality.seconds:.2f} s (not in the figures above)",
+        file=err,
+    )
 
 
 def _write_exports(result, config_dict, env, output, csv_path, md_path) -> None:

@@ -28,7 +28,12 @@ from speechperf.config.schema import DEVICES
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads, pinned the same on every backend.")
 @click.option("--device", type=click.Choice(DEVICES), default=None)
 @click.option("--seed", type=click.IntRange(min=0), default=None)
-@click.option("--meters", default=None, help="Comma-separated: runtime,memory,flops.")
+@click.option(
+    "--meters",
+    default=None,
+    help="Comma-separated: runtime,memory,flops,quality (quality: WER / BLEU / intelligibility / VAD agreement "
+    "against references, untimed; on by default where references exist and no ASR is needed).",
+)
 @click.option(
     "--memory-method",
     type=click.Choice(("hwm", "memory_profiler")),
@@ -43,6 +48,13 @@ from speechperf.config.schema import DEVICES
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Write every stage's output per sample to this .npz (numeric arrays only; compared by `speechperf compare`).",
+)
+@click.option(
+    "--save-text",
+    "text_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the scored texts as TSV: id, reference, hypothesis, errors (needs the quality meter).",
 )
 @click.option("--dump-speech-waveforms-dir", default=None, help="Write each final waveform here (created if missing).")
 @click.option("--dump-waveform-file-prefix", default=None, help="Dumped files are {prefix}_{i}_pred.wav.")
@@ -71,6 +83,7 @@ def bench(
     csv_path,
     md_path,
     outputs_path,
+    text_path,
     dump_speech_waveforms_dir,
     dump_waveform_file_prefix,
     target_sr,
@@ -112,6 +125,7 @@ def bench(
         csv_path=csv_path,
         md_path=md_path,
         outputs_path=outputs_path,
+        text_path=text_path,
         workdir=cache_dir(),
         progress=not quiet,
     )

@@ -68,6 +68,29 @@ def _methods_table(backend_name: str | None) -> str:
     default=None,
     help="Seconds one bench process may take before it counts as failed.",
 )
+@click.option(
+    "--max-wer-increase",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    metavar="POINTS",
+    help="A variant whose WER rises more than this (absolute points) over fp32's is over its quality budget.",
+)
+@click.option(
+    "--max-bleu-drop",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    metavar="POINTS",
+    help="A variant whose BLEU falls more than this below fp32's is over its quality budget.",
+)
+@click.option(
+    "--min-agreement",
+    type=click.FloatRange(min=0, max=1),
+    default=None,
+    metavar="FRACTION",
+    help="A variant whose token or VAD agreement with fp32 is below this (e.g. 0.98) is over its quality budget.",
+)
 @export_options("JSON with every run and the table, rewritten as results come in.")
 def optimize(
     backend_name,
@@ -85,6 +108,9 @@ def optimize(
     out_dir,
     threads,
     timeout_s,
+    max_wer_increase,
+    max_bleu_drop,
+    min_agreement,
     output,
     csv_path,
     md_path,
@@ -92,8 +118,11 @@ def optimize(
     """Post-training int8 quantization of every stage, judged against fp32 by file size, latency (speed-up ± σ
     over fresh processes), peak memory and fidelity (WER / token, VAD agreement / SNR).
 
-    Exit codes: 0 every method measured (faster or not); 1 a method failed to quantize or to run (its row says
-    why); 2 bad input; 130 interrupted.
+    A variant faster than fp32 but over its quality budget (--max-wer-increase, --max-bleu-drop,
+    --min-agreement) is reported as "over quality budget (WER +19.1 points)", never as "ok".
+
+    Exit codes: 0 every method measured (faster or not, within its quality budget or not: the status says);
+    1 a method failed to quantize or to run (its row says why); 2 bad input; 130 interrupted.
     """
     if methods == "list":
         click.echo(_methods_table(backend_name))
@@ -120,6 +149,7 @@ def optimize(
         raise SpeechperfError(
             f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} (see --method list)"
         )
+    from speechperf.optimize.fidelity import QualityBudget
     from speechperf.optimize.run import OptimizeOptions, run_optimize
 
     opts = OptimizeOptions(
@@ -132,5 +162,6 @@ def optimize(
         csv_path=csv_path,
         md_path=md_path,
         timeout_s=timeout_s,
+        budget=QualityBudget(max_wer_increase, max_bleu_drop, min_agreement),
     )
     sys.exit(run_optimize(cfg, opts, workdir=cache_dir()))

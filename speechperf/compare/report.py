@@ -13,6 +13,7 @@ from speechperf.compare import summary as summ
 from speechperf.compare.child import RunResult
 from speechperf.compare.parity import CellParity, group_parity
 from speechperf.compare.plan import Cell
+from speechperf.compare.quality import CellQuality, group_quality
 
 SCHEMA_VERSION = 1
 UNIT_NOTE = (
@@ -42,6 +43,10 @@ COLUMNS = (
     "ratio_sigma",
     "p_value",
     "parity",
+    "quality",
+    "quality_metric",
+    "quality_points",
+    "quality_vs_reference",
     "failure",
 )
 
@@ -54,14 +59,17 @@ class CompareReport:
     rankings: tuple[tuple[stats.Comparison, ...], ...]
     parity: dict[str, CellParity]
     environment_notes: tuple[str, ...]
+    quality: dict[str, CellQuality] = attrs.Factory(dict)
 
     @classmethod
     def build(cls, cells: Sequence[Cell], results: Sequence[RunResult]) -> CompareReport:
         summaries = summ.summarize(cells, results)
         parity: dict[str, CellParity] = {}
+        quality: dict[str, CellQuality] = {}
         for group in summ.groups(summaries):
             if len({s.cell.backend for s in group}) > 1:  # outputs are compared between backends, not presets
                 parity.update(group_parity([s.label for s in group], results))
+            quality.update(group_quality([s.label for s in group], results))
         return cls(
             tuple(cells),
             tuple(results),
@@ -69,6 +77,7 @@ class CompareReport:
             tuple(tuple(r) for r in summ.rankings(summaries)),
             parity,
             tuple(summ.environment_differences(summaries)),
+            quality,
         )
 
     @property
@@ -91,6 +100,7 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
     for s in report.summaries:
         comparison = report.comparison_of(s.label)
         parity = report.parity.get(s.label)
+        quality = report.quality.get(s.label)
         out.append(
             {
                 "cell": s.label,
@@ -121,6 +131,10 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
                 if comparison is None or comparison.p_value is None
                 else float(f"{comparison.p_value:.3g}"),
                 "parity": parity.describe() if parity else None,
+                "quality": quality.headline if quality else None,
+                "quality_metric": quality.metric if quality else None,
+                "quality_points": None if quality is None or quality.value is None else round(quality.value, 2),
+                "quality_vs_reference": (quality.differs or quality.note) if quality else None,
                 "failure": "; ".join(f"run {f.run + 1}: {f.reason} (exit code {f.exit_code})" for f in s.failures)
                 or None,
             }
@@ -177,6 +191,7 @@ def to_json(
             }
             for label, p in report.parity.items()
         },
+        "quality": {label: attrs.asdict(q) for label, q in report.quality.items()},
         "environment_notes": list(report.environment_notes),
         "runs": [
             {
@@ -262,9 +277,10 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         "GFLOPs/sample",
         "vs fastest",
         "parity",
+        "quality",
     )
     for header in headers:
-        table.add_column(header, justify="left" if header in ("cell", "parity") else "right")
+        table.add_column(header, justify="left" if header in ("cell", "parity", "quality") else "right")
     for row in rows(report):
         mean = (
             "-"
@@ -292,11 +308,17 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
             ),
             ratio,
             row["parity"] or "-",
+            report.quality[row["cell"]].describe() if row["cell"] in report.quality else "-",
         )
     print(file=file)
     Console(file=file, soft_wrap=False, width=220).print(table)
     mismatches = [p for p in report.parity.values() if p.mismatch]
     for p in mismatches:
         print(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}", file=file)
+    for q in report.quality.values():
+        if q.differs:
+            print(f"quality {q.differs}", file=file)
+        if q.note:
+            print(f"quality: {q.label}: {q.note}", file=file)
     for note in report.environment_notes:
         print(f"warning: the children's environments differ: {note}", file=file)

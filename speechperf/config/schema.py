@@ -30,8 +30,11 @@ MODEL_TYPES: dict[str, tuple[tuple[str, ...], int]] = {
     "VAD": (("vad",), 1),
 }
 
-DATASET_TYPES = ("generated", "raw", "npz", "npy", "text")
-METERS = ("runtime", "memory", "flops")
+DATASET_TYPES = ("generated", "raw", "fairseq_s2t", "npz", "npy", "text")
+METERS = ("runtime", "memory", "flops", "quality")
+#: The meters a run takes when none are named. ``quality`` is not among them but is still on by default where the
+#: dataset has references and scoring needs no model (speechperf.meters.quality).
+DEFAULT_METERS = ("runtime", "memory", "flops")
 DEVICES = ("cpu", "cuda")
 INPUT_SOURCES = ("audio", "audio_length", "features", "feature_length", "tokens", "token_length")
 MAX_STAGES = 3
@@ -217,7 +220,9 @@ class GeneralConfig:
     threads: int = key(1, "intra-op threads, pinned the same on every backend", "int", minimum=1)
     seed: int = key(1, "seed for generated data, subsets and the frameworks", "int", minimum=0)
     dataset_type: str = key("generated", "format of dataset_path (generated needs no path)", "str", DATASET_TYPES)
-    dataset_path: str | None = key(None, "dataset file: raw TSV manifest, .npz, fairseq .npy or a text file", "str?")
+    dataset_path: str | None = key(
+        None, "dataset file: raw TSV manifest, fairseq speech_to_text TSV, .npz, fairseq .npy or a text file", "str?"
+    )
     dataset_size: int | None = key(None, "use only the first N samples", "int?", minimum=1)
     generated_seconds: tuple[float, ...] = key(
         (1.0, 3.0),
@@ -229,11 +234,29 @@ class GeneralConfig:
         "allow fairseq's pickled .npy datasets; unpickling runs code from the file, use only files you trust",
         "bool",
     )
+    reference_path: str | None = key(
+        None,
+        "references for the quality meter, one line per sample in dataset order: transcripts or translations "
+        "(text), or VAD segments as `start-end` seconds separated by spaces",
+        "str?",
+    )
+    language: str = key(
+        "en",
+        "language of the references (a dataset's tgt_lang wins); English is scored after Whisper's "
+        "English normalizer, others after its basic one",
+        "str",
+    )
     sample_rate: int = key(16000, "rate the models take audio at; raw audio is resampled to it", "int", minimum=1)
     feat_dim: int = key(80, "feature dimension of .npz/.npy feature datasets", "int", minimum=1)
     warmup: int = key(2, "untimed forwards on the first sample before measuring", "int", minimum=0)
     repeat: int = key(1, "timed forwards per sample", "int", minimum=1)
-    meters: tuple[str, ...] = key(METERS, "what to measure", "list[str]", METERS)
+    meters: tuple[str, ...] = key(
+        DEFAULT_METERS,
+        "what to measure; `quality` scores the outputs against references in an untimed pass after timing (on by "
+        "default where the dataset has references and no ASR is needed; see docs/benchmark.md)",
+        "list[str]",
+        METERS,
+    )
     dump_speech_waveforms_dir: str | None = key(
         None, "write each final waveform to this folder (created if missing)", "str?"
     )

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from speechperf.data.audio import AudioError, read_audio, resample, write_wav
-from speechperf.data.formats import DatasetError, load_npy, load_npz, load_raw, load_text, require_file
+from speechperf.data.formats import (
+    DatasetError,
+    load_fairseq_s2t,
+    load_npy,
+    load_npz,
+    load_raw,
+    load_text,
+    require_file,
+)
 from speechperf.data.generated import generated_audio, generated_text
 from speechperf.data.sample import Sample
 
@@ -26,6 +34,8 @@ def load_dataset(general, first_role: str) -> list[Sample]:
     path = Path(general.dataset_path)
     if kind == "raw":
         samples = load_raw(path, general.sample_rate, size)
+    elif kind == "fairseq_s2t":
+        samples = load_fairseq_s2t(path, general.sample_rate, size)
     elif kind == "npz":
         samples = load_npz(path, general.sample_rate, general.feat_dim, size)
     elif kind == "npy":
@@ -57,7 +67,7 @@ def check_dataset_config(general) -> None:
         return
     if not general.dataset_path:
         raise DatasetError(f"dataset_type {kind!r} needs a dataset path (--dataset-path or general.dataset_path)")
-    require_file(Path(general.dataset_path), "manifest" if kind == "raw" else "dataset file")
+    require_file(Path(general.dataset_path), "manifest" if kind in ("raw", "fairseq_s2t") else "dataset file")
 
 
 #: What the first stage of each role can take.
@@ -94,6 +104,7 @@ __all__ = [
     "generated_audio",
     "generated_text",
     "load_dataset",
+    "load_fairseq_s2t",
     "load_npy",
     "load_npz",
     "load_raw",

@@ -1,4 +1,4 @@
-"""Dataset formats: ``raw`` TSV manifests, ``.npz`` arrays, fairseq's pickled ``.npy`` (opt-in), text files, and
+"""Dataset formats: ``raw`` TSV manifests, fairseq's speech_to_text TSV (``fairseq_s2t``), ``.npz`` arrays, fairseq's pickled ``.npy`` (opt-in), text files, and
 a generated dataset that needs no files.
 
 Each reader returns a list of ``Sample``. Errors name the file and, for manifests, the line.
@@ -87,15 +87,26 @@ def audio_frames(where: str, audio_path: Path, count: int) -> tuple[int, int]:
     return info.frames, info.samplerate
 
 
-def transcripts_of(manifest: Path) -> list[str] | None:
-    """The ``.wrd`` transcripts beside a manifest (one line per entry, wav2vec2 style), if there are any."""
+def transcripts_of(manifest: Path, entries: int | None = None) -> list[str] | None:
+    """The ``.wrd`` transcripts beside a manifest (one line per entry, wav2vec2 style), if there are any; with
+    ``entries``, a file with another number of lines is refused (each line is matched to an entry by position)."""
     wrd = manifest.with_suffix(".wrd")
-    return wrd.read_text(encoding="utf-8-sig").splitlines() if wrd.is_file() else None
+    if not wrd.is_file():
+        return None
+    lines = wrd.read_text(encoding="utf-8-sig").splitlines()
+    while lines and not lines[-1].strip():  # a trailing blank line is an editor's, not an empty transcript
+        lines.pop()
+    if entries is not None and len(lines) != entries:
+        raise DatasetError(
+            f"{wrd} has {len(lines)} transcript line(s) for the {entries} entries of {manifest}; "
+            "it needs one line per manifest entry, in the same order"
+        )
+    return lines
 
 
 def load_raw(path: Path, sample_rate: int, size: int | None = None) -> list[Sample]:
     root, entries = read_manifest(path)
-    texts = transcripts_of(path)
+    texts = transcripts_of(path, len(entries))
     samples = []
     for index, (number, rel, count) in enumerate(entries[:size] if size else entries):
         where = f"{path}:{number}"
@@ -105,6 +116,72 @@ def load_raw(path: Path, sample_rate: int, size: int | None = None) -> list[Samp
         text = texts[index] if texts and index < len(texts) else None
         sample_id = Path(rel).with_suffix("").as_posix()  # the relative path: unique where file names repeat
         samples.append(Sample(id=sample_id, audio=audio, sample_rate=sample_rate, text=text))
+    return samples
+
+
+# -- fairseq_s2t: fairseq's speech_to_text TSV manifest ----------------------------------------------------------
+
+FAIRSEQ_REQUIRED = ("id", "audio", "n_frames", "tgt_text")
+FAIRSEQ_OPTIONAL = ("src_text", "speaker", "tgt_lang", "src_lang")
+
+
+def read_fairseq_manifest(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) of fairseq's speech_to_text manifest: a header line naming the columns, then one row per
+    utterance, tab-separated (fairseq's ``S2TDataConfig`` datasets; rows are read as csv.QUOTE_NONE)."""
+    require_file(path, "manifest")
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not a fairseq speech_to_text manifest: byte {exc.start} is not UTF-8") from None
+    header = lines[0].split("\t") if lines else []
+    missing = [c for c in FAIRSEQ_REQUIRED if c not in header]
+    if missing:
+        raise DatasetError(
+            f"{path}:1: a fairseq speech_to_text manifest starts with a header naming the columns "
+            f"{', '.join(FAIRSEQ_REQUIRED)} (optional: {', '.join(FAIRSEQ_OPTIONAL)}); missing: {', '.join(missing)}"
+        )
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != len(header):
+            raise DatasetError(f"{path}:{number}: {len(parts)} column(s); the header names {len(header)}")
+        rows.append((number, dict(zip(header, parts))))
+    return rows
+
+
+def fairseq_audio_path(manifest: Path, value: str, where: str) -> Path:
+    """fairseq's ``audio`` column: a path, relative ones resolved against the manifest's folder. The
+    ``file.zip:offset:length`` form (fbank features stored in a zip) is not read."""
+    if value.count(":") >= 2 and value.split(":")[-1].isdigit() and value.split(":")[-2].isdigit():
+        raise DatasetError(
+            f"{where}: audio {value!r} is a path:offset:length slice of a zip; speechperf reads audio files "
+            "(a path, absolute or relative to the manifest's folder)"
+        )
+    audio = Path(value)
+    return audio if audio.is_absolute() else manifest.parent / audio
+
+
+def load_fairseq_s2t(path: Path, sample_rate: int, size: int | None = None) -> list[Sample]:
+    rows = read_fairseq_manifest(path)
+    samples, seen = [], set()
+    for number, row in rows[:size] if size else rows:
+        where = f"{path}:{number}"
+        if row["id"] in seen:
+            raise DatasetError(f"{where}: id {row['id']!r} appears more than once; ids must be unique")
+        seen.add(row["id"])
+        audio = read_audio(fairseq_audio_path(path, row["audio"], where), sample_rate, where)
+        samples.append(
+            Sample(
+                id=row["id"],
+                audio=audio,
+                sample_rate=sample_rate,
+                text=row["tgt_text"],
+                source_text=row.get("src_text") or None,
+                language=row.get("tgt_lang") or None,
+            )
+        )
     return samples
 
 

@@ -11,7 +11,8 @@ class Sample:
     """An input of the first stage.
 
     ``audio`` is float32 mono at ``sample_rate``; ``features`` is (frames, feat_dim) float32; ``tokens`` is int64
-    token ids; ``text`` a sentence (also the transcript of an audio sample when the dataset has one).
+    token ids; ``text`` a sentence (also the reference of an audio sample when the dataset has one: its
+    transcript, or its translation for speech translation data).
     """
 
     id: str
@@ -20,6 +21,9 @@ class Sample:
     features: np.ndarray | None = None
     tokens: np.ndarray | None = None
     text: str | None = None
+    #: the source-language transcript of a translation sample (fairseq's ``src_text``); ``text`` is the target
+    source_text: str | None = None
+    language: str | None = None  # of ``text`` (fairseq's ``tgt_lang``), where the dataset says
 
     @property
     def kind(self) -> str:

@@ -1,10 +1,11 @@
 """How close a variant's outputs stay to fp32, per stage type, from what the benchmark runs produced.
 
 - text (s2t, mt, s2u): token agreement with fp32, ``1 - edit distance / fp32 tokens`` over the dataset (jiwer over
-  the id sequences; units for s2u); and, where the stage decodes text and the dataset has transcripts, WER and
-  CER against the references (speechperf.meters.wer).
+  the id sequences; units for s2u); and, where the stage decodes text and the dataset has references, the quality
+  meter's scores (speechperf.meters.quality: WER / CER after Whisper's normalizer, BLEU / chrF for MT), the same
+  figures ``speechperf bench`` prints.
 - vad: decision agreement with fp32: the fraction of 32 ms windows (the silero hop) that both call speech or both
-  call silence, over the whole dataset.
+  call silence, over the whole dataset (speechperf.meters.vad_score).
 - speech output (tts, unit vocoder, s2s): SNR of the variant's waveform against fp32's, in dB, over the samples
   both produced (a length difference is reported).
 - every graph, every stage type: the max |variant - fp32| of each graph's outputs on held-back calibration feeds,
@@ -20,25 +21,47 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from speechperf.meters.quality import QualityScore
+from speechperf.meters.vad_score import frame_agreement
+
 TEXT_ROLES = ("s2t", "mt", "s2u")
 SPEECH_ROLES = ("tts", "unit_vocoder", "s2s")
-VAD_WINDOW_S = 512 / 16000
+
+
+@attrs.frozen
+class QualityBudget:
+    """How much quality a variant may lose against fp32 and still count as a speed-up ("ok")."""
+
+    max_wer_increase: float | None = 1.0  # WER points (absolute)
+    max_bleu_drop: float | None = 1.0  # BLEU points
+    min_agreement: float | None = None  # token or VAD agreement with fp32, 0..1
 
 
 @attrs.frozen
 class Fidelity:
     kind: str  # "tokens", "vad", "snr", "graphs"
     value: float | None  # the headline number: agreement (0..1) or SNR (dB)
-    wer: float | None = None
-    cer: float | None = None
+    quality: QualityScore | None = None  # against the references, where the dataset has them
     detail: str = ""
+
+    @property
+    def wer(self) -> float | None:
+        return self.quality.wer if self.quality else None
+
+    @property
+    def cer(self) -> float | None:
+        return self.quality.cer if self.quality else None
+
+    @property
+    def bleu(self) -> float | None:
+        return self.quality.bleu if self.quality else None
 
     def text(self) -> str:
         if self.value is None:
             return self.detail or "-"
         parts = []
-        if self.wer is not None:
-            parts.append(f"WER {self.wer:.1%} CER {self.cer:.1%}")
+        if self.quality is not None:
+            parts.append(self.quality.headline())
         if self.kind == "tokens":
             parts.append(f"token agreement {self.value:.1%}")
         elif self.kind == "vad":
@@ -52,6 +75,25 @@ class Fidelity:
         return ", ".join(parts)
 
 
+def over_budget(fp32: Fidelity | None, variant: Fidelity | None, budget: QualityBudget) -> list[str]:
+    """What ``variant`` loses past ``budget`` against ``fp32``: ["WER +19.1 points"], or [] within it."""
+    if variant is None:
+        return []
+    found = []
+    if fp32 is not None and fp32.wer is not None and variant.wer is not None and budget.max_wer_increase is not None:
+        rise = 100 * (variant.wer - fp32.wer)
+        if rise > budget.max_wer_increase:
+            found.append(f"WER {rise:+.1f} points")
+    if fp32 is not None and fp32.bleu is not None and variant.bleu is not None and budget.max_bleu_drop is not None:
+        drop = fp32.bleu - variant.bleu
+        if drop > budget.max_bleu_drop:
+            found.append(f"BLEU {-drop:+.1f} points")
+    if budget.min_agreement is not None and variant.kind in ("tokens", "vad") and variant.value is not None:
+        if variant.value < budget.min_agreement:
+            found.append(f"{variant.kind} agreement {variant.value:.1%} < {budget.min_agreement:.1%}")
+    return found
+
+
 def token_agreement(reference: Mapping[str, Sequence[int]], variant: Mapping[str, Sequence[int]]) -> float | None:
     import jiwer
 
@@ -63,26 +105,10 @@ def token_agreement(reference: Mapping[str, Sequence[int]], variant: Mapping[str
     return max(0.0, 1.0 - float(jiwer.wer(refs, hyps)))
 
 
-def vad_decisions(segments: Sequence[Sequence[float]], seconds: float) -> np.ndarray:
-    """Speech (True) or not per 32 ms window of a clip, from its speech segments."""
-    centres = (np.arange(max(1, math.ceil(seconds / VAD_WINDOW_S))) + 0.5) * VAD_WINDOW_S
-    speech = np.zeros(centres.shape, dtype=bool)
-    for start, end in segments:
-        speech |= (centres >= start) & (centres < end)
-    return speech
-
-
 def vad_agreement(
     reference: Mapping[str, Sequence], variant: Mapping[str, Sequence], seconds: Mapping[str, float]
 ) -> float | None:
-    same = total = 0
-    for sid, segs in reference.items():
-        if sid not in variant or sid not in seconds:
-            continue
-        a, b = vad_decisions(segs, seconds[sid]), vad_decisions(variant[sid], seconds[sid])
-        same += int((a == b).sum())
-        total += a.size
-    return same / total if total else None
+    return frame_agreement(reference, variant, seconds)[0]
 
 
 def snr_db(reference: np.ndarray, variant: np.ndarray) -> float:
@@ -126,26 +152,27 @@ def stage_fidelity(
     role: str,
     fp32_run: dict,
     variant_run: dict,
-    references: Mapping[str, str] | None,
+    references,
     seconds: Mapping[str, float],
     fp32_waves: Path | None,
     variant_waves: Path | None,
     graph_rel_diff: float | None,
+    language: str = "en",
 ) -> Fidelity:
-    """The fidelity of the last stage's outputs (what the benchmark's final outputs are)."""
+    """The fidelity of the last stage's outputs (what the benchmark's final outputs are); ``references`` is a
+    speechperf.data.references.References or None."""
     if role in TEXT_ROLES:
         key = "units" if role == "s2u" else "tokens"
         agreement = token_agreement(outputs_of(fp32_run, key), outputs_of(variant_run, key))
-        wer = cer = None
+        quality = None
         texts = outputs_of(variant_run, "text")
-        if references and texts:
-            from speechperf.meters.wer import score
+        if references is not None and references.texts and texts:
+            from speechperf.meters.quality import score_texts
 
-            ids = [sid for sid in references if sid in texts]
-            if ids:
-                result = score([references[i] for i in ids], [texts[i] for i in ids])
-                wer, cer = result.wer, result.cer
-        return Fidelity("tokens", agreement, wer, cer)
+            ids = [sid for sid in references.texts if sid in texts]
+            metric = "bleu" if role == "mt" else "wer"
+            quality = score_texts("total", metric, ids, references.texts, texts, references, language, False)
+        return Fidelity("tokens", agreement, quality)
     if role == "vad":
         return Fidelity(
             "vad", vad_agreement(outputs_of(fp32_run, "segments"), outputs_of(variant_run, "segments"), seconds)

@@ -8,11 +8,16 @@
    its one-line reason.
 3. fp32 and the variants run ``runs`` times each, every run a fresh ``speechperf bench`` process, interleaved
    (speechperf.optimize.measure).
-4. Fidelity per stage type against fp32 (and WER against transcripts where there are any), then the table.
+4. Fidelity per stage type against fp32, and quality against the references where the dataset has them (the
+   quality meter of ``speechperf bench``: WER / CER after Whisper's normalizer, BLEU / chrF), then the table. A
+   variant that is faster but loses more quality than the budget allows (``--max-wer-increase``, default 1 point;
+   ``--max-bleu-drop``, default 1 point; ``--min-agreement``) is "over quality budget (WER +19.1 points)", never
+   "ok".
 
-Exit code: 0 when every method produced a measured variant (whether or not it is faster: "no speed-up" is a result);
-1 when a method failed to quantize or its runs failed, or fp32 itself could not be measured (the table still shows
-every row); 2 for bad input, before anything runs.
+Exit code: 0 when every method produced a measured variant (whether or not it is faster or within its quality
+budget: "no speed-up" and "over quality budget" are results); 1 when a method failed to quantize or its runs
+failed, or fp32 itself could not be measured (the table still shows every row); 2 for bad input, before anything
+runs.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class OptimizeOptions:
     csv_path: Path | None = None
     md_path: Path | None = None
     timeout_s: float | None = None
+    budget: fid.QualityBudget = fid.QualityBudget()
 
 
 def check_methods(backend, methods) -> tuple[str, ...]:
@@ -79,6 +85,7 @@ class _Report:
             "methods": list(opts.methods),
             "runs_per_variant": opts.runs,
             "calibration_size": opts.calibration_size,
+            "quality_budget": attrs.asdict(opts.budget),
             "config": json.loads(json.dumps(cfg.to_dict())),
             "environment": env,
         }
@@ -118,6 +125,9 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
             "of calibration to check each graph on)"
         )
     calibration_size = min(opts.calibration_size, len(dataset) - 1)
+    from speechperf.data.references import load_references
+
+    load_references(general, dataset, cfg.roles)  # a reference file that does not fit fails here, before quantizing
     out_dir = Path(opts.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
@@ -191,7 +201,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         rep.write()
 
     results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, on_result)
-    _fill_rows(rep, cfg, plans, results, dataset, out_dir, speech_out)
+    _fill_rows(rep, cfg, plans, results, dataset, out_dir, speech_out, opts.budget)
     rep.write(complete=True)
     if opts.csv_path is not None:
         write_text_atomic(opts.csv_path, to_csv(list(rep.rows.values())))
@@ -263,13 +273,14 @@ def _graph_diff(backend, plan, stage, keys, check, general) -> float:
     return worst
 
 
-def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech_out: bool) -> None:
+def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech_out: bool, budget) -> None:
+    from speechperf.data.references import load_references
     from speechperf.stats import speed_ratio, welch_p_value
 
     by_cell: dict[str, list] = {}
     for r in results:
         by_cell.setdefault(r.cell, []).append(r)
-    references = {s.id: s.text for s in dataset if s.text}
+    references = load_references(cfg.general, dataset, cfg.roles)
     seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
     role = cfg.roles[-1]
     first_ok = {name: next((r.data for r in runs if r.ok and r.data), None) for name, runs in by_cell.items()}
@@ -286,9 +297,20 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
             bad = next(r for r in runs if r not in ok)
             row.notes.append(f"{len(runs) - len(ok)} of {len(runs)} runs failed: {bad.error}")
     fp32 = rep.rows[FP32]
+    language = cfg.general.language
+
+    def fidelity_of(name: str):
+        waves = (out_dir / "waveforms" / FP32, out_dir / "waveforms" / name) if speech_out else (None, None)
+        diff = 0.0 if name == FP32 else rep.rows[name].graph_rel_diff
+        return fid.stage_fidelity(role, first_ok[FP32], first_ok[name], references, seconds, *waves, diff, language)
+
+    if first_ok.get(FP32):
+        fp32.fidelity = fidelity_of(FP32)
     for name, row in rep.rows.items():
         if name == FP32 or row.status.startswith("failed") or not row.latencies_ms:
             continue
+        if first_ok.get(FP32) and first_ok.get(name):
+            row.fidelity = fidelity_of(name)
         if not fp32.latencies_ms:
             row.status = "measured; fp32 failed, no speed-up figure"
             continue
@@ -296,21 +318,10 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
         row.speedup, row.speedup_sigma = ratio.value, ratio.sigma
         row.p_value = welch_p_value(row.latencies_ms, fp32.latencies_ms)
         row.status = _speed_status(ratio.value, row.p_value)
-        if first_ok.get(FP32) and first_ok.get(name):
-            waves = (out_dir / "waveforms" / FP32, out_dir / "waveforms" / name) if speech_out else (None, None)
-            row.fidelity = fid.stage_fidelity(
-                role, first_ok[FP32], first_ok[name], references, seconds, *waves, row.graph_rel_diff
-            )
-    if first_ok.get(FP32):
-        fp32.fidelity = fid.stage_fidelity(
-            role,
-            first_ok[FP32],
-            first_ok[FP32],
-            references,
-            seconds,
-            *((out_dir / "waveforms" / FP32,) * 2 if speech_out else (None, None)),
-            0.0,
-        )
+        over = fid.over_budget(fp32.fidelity, row.fidelity, budget)
+        if over:  # faster or not, a variant that lost this much is not "ok"
+            speed = "" if row.status.startswith("ok") else f"; {row.status}"
+            row.status = f"over quality budget ({', '.join(over)}){speed}"
     for row in rep.rows.values():
         if row.status in ("quantizing", "measuring"):
             row.status = "failed: not measured"

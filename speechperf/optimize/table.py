@@ -33,6 +33,8 @@ COLUMNS = (
     "fidelity",
     "wer",
     "cer",
+    "bleu",
+    "normalizer",
     "agreement_or_snr",
     "graph_max_rel_diff",
 )
@@ -84,6 +86,8 @@ class Row:
             "fidelity": fid.text() if fid else None,
             "wer": _round(fid.wer, 4) if fid else None,
             "cer": _round(fid.cer, 4) if fid else None,
+            "bleu": _round(fid.bleu, 2) if fid else None,
+            "normalizer": fid.quality.normalizer if fid and fid.quality else None,
             "agreement_or_snr": _round(fid.value, 4) if fid else None,
             "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
         }
