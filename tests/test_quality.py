@@ -11,6 +11,7 @@ import pytest
 import soundfile as sf
 from click.testing import CliRunner
 
+from speechperf.benchmark.quality import wanted
 from speechperf.cli import main
 from speechperf.config.schema import GeneralConfig
 from speechperf.data import DatasetError, load_dataset
@@ -18,7 +19,7 @@ from speechperf.data.references import load_references
 from speechperf.errors import SpeechperfError
 from speechperf.meters import bleu, vad_score, wer
 from speechperf.meters.normalize import SIMPLE, WHISPER_BASIC, WHISPER_ENGLISH, for_language, normalize
-from speechperf.meters.quality import QualityResult, QualityScore, save_text, score_texts, wanted
+from speechperf.meters.quality import QualityResult, QualityScore, save_text, score_texts
 from speechperf.optimize.fidelity import Fidelity, QualityBudget, over_budget
 
 

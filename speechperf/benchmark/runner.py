@@ -58,12 +58,13 @@ def run_benchmark(
     if text_path is not None:
         text_path = check_output_path(text_path, "--save-text")
     dataset = load_dataset(general, cfg.roles[0])
+    from speechperf.benchmark import quality as quality_pass
     from speechperf.data.references import load_references
     from speechperf.meters import quality as quality_meter
 
     # Read (and checked) before anything is loaded: a reference file that does not fit the dataset costs nothing.
     references = load_references(general, dataset, cfg.roles)
-    score_quality, quality_note = quality_meter.wanted(general, references, cfg.roles)
+    score_quality, quality_note = quality_pass.wanted(general, references, cfg.roles)
     if score_quality:
         quality_meter.check_references(references, general)
     if text_path is not None and not score_quality:
@@ -107,7 +108,7 @@ def run_benchmark(
             if show:
                 show("quality", "scoring the outputs (untimed)", 0, 0)
             try:
-                quality = quality_meter.measure(bench, dataset, references, general, backend, workdir, err)
+                quality = quality_pass.measure(bench, dataset, references, general, backend, workdir, err)
                 result = attrs.evolve(result, quality=quality)
             except SpeechperfError as exc:  # what was measured is kept and written; the reason is said
                 quality_note = f"quality not scored: {exc}"

@@ -13,28 +13,18 @@ depends on what the last stage puts out:
   translation. Only English is transcribed for now.
 - VAD: frame agreement and segment F1 against reference segments (speechperf.meters.vad_score).
 
-When it runs: when ``quality`` is among the meters; and, with the default meters, whenever the dataset has
+The pass over a benchmark (which stages, when, the ASR for speech) is speechperf.benchmark.quality. It runs: when ``quality`` is among the meters; and, with the default meters, whenever the dataset has
 references and scoring needs no ASR model (a note says why it did not run otherwise). The references come from
 speechperf.data.references.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 
 import attrs
-import numpy as np
 
 from speechperf.errors import SpeechperfError
-
-TEXT_ROLES = ("s2t", "mt")
-SPEECH_ROLES = ("tts", "unit_vocoder", "s2s")
-ASR_MODEL = "whisper-tiny-en"
-ASR_NAME = "Whisper tiny.en"
-#: The back-transcription's token bound: fairseq's max_len_a * encoder frames (50 a second) + max_len_b, i.e. 10
-#: tokens a second plus 10, twice what speech needs; noise (a random-weight TTS) would otherwise decode to 224.
-ASR_MAX_LEN_A, ASR_MAX_LEN_B = 0.2, 10
 
 
 @attrs.frozen
@@ -110,33 +100,6 @@ class QualityResult:
         return self.of("total")
 
 
-def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
-    """(run the meter?, the note that says why not). Asked for: it runs wherever it can. With the default meters:
-    only where the dataset has references and no ASR is needed. Other meters named without it: off, silently."""
-    from speechperf.config.schema import DEFAULT_METERS
-
-    asked = "quality" in general.meters
-    if not asked and tuple(general.meters) != DEFAULT_METERS:
-        return False, None
-    if refs is None:
-        how = (
-            "reference segments (general.reference_path, or a .seg file beside the manifest)"
-            if roles[-1] == "vad"
-            else "references (a .wrd beside a raw manifest, a fairseq_s2t manifest, a .ref beside a text dataset, "
-            "or general.reference_path)"
-        )
-        # Asked for, or a real dataset without references: say why. VAD without segments, unasked: nothing.
-        if asked or (general.dataset_type != "generated" and roles[-1] != "vad"):
-            return False, f"quality not scored: the dataset has no {how}"
-        return False, None
-    if roles[-1] in SPEECH_ROLES and not asked:
-        return False, (
-            f"quality not scored by default for speech output: it transcribes every output with {ASR_NAME}; "
-            "add quality to --meters to score intelligibility" + (" / ASR-BLEU" if len(roles) > 1 else "")
-        )
-    return True, None
-
-
 def check_references(refs, general) -> None:
     """Refuse, before anything is loaded, references that cannot be scored: one empty after its normalizer."""
     from speechperf.meters.normalize import for_language
@@ -152,45 +115,6 @@ def check_references(refs, general) -> None:
                     f"the reference of sample {sid!r} ({text!r}, from {refs.origin}) is empty after the {name} "
                     "normalizer; every reference needs at least one word"
                 )
-
-
-def measure(bench, samples, refs, general, backend, workdir, log=None) -> QualityResult:
-    """Score ``bench``'s kept outputs (after ``gather_all_metrics``) against ``refs`` (speechperf.data.references)."""
-    start = time.perf_counter()
-    notes: list[str] = []
-    scores: list[QualityScore] = []
-    roles = tuple(s.role for s in bench.stages)
-    ids = list(bench.sample_ids)
-    outputs = bench.stage_outputs()
-    for index, stage in enumerate(bench.stages):
-        last = index == len(bench.stages) - 1
-        name = "total" if last else f"stage{index + 1} {stage.role}"
-        got = outputs[index]
-        if stage.role in TEXT_ROLES:
-            # A cascade's ASR before an MT stage is scored against the source transcripts, when there are any;
-            # every other text stage against the references of the run's output text.
-            before_mt = stage.role == "s2t" and "mt" in roles[index + 1 :]
-            refs_here = refs.sources if before_mt else refs.texts
-            texts = {sid: str(out["text"]) for sid, out in got.items() if "text" in out}
-            if not texts or not refs_here:
-                if last:
-                    notes.append(
-                        f"quality not scored: stage{index + 1} ({stage.label}) puts out token ids without text, "
-                        "so there is nothing to compare with the references"
-                    )
-                continue
-            metric = "bleu" if stage.role == "mt" else "wer"
-            translation = stage.role == "mt" or (not before_mt and refs.translation)
-            scored = score_texts(name, metric, ids, refs_here, texts, refs, general.language, translation)
-            if scored is not None:
-                scores.append(scored)
-        elif stage.role == "vad" and last:
-            scores.append(score_vad(ids, refs, got, samples))
-        elif stage.role in SPEECH_ROLES and last:
-            scored = score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, log, notes)
-            if scored is not None:
-                scores.append(scored)
-    return QualityResult(tuple(scores), time.perf_counter() - start, refs.origin, tuple(notes))
 
 
 def score_texts(
@@ -277,50 +201,6 @@ def score_vad(ids, refs, got, samples) -> QualityScore:
 
 def _segments_text(segments) -> str:
     return " ".join(f"{a:.2f}-{b:.2f}" for a, b in segments)
-
-
-def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, log, notes) -> QualityScore | None:
-    """Back-transcribe every output waveform, then WER (TTS: against its input) or ASR-BLEU (S2ST)."""
-    waves = {sid: out for sid, out in got.items() if "waveform" in out and sid in refs.texts}
-    if not waves:
-        return None
-    languages = {refs.language(sid, general.language) for sid in waves}
-    if any(lang.lower().split("-")[0] not in ("en", "eng") for lang in languages):
-        notes.append(
-            f"quality not scored: speech in {', '.join(sorted(languages))} needs a multilingual ASR; only "
-            f"English is transcribed for now ({ASR_NAME})"
-        )
-        return None
-    transcriber = WhisperTranscriber(backend, general, workdir, log)
-    hyps = {sid: transcriber(out["waveform"], int(out["sample_rate"])) for sid, out in waves.items()}
-    metric = "intelligibility" if roles == ("tts",) else "asr-bleu"
-    return score_texts(name, metric, ids, refs.texts, hyps, refs, general.language, False, transcriber.name)
-
-
-class WhisperTranscriber:
-    """Whisper tiny.en from the zoo, on the benchmark's backend (its default format there), greedy decoding."""
-
-    def __init__(self, backend, general, workdir, log=None):
-        from speechperf.benchmark import build
-        from speechperf.config.schema import BenchConfig, GeneralConfig, StageConfig
-
-        stage_cfg = StageConfig(model=ASR_MODEL, preset="base", max_len_a=ASR_MAX_LEN_A, max_len_b=ASR_MAX_LEN_B)
-        cfg = BenchConfig(
-            GeneralConfig(model_type="S2T", backend=backend.name, device=general.device, threads=general.threads),
-            (stage_cfg,),
-            source=f"the quality meter's ASR ({ASR_NAME})",
-        )
-        with build.stdout_to_stderr():
-            build.prepare_stages(cfg, backend.name, workdir, log)
-            self.stage = build.build_stage(stage_cfg, "s2t", 1, cfg, backend, general.device, general.threads, workdir)
-        self.name = f"{ASR_NAME} ({self.stage.label} on {backend.name})"
-
-    def __call__(self, waveform: np.ndarray, sample_rate: int) -> str:
-        from speechperf.data.sample import Sample
-
-        audio = np.asarray(waveform, dtype=np.float32).reshape(-1)
-        sample = Sample(id="output", audio=audio, sample_rate=sample_rate)
-        return str(self.stage.forward(self.stage.from_sample(sample))["text"]).strip()
 
 
 def save_text(result: QualityResult) -> str:
