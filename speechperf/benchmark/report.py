@@ -21,6 +21,7 @@ import attrs
 
 from speechperf import tables
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
+from speechperf.meters import first_call
 from speechperf.outputs import write_text_atomic
 
 PACKAGES = (
@@ -45,6 +46,8 @@ COLUMNS = (
     "runtime_stdev_ms",
     "runtime_median_ms",
     "runtime_p90_ms",
+    "first_call_new_shape_pct",
+    "first_call_new_shape_detected",
     "rtf",
     "rtf_audio",
     "peak_rss_mib",
@@ -113,6 +116,7 @@ def _plain(value: Any) -> Any:
             "stats",
             "noise",
             "noise_warning",
+            "first_call_per_shape",
             "peak_mib",
             "footprint_mib",
             "device_peak_mib",
@@ -167,6 +171,7 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
                 s.memory.footprint_mib if s.memory else None,
                 (s.flops.total / len(s.flops.per_sample)) if s.flops and s.flops.per_sample else None,
                 s.flops.source if s.flops else None,
+                s.runtime.first_call_per_shape if s.runtime else None,
             )
         )
     t = result.totals
@@ -182,13 +187,14 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
             t.footprint_mib,
             t.flops_per_sample,
             t.flops_source,
+            t.first_call_per_shape,
         )
     )
     # The backend on every row, so exports of several runs (torch, paddle, onnxruntime) can be concatenated.
     return [{"backend": result.backend, **row} for row in out]
 
 
-def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -> dict[str, Any]:
+def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source, shape_cost) -> dict[str, Any]:
     ms = (lambda v: round(v * 1e3, 3)) if stats else (lambda v: None)
     return {
         "stage": stage,
@@ -199,6 +205,7 @@ def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source) -
         "runtime_stdev_ms": ms(stats.stdev) if stats else None,
         "runtime_median_ms": ms(stats.median) if stats else None,
         "runtime_p90_ms": ms(stats.p90) if stats else None,
+        **first_call.columns(shape_cost),
         "rtf": round(rtf.rtf, 5) if rtf else None,
         "rtf_audio": rtf.audio if rtf else None,
         "peak_rss_mib": round(peak, 1) if peak is not None else None,
@@ -227,7 +234,9 @@ def print_table(result: BenchResult, file=None) -> None:
 
     table = Table(
         title=f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
-        f"{result.threads} thread(s), warmup {result.warmup}, repeat {result.repeat}"
+        f"{result.threads} thread(s), warmup {result.warmup}"
+        + (" and per shape" if result.warmup_per_shape else "")
+        + f", repeat {result.repeat}"
     )
     for header in (
         "stage",
@@ -236,6 +245,7 @@ def print_table(result: BenchResult, file=None) -> None:
         "runtime (ms) mean ± σ",
         "median",
         "p90",
+        "1st call, new shape",
         "RTF",
         "peak RSS (MiB)",
         "footprint (MiB)",
@@ -255,6 +265,7 @@ def print_table(result: BenchResult, file=None) -> None:
             runtime,
             _cell(row["runtime_median_ms"]),
             _cell(row["runtime_p90_ms"]),
+            first_call.cell(row),
             rtf,
             _cell(row["peak_rss_mib"]),
             _cell(row["footprint_mib"]),
