@@ -38,7 +38,7 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from speechperf.meters import first_call
+from speechperf.meters import first_call as per_shape  # not `first_call`: SampleTiming has a property of that name
 from speechperf.meters.samples import SampleFailure, check_count, failure
 
 PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy 'linear', Hyndman-Fan type 7)"
@@ -63,16 +63,16 @@ class SampleTiming:
         """Coefficient of variation of the repeats, or None with fewer than 3."""
         if len(self.ns) < 3:
             return None
-        return first_call.coefficient_of_variation(self.ns)
+        return per_shape.coefficient_of_variation(self.ns)
 
     @property
-    def first_call(self) -> first_call.FirstCall | None:
+    def first_call(self) -> per_shape.FirstCall | None:
         """Its first call on a new shape against its later calls; None when its shape had been run before."""
         if not self.new_shape:
             return None
         if self.warmup_ns:
-            return first_call.FirstCall(self.warmup_ns[0], self.ns)
-        return first_call.FirstCall(self.ns[0], self.ns[1:])
+            return per_shape.FirstCall(self.warmup_ns[0], self.ns)
+        return per_shape.FirstCall(self.ns[0], self.ns[1:])
 
 
 @attrs.frozen
@@ -143,18 +143,18 @@ class RuntimeResult:
         return sum(s.seconds for s in self.samples)
 
     @property
-    def first_call_per_shape(self) -> first_call.ShapeCost | None:
+    def first_call_per_shape(self) -> per_shape.ShapeCost | None:
         """The cost of the first call on a new input shape, from the per-shape warm-ups when they ran, else from
         the first repeats; None when no sample met a new shape with enough calls."""
         warmed = [s.first_call for s in self.samples if s.new_shape and s.warmup_ns]
         if warmed:
-            return first_call.shape_cost(warmed, first_call.FROM_WARMUP)
-        return first_call.shape_cost([s.first_call for s in self.samples if s.new_shape], first_call.FROM_REPEATS)
+            return per_shape.shape_cost(warmed, per_shape.FROM_WARMUP)
+        return per_shape.shape_cost([s.first_call for s in self.samples if s.new_shape], per_shape.FROM_REPEATS)
 
     @property
     def _first_repeats_are_shape_cost(self) -> bool:
         cost = self.first_call_per_shape
-        return cost is not None and cost.detected and cost.source == first_call.FROM_REPEATS
+        return cost is not None and cost.detected and cost.source == per_shape.FROM_REPEATS
 
     @property
     def noise(self) -> float | None:
@@ -164,7 +164,7 @@ class RuntimeResult:
         spreads = []
         for s in self.samples:
             if skip and s.new_shape and not s.warmup_ns:
-                spread = first_call.coefficient_of_variation(s.ns[1:])
+                spread = per_shape.coefficient_of_variation(s.ns[1:])
             else:
                 spread = s.spread
             if spread is not None:
@@ -177,7 +177,7 @@ class RuntimeResult:
         cost = self.first_call_per_shape
         if cost is None or not cost.detected:
             return None
-        if cost.source == first_call.FROM_WARMUP:
+        if cost.source == per_shape.FROM_WARMUP:
             return cost.describe() + "; warmed before timing, so not in the figures above"
         return (
             cost.describe() + "; it is in each sample's first repeat, left out of the noise estimate; "
