@@ -39,7 +39,9 @@ def test_the_issue_repeats_are_a_shape_cost_not_noise():
     # first / median(later) - 1: gen1 113.8/75.95, gen2 149.3/104.8, gen3 151.5/104.7
     assert cost.excess == pytest.approx(151.5 / 104.7 - 1)
     assert cost.detected and (cost.showing, cost.considered) == (3, 3) and cost.source == first_call.FROM_REPEATS
-    assert "the first call on a new input shape costs +45% (median over 3 samples, 3 of 3 show it" in result.shape_note
+    assert (
+        "the first call on a new input shape costs +44.7% (median over 3 samples, 3 of 3 show it" in result.shape_note
+    )
     # Every repeat counted, the spread is over 20% (the noise note the issue saw); without the first repeats, small.
     assert statistics.median(s.spread for s in result.samples) > 0.2
     assert result.noise < 0.05 and result.noise_warning is None
@@ -141,6 +143,6 @@ def test_runs_combine_as_the_median_called_by_a_majority():
     assert combined.excess == 0.4 and combined.detected and (combined.showing, combined.considered) == (6, 9)
     assert first_call.over_runs([run(0.4, True), run(0.05, False)]).detected is False
     assert first_call.columns(combined) == {"first_call_new_shape_pct": 40.0, "first_call_new_shape_detected": True}
-    assert first_call.cell(first_call.columns(combined)) == "+40%"
-    assert first_call.cell(first_call.columns(run(0.05, False))) == "+5% (noise)"
+    assert first_call.cell(first_call.columns(combined)) == "+40.0%"
+    assert first_call.cell(first_call.columns(run(0.05, False))) == "+5.0% (noise)"
     assert first_call.cell(first_call.columns(None)) == "-"

@@ -79,7 +79,7 @@ class ShapeCost:
     later_spread: float  # median over the considered samples of the later calls' coefficient of variation
 
     def describe(self) -> str:
-        """``the first call on a new input shape costs +44% (median over 3 samples, 3 of 3 show it, ...)``."""
+        """``the first call on a new input shape costs +44.2% (median over 3 samples, 3 of 3 show it, ...)``."""
         how = (
             "its own warm-up call against its timed repeats"
             if self.source == FROM_WARMUP
@@ -87,10 +87,15 @@ class ShapeCost:
         )
         verdict = "costs" if self.detected else "shows no clear cost:"
         return (
-            f"the first call on a new input shape {verdict} {self.excess:+.0%} (median over {self.considered} "
+            f"the first call on a new input shape {verdict} {percent(self.excess)} (median over {self.considered} "
             f"samples, {self.showing} of {self.considered} show it; later calls vary by {self.later_spread:.0%}; "
             f"{how})"
         )
+
+
+def percent(excess: float) -> str:
+    """``+44.2%``: the ``first_call_new_shape_pct`` column's value, so the note and the table say the same."""
+    return f"{round(excess * 100, 1):+.1f}%"
 
 
 def shape_cost(calls: Sequence[FirstCall], source: str) -> ShapeCost | None:
@@ -147,11 +152,11 @@ def columns(cost: ShapeCost | None) -> dict[str, Any]:
 
 
 def cell(row: dict[str, Any]) -> str:
-    """``+44%``, or ``+3% (noise)`` when the rule did not call it, or ``-``."""
+    """``+44.2%``, or ``+3.1% (noise)`` when the rule did not call it, or ``-``."""
     pct = row["first_call_new_shape_pct"]
     if pct is None:
         return "-"
-    return f"{pct:+.0f}%" + ("" if row["first_call_new_shape_detected"] else " (noise)")
+    return percent(pct / 100) + ("" if row["first_call_new_shape_detected"] else " (noise)")
 
 
 def shape_key(inp: Mapping[str, Any]) -> tuple:
