@@ -1,9 +1,10 @@
 """The first call on a new input shape: the cost a runtime pays the first time a session sees an input shape.
 
-Why it is a figure of its own: paddle's inference predictor plans again (shape inference, memory plan, kernel
-choice) when an input shape changes. fairseq's design warms up on the first sample only, so with several timed
-repeats per sample every later sample's first repeat is slower than its other repeats. That is systematic, not
-noise: a service fed speech of varying lengths pays it, and "close other busy programs" does not remove it.
+Why it is a figure of its own: paddle's inference predictor does work again for each new input shape (its first
+call on a new length of the S2T encoder takes 3 to 5 times its later ones: tests/perf/first_call_per_shape.py).
+fairseq's design warms up on the first sample only, so with several timed repeats per sample every later sample's
+first repeat is slower than its other repeats. That is systematic, not noise: a service fed speech of varying
+lengths pays it, and "close other busy programs" does not remove it. Measured figures: docs/benchmark.md.
 
 The rule, per stage and over samples (``shape_cost``). A sample is *considered* when its first call met an input
 shape the session had not run before (not the warm-up's sample, not an earlier sample of the same shape) and it has
