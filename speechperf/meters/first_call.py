@@ -162,7 +162,8 @@ def cell(row: dict[str, Any]) -> str:
 
 def shape_key(inp: Mapping[str, Any]) -> tuple:
     """What a stage input looks like to a session: its arrays' shapes and dtypes, the lengths of its strings and
-    lists, its plain numbers; two inputs with the same key make the same session calls at the same shapes."""
+    lists, its plain numbers. Two inputs with the same key feed a stage's first session call the same shapes (a
+    decoding loop's later calls also depend on what it decodes, which the input's shape stands in for)."""
     key = []
     for name in sorted(inp):
         value = inp[name]
