@@ -10,6 +10,9 @@ Measurement rules (docs/architecture.md, "Measurements"; fairseq's aggregation):
   hand-off between stages (decoding to text, re-encoding for the next model) is never timed;
 - each stage is warmed up (``warmup`` untimed forwards on its first input; fairseq hard-codes 2), then every
   sample gets ``repeat`` timed forwards, one forward under the memory meter and one under the FLOPs meter;
+- with ``warmup_per_shape`` (not fairseq's), each sample whose input shapes the stage has not run yet gets
+  ``max(1, warmup)`` untimed forwards too, so its repeats hold no first-call-per-shape cost
+  (``speechperf.meters.first_call``; that cost is reported either way);
 - totals: runtime and FLOPs summed over stages per sample, memory the max over stages;
 - a sample that fails is recorded with a one-line reason and the others still run; its later stages are skipped.
 """
@@ -25,6 +28,7 @@ from speechperf.benchmark.results import BenchResult, StageResult, totals
 from speechperf.benchmark.stage import Stage, StageIO, describe_output
 from speechperf.data.sample import Sample
 from speechperf.errors import SpeechperfError
+from speechperf.meters.first_call import shape_key
 from speechperf.meters.samples import SampleFailure, failure
 
 METERS = ("runtime", "memory", "flops")
@@ -48,6 +52,7 @@ class BenchmarkingBase:
         meters: Sequence[str] = METERS,
         warmup: int = 2,
         repeat: int = 1,
+        warmup_per_shape: bool = False,
         memory_method: str = "hwm",
         preload_mib: float | None = None,
         progress: Progress | None = None,
@@ -67,6 +72,7 @@ class BenchmarkingBase:
         self.meters = tuple(meters)
         self.warmup = warmup
         self.repeat = repeat
+        self.warmup_per_shape = warmup_per_shape
         self.memory_method = memory_method
         self.preload_mib = preload_mib
         self.progress = progress or (lambda *a: None)
@@ -82,6 +88,7 @@ class BenchmarkingBase:
         self._stage_failures: list[list[SampleFailure]] = [[] for _ in self.stages]
         self._meters: list[dict[str, object]] = [{} for _ in self.stages]
         self._first_call: list[float | None] = [None for _ in self.stages]
+        self._warm_shapes: list[set] = [set() for _ in self.stages]  # input shapes each stage's warm-up ran
 
     # -- fairseq's methods -----------------------------------------------------------------------------------------
 
@@ -99,7 +106,14 @@ class BenchmarkingBase:
     def benchmark_run_time(self, stage: int):
         from speechperf.meters.runtime import RuntimeMeter
 
-        meter = RuntimeMeter(self.backend, self.device, warmup=0, repeat=self.repeat)
+        meter = RuntimeMeter(
+            self.backend,
+            self.device,
+            warmup=0,
+            repeat=self.repeat,
+            shape_warmup=max(1, self.warmup) if self.warmup_per_shape else 0,
+            seen_shapes=self._warm_shapes[stage],
+        )
         self._meters[stage]["runtime"] = meter
         last = stage == len(self.stages) - 1
         s = self.stages[stage]
@@ -110,7 +124,7 @@ class BenchmarkingBase:
                 if last:
                     self.final_outputs[sid] = out
 
-            return meter.measure(sid, forward)
+            return meter.measure(sid, forward, shape=shape_key(inp))
 
         self._each(stage, "runtime", pass_)
         return meter.result()
@@ -164,6 +178,7 @@ class BenchmarkingBase:
             if first is not None and self.warmup:
                 try:
                     self._first_call[index] = self.warm_up(index, first, self.warmup)
+                    self._warm_shapes[index].add(shape_key(first))
                 except Exception as exc:  # the first sample is broken; the meters record it, the others run
                     self.progress(stage.label, "warm-up failed: " + failure("", "warm-up", exc).error, 0, 0)
             if "runtime" in self.meters:
@@ -286,6 +301,7 @@ class BenchmarkingBase:
             threads=self.threads,
             warmup=self.warmup,
             repeat=self.repeat,
+            warmup_per_shape=self.warmup_per_shape,
             samples=self.sample_ids,
             stages=stage_results,
             totals=totals(stage_results, self.sample_ids, audio_s, side),

@@ -21,6 +21,7 @@ import attrs
 
 from speechperf import tables
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
+from speechperf.meters import first_call
 from speechperf.outputs import write_text_atomic
 
 PACKAGES = (
@@ -45,6 +46,8 @@ COLUMNS = (
     "runtime_stdev_ms",
     "runtime_median_ms",
     "runtime_p90_ms",
+    "first_call_new_shape_pct",
+    "first_call_new_shape_detected",
     "rtf",
     "rtf_audio",
     "peak_rss_mib",
@@ -118,6 +121,7 @@ def _plain(value: Any) -> Any:
             "stats",
             "noise",
             "noise_warning",
+            "first_call_per_shape",
             "peak_mib",
             "footprint_mib",
             "device_peak_mib",
@@ -172,6 +176,7 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
                 s.memory.footprint_mib if s.memory else None,
                 (s.flops.total / len(s.flops.per_sample)) if s.flops and s.flops.per_sample else None,
                 s.flops.source if s.flops else None,
+                s.runtime.first_call_per_shape if s.runtime else None,
                 result.quality_of(s),
             )
         )
@@ -188,6 +193,7 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
             t.footprint_mib,
             t.flops_per_sample,
             t.flops_source,
+            t.first_call_per_shape,
             result.quality_of(None),
         )
     )
@@ -195,7 +201,9 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
     return [{"backend": result.backend, **row} for row in out]
 
 
-def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source, quality=None) -> dict[str, Any]:
+def _row(
+    stage, model, ok, failed, stats, rtf, peak, footprint, flops, source, shape_cost, quality=None
+) -> dict[str, Any]:
     ms = (lambda v: round(v * 1e3, 3)) if stats else (lambda v: None)
     return {
         "stage": stage,
@@ -206,6 +214,7 @@ def _row(stage, model, ok, failed, stats, rtf, peak, footprint, flops, source, q
         "runtime_stdev_ms": ms(stats.stdev) if stats else None,
         "runtime_median_ms": ms(stats.median) if stats else None,
         "runtime_p90_ms": ms(stats.p90) if stats else None,
+        **first_call.columns(shape_cost),
         "rtf": round(rtf.rtf, 5) if rtf else None,
         "rtf_audio": rtf.audio if rtf else None,
         "peak_rss_mib": round(peak, 1) if peak is not None else None,
@@ -256,7 +265,9 @@ def print_table(result: BenchResult, file=None) -> None:
 
     table = Table(
         title=f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
-        f"{result.threads} thread(s), warmup {result.warmup}, repeat {result.repeat}"
+        f"{result.threads} thread(s), warmup {result.warmup}"
+        + (" and per shape" if result.warmup_per_shape else "")
+        + f", repeat {result.repeat}"
     )
     for header in (
         "stage",
@@ -265,6 +276,7 @@ def print_table(result: BenchResult, file=None) -> None:
         "runtime (ms) mean ± σ",
         "median",
         "p90",
+        "1st call, new shape",
         "RTF",
         "peak RSS (MiB)",
         "footprint (MiB)",
@@ -285,6 +297,7 @@ def print_table(result: BenchResult, file=None) -> None:
             runtime,
             _cell(row["runtime_median_ms"]),
             _cell(row["runtime_p90_ms"]),
+            first_call.cell(row),
             rtf,
             _cell(row["peak_rss_mib"]),
             _cell(row["footprint_mib"]),

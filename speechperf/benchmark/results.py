@@ -1,7 +1,8 @@
 """What a benchmark produces: per-stage figures and the totals aggregated as fairseq does.
 
 Totals over stages: runtime and FLOPs are summed per sample (only samples that every stage measured), memory is
-the max over stages (stages run one after another, so their peaks do not add up).
+the max over stages (stages run one after another, so their peaks do not add up); the first-call-per-shape cost
+compares the stages' summed first calls with their summed later calls, per sample.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from speechperf.meters.first_call import ShapeCost, combined
 from speechperf.meters.flops import FlopCount
 from speechperf.meters.memory import MemoryResult
 from speechperf.meters.quality import QualityResult
@@ -45,6 +47,7 @@ class Totals:
     footprint_mib: float | None
     flops_per_sample: float | None
     flops_source: str | None
+    first_call_per_shape: ShapeCost | None = None
 
 
 @attrs.frozen
@@ -61,6 +64,7 @@ class BenchResult:
     failed: dict[str, str]  # sample id -> first failure message
     outputs: dict[str, dict[str, Any]]  # sample id -> what the last stage produced
     complete: bool = True  # False when the run was interrupted
+    warmup_per_shape: bool = False
     quality: QualityResult | None = None  # scored after every measurement, untimed (speechperf.meters.quality)
 
     def quality_of(self, stage: StageResult | None) -> object:
@@ -105,4 +109,15 @@ def totals(
         footprint_mib=max(footprints) if footprints else None,
         flops_per_sample=sum(flops) if flops and all(f is not None for f in flops) else None,
         flops_source="+".join(sorted(sources)) if sources else None,
+        first_call_per_shape=_first_call_per_shape(stages),
     )
+
+
+def _first_call_per_shape(stages: tuple[StageResult, ...]) -> ShapeCost | None:
+    if not stages or any(s.runtime is None for s in stages):
+        return None
+    costs = [s.runtime.first_call_per_shape for s in stages]
+    if len(stages) == 1:
+        return costs[0]
+    per_stage = [{t.sample_id: t.first_call for t in s.runtime.samples if t.first_call} for s in stages]
+    return combined(per_stage, [c.source for c in costs if c is not None])

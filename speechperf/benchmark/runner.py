@@ -98,6 +98,7 @@ def run_benchmark(
         meters=tuple(m for m in general.meters if m != "quality"),
         warmup=general.warmup,
         repeat=general.repeat,
+        warmup_per_shape=general.warmup_per_shape,
         memory_method=memory_method,
         preload_mib=preload,
         progress=on_progress,
@@ -137,8 +138,9 @@ def run_benchmark(
                 f"{stage.first_call_s:.3f} s (not in the figures above)",
                 file=err,
             )
-        if stage.runtime is not None and stage.runtime.noise_warning:
-            print(f"note: stage{stage.index} {stage.label}: {stage.runtime.noise_warning}", file=err)
+        for note in (stage.runtime.shape_note, stage.runtime.noise_warning) if stage.runtime is not None else ():
+            if note:
+                print(f"note: stage{stage.index} {stage.label}: {note}", file=err)
         flops_failures = [f for f in stage.failures if f.meter == "flops"]
         if flops_failures:
             print(

@@ -14,6 +14,7 @@ from speechperf.compare.child import RunResult
 from speechperf.compare.parity import CellParity, group_parity
 from speechperf.compare.plan import Cell
 from speechperf.compare.quality import CellQuality, group_quality
+from speechperf.meters import first_call
 
 SCHEMA_VERSION = 1
 UNIT_NOTE = (
@@ -34,6 +35,8 @@ COLUMNS = (
     "median_ms",
     "p90_ms",
     "p99_ms",
+    "first_call_new_shape_pct",
+    "first_call_new_shape_detected",
     "rtf",
     "rtf_audio",
     "peak_rss_mib",
@@ -116,6 +119,7 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
                 "median_ms": _ms(s.percentile(50)),
                 "p90_ms": _ms(s.percentile(90)),
                 "p99_ms": _ms(s.percentile(99)),
+                **first_call.columns(s.first_call_per_shape),
                 "rtf": None if s.rtf is None else round(s.rtf, 5),
                 "rtf_audio": s.rtf_audio,
                 "peak_rss_mib": None if s.peak_mib is None else round(s.peak_mib, 1),
@@ -272,6 +276,7 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         "median",
         "p90",
         "p99",
+        "1st call, new shape",
         "RTF",
         "peak RSS (MiB)",
         "GFLOPs/sample",
@@ -302,10 +307,9 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
             row["cell"],
             f"{row['runs_ok']}/{row['runs_failed']}",
             mean,
-            *(
-                "-" if row[k] is None else str(row[k])
-                for k in ("median_ms", "p90_ms", "p99_ms", "rtf", "peak_rss_mib", "gflops_per_sample")
-            ),
+            *("-" if row[k] is None else str(row[k]) for k in ("median_ms", "p90_ms", "p99_ms")),
+            first_call.cell(row),
+            *("-" if row[k] is None else str(row[k]) for k in ("rtf", "peak_rss_mib", "gflops_per_sample")),
             ratio,
             row["parity"] or "-",
             report.quality[row["cell"]].describe() if row["cell"] in report.quality else "-",

@@ -6,7 +6,8 @@ runtime (the cascade total, each sample's runtime being the median of its repeat
 their sigma and Welch's p-value (``speechperf.stats``) use them too, so drift between processes counts as noise
 instead of being averaged away inside one. Median, p90 and p99 are over every per-sample runtime of every run,
 pooled (numpy's linear percentiles). RTF is the pooled runtime over the pooled audio seconds; peak memory the max
-over runs; FLOPs per sample as the children counted them.
+over runs; FLOPs per sample as the children counted them; the first-call-per-shape cost the median over the runs
+of each run's total, called when most runs called it (``speechperf.meters.first_call``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 from speechperf import stats
 from speechperf.compare.child import RunResult
 from speechperf.compare.plan import Cell
+from speechperf.meters import first_call
 
 #: an outlier must also be this far from the median (steady runs have a tiny MAD; see stats.outliers)
 OUTLIER_MIN_RELATIVE = 0.10
@@ -43,6 +45,7 @@ class CellSummary:
     failures: tuple[RunResult, ...]
     environments: tuple[dict[str, Any], ...]
     runs: tuple[dict[str, Any], ...]  # per finished run: run index and its raw timings
+    first_calls: tuple[first_call.ShapeCost, ...] = ()  # per finished run that could estimate it
 
     @property
     def label(self) -> str:
@@ -59,6 +62,10 @@ class CellSummary:
     @property
     def stdev(self) -> float | None:
         return statistics.stdev(self.run_values) if len(self.run_values) > 1 else None
+
+    @property
+    def first_call_per_shape(self) -> first_call.ShapeCost | None:
+        return first_call.over_runs(self.first_calls)
 
     def percentile(self, q: float) -> float | None:
         return float(np.percentile(self.per_sample, q, method="linear")) if self.per_sample else None
@@ -100,7 +107,7 @@ def check_threads(result: RunResult, cell: Cell, data: dict[str, Any]) -> RunRes
 def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellSummary]:
     out = []
     for cell in cells:
-        values, pooled, envs, runs, failures = [], [], [], [], []
+        values, pooled, envs, runs, failures, first_calls = [], [], [], [], [], []
         runtime_s = audio_s = 0.0
         rtf_audio = peak = footprint = flops = flops_source = None
         for result in (r for r in results if r.label == cell.label):
@@ -120,6 +127,8 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
             values.append(statistics.fmean(per_sample.values()))
             pooled.extend(per_sample.values())
             envs.append(data["environment"])
+            if totals.get("first_call_per_shape"):
+                first_calls.append(first_call.ShapeCost(**totals["first_call_per_shape"]))
             runs.append(
                 {
                     "run": result.run,
@@ -149,6 +158,7 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
                 tuple(failures),
                 tuple(envs),
                 tuple(runs),
+                tuple(first_calls),
             )
         )
     return out

@@ -249,6 +249,12 @@ class GeneralConfig:
     sample_rate: int = key(16000, "rate the models take audio at; raw audio is resampled to it", "int", minimum=1)
     feat_dim: int = key(80, "feature dimension of .npz/.npy feature datasets", "int", minimum=1)
     warmup: int = key(2, "untimed forwards on the first sample before measuring", "int", minimum=0)
+    warmup_per_shape: bool = key(
+        False,
+        "also warm up (max(1, warmup) untimed forwards) every sample whose input shapes a stage has not run yet, "
+        "so the timed repeats hold no first-call-per-shape cost; false is fairseq's design (first sample only)",
+        "bool",
+    )
     repeat: int = key(1, "timed forwards per sample", "int", minimum=1)
     meters: tuple[str, ...] = key(
         DEFAULT_METERS,

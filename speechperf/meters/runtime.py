@@ -10,9 +10,14 @@ A sample's runtime is the **median of its repeats**. The summary statistics (mea
 p50/p90/p99) are over the per-sample runtimes, in seconds; stdev is the sample standard deviation (n-1);
 percentiles use linear interpolation between closest ranks (numpy's default ``"linear"``, Hyndman & Fan type 7).
 
+First call on a new input shape: given each sample's input ``shape`` (``first_call.shape_key``), the meter knows
+which samples met a shape the session had not run; ``shape_warmup`` untimed forwards warm each new shape before its
+repeats. ``RuntimeResult.first_call_per_shape`` is that cost (the rule is in ``speechperf.meters.first_call``).
+
 Noise: the spread of the repeats of one sample is its coefficient of variation (stdev/mean). When the median of
 that over the samples exceeds ``noise_threshold`` (10%), ``RuntimeResult.noise_warning`` says so and what to do.
-With fewer than 3 repeats per sample, noise cannot be estimated, and the warning says that instead.
+With fewer than 3 repeats per sample, noise cannot be estimated, and the warning says that instead. When the first
+repeats are found to carry the first-call-per-shape cost, they are left out of the noise estimate.
 
 Cold start is separate from steady state: ``measure_cold_start(load, first_call)`` times model loading and the first
 call on the loaded session.
@@ -34,6 +39,7 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
+from speechperf.meters import first_call as per_shape  # not `first_call`: SampleTiming has a property of that name
 from speechperf.meters.samples import SampleFailure, check_count, failure
 
 PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy 'linear', Hyndman-Fan type 7)"
@@ -45,6 +51,8 @@ class SampleTiming:
     sample_id: str
     ns: tuple[int, ...]  # one per timed repeat
     warmup_ns: tuple[int, ...] = ()
+    #: its first call (the first of warmup_ns, else of ns) met an input shape the session had not run before
+    new_shape: bool = False
 
     @property
     def seconds(self) -> float:
@@ -56,8 +64,16 @@ class SampleTiming:
         """Coefficient of variation of the repeats, or None with fewer than 3."""
         if len(self.ns) < 3:
             return None
-        mean = statistics.fmean(self.ns)
-        return statistics.stdev(self.ns) / mean if mean > 0 else 0.0
+        return per_shape.coefficient_of_variation(self.ns)
+
+    @property
+    def first_call(self) -> per_shape.FirstCall | None:
+        """Its first call on a new shape against its later calls; None when its shape had been run before."""
+        if not self.new_shape:
+            return None
+        if self.warmup_ns:
+            return per_shape.FirstCall(self.warmup_ns[0], self.ns)
+        return per_shape.FirstCall(self.ns[0], self.ns[1:])
 
 
 @attrs.frozen
@@ -128,10 +144,46 @@ class RuntimeResult:
         return sum(s.seconds for s in self.samples)
 
     @property
+    def first_call_per_shape(self) -> per_shape.ShapeCost | None:
+        """The cost of the first call on a new input shape, from the per-shape warm-ups when they ran, else from
+        the first repeats; None when no sample met a new shape with enough calls."""
+        warmed = [s.first_call for s in self.samples if s.new_shape and s.warmup_ns]
+        if warmed:
+            return per_shape.shape_cost(warmed, per_shape.FROM_WARMUP)
+        return per_shape.shape_cost([s.first_call for s in self.samples if s.new_shape], per_shape.FROM_REPEATS)
+
+    @property
+    def _first_repeats_are_shape_cost(self) -> bool:
+        cost = self.first_call_per_shape
+        return cost is not None and cost.detected and cost.source == per_shape.FROM_REPEATS
+
+    @property
     def noise(self) -> float | None:
-        """Median over samples of the coefficient of variation of their repeats; None when not estimable."""
-        spreads = [s.spread for s in self.samples if s.spread is not None]
+        """Median over samples of the coefficient of variation of their repeats, leaving out the first repeats
+        when they carry the first-call-per-shape cost; None when not estimable."""
+        skip = self._first_repeats_are_shape_cost
+        spreads = []
+        for s in self.samples:
+            if skip and s.new_shape and not s.warmup_ns:
+                spread = per_shape.coefficient_of_variation(s.ns[1:])
+            else:
+                spread = s.spread
+            if spread is not None:
+                spreads.append(spread)
         return statistics.median(spreads) if spreads else None
+
+    @property
+    def shape_note(self) -> str | None:
+        """A line when the first call on a new input shape costs measurably more than the later ones."""
+        cost = self.first_call_per_shape
+        if cost is None or not cost.detected:
+            return None
+        if cost.source == per_shape.FROM_WARMUP:
+            return cost.describe() + "; warmed before timing, so not in the figures above"
+        return (
+            cost.describe() + "; it is in each sample's first repeat, left out of the noise estimate; "
+            "--set general.warmup_per_shape=true warms every new shape before timing it"
+        )
 
     @property
     def noise_warning(self) -> str | None:
@@ -148,6 +200,11 @@ class RuntimeResult:
                 f"runtime is noisy: repeats of the same sample vary by {noise:.0%} (coefficient of variation, median "
                 f"over samples; threshold {self.noise_threshold:.0%}); close other busy programs, pin threads "
                 "(--threads), raise --warmup and --repeat, and re-run before trusting these numbers"
+                + (
+                    " (first repeats left out: they carry the first-call-per-shape cost)"
+                    if self._first_repeats_are_shape_cost
+                    else ""
+                )
             )
         return None
 
@@ -164,9 +221,13 @@ class RuntimeMeter:
         warmup: int = 1,
         repeat: int = 5,
         noise_threshold: float = NOISE_THRESHOLD,
+        shape_warmup: int = 0,
+        seen_shapes=(),
     ):
         self.warmup = check_count("warmup", warmup, 0)
         self.repeat = check_count("repeat", repeat, 1)
+        self.shape_warmup = check_count("shape_warmup", shape_warmup, 0)
+        self._seen_shapes = set(seen_shapes)  # input shapes the session has already run (a warm-up's)
         self.noise_threshold = noise_threshold
         self.device = device
         self._sync = (lambda: backend.synchronize(device)) if backend is not None else (lambda: None)
@@ -182,12 +243,17 @@ class RuntimeMeter:
         sync()
         return clock() - start
 
-    def measure(self, sample_id: str, forward: Callable[[], object]) -> SampleTiming | SampleFailure:
+    def measure(self, sample_id: str, forward: Callable[[], object], shape=None) -> SampleTiming | SampleFailure:
+        """``shape``: a hashable key of the input's shapes; a sample whose shape was not run before is warmed
+        ``shape_warmup`` more times and marked ``new_shape``."""
         clock, sync = time.perf_counter_ns, self._sync
         warm: list[int] = []
         timed: list[int] = []
+        new_shape = shape is not None and shape not in self._seen_shapes
+        if shape is not None:
+            self._seen_shapes.add(shape)
         try:
-            for _ in range(self.warmup):
+            for _ in range(self.warmup + (self.shape_warmup if new_shape else 0)):
                 start = clock()
                 forward()
                 sync()
@@ -201,7 +267,7 @@ class RuntimeMeter:
             record = failure(sample_id, self.name, exc)
             self._failures.append(record)
             return record
-        timing = SampleTiming(str(sample_id), tuple(timed), tuple(warm))
+        timing = SampleTiming(str(sample_id), tuple(timed), tuple(warm), new_shape)
         self._samples.append(timing)
         return timing
 
