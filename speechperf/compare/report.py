@@ -94,8 +94,11 @@ class CompareReport:
         return any(ranking and ranking[0].fast == label for ranking in self.rankings)
 
 
-def _ms(value: float | None, digits: int = 3) -> float | None:
-    return None if value is None else round(value * 1e3, digits)
+def _ms(value: float | None, digits: int | None = 3) -> float | None:
+    """Seconds to milliseconds, rounded to ``digits`` (None: unrounded, for a formatter that rounds itself)."""
+    if value is None:
+        return None
+    return value * 1e3 if digits is None else round(value * 1e3, digits)
 
 
 def rows(report: CompareReport) -> list[dict[str, Any]]:
@@ -227,15 +230,20 @@ def to_markdown(report: CompareReport) -> str:
     return tables.to_markdown(COLUMNS, ([row[c] for c in COLUMNS] for row in rows(report)))
 
 
-def _fmt_ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms"
+def _fmt_ms(seconds: float | None) -> str:
+    return stats.mean_sigma(_ms(seconds, None), None, "ms")
+
+
+def _vs_fastest(report: CompareReport, label: str) -> str:
+    """The table's ratio, written by the same formatter as the Summary sentences (``1.69 ± 0.28x``)."""
+    if report.is_fastest(label):
+        return "fastest"
+    comparison = report.comparison_of(label)
+    return "-" if comparison is None else comparison.ratio.text() + "x"
 
 
 def print_report(report: CompareReport, file: IO[str]) -> None:
     """hyperfine's layout: a block per cell, then the ranking, then a table with everything, parity and failures."""
-    from rich.console import Console
-    from rich.table import Table
-
     print(UNIT_NOTE, file=file)
     for s in report.summaries:
         runs = len(s.run_values) + len(s.failures)
@@ -243,8 +251,9 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         if not s.ok:
             print("  no run finished", file=file)
         else:
-            sigma = f" ± {_fmt_ms(s.stdev)}" if s.stdev is not None else " (one run: no σ)"
-            print(f"  Time (mean ± σ):     {_fmt_ms(s.mean)}{sigma}", file=file)
+            time = stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None), "ms")
+            time += " (one run: no σ)" if s.stdev is None else ""
+            print(f"  Time (mean ± σ):     {time}", file=file)
             print(
                 f"  Range (min … max):   {_fmt_ms(min(s.run_values))} … {_fmt_ms(max(s.run_values))}    "
                 f"{len(s.run_values)} runs",
@@ -268,7 +277,6 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
             print("\nSummary", file=file)
             for comparison in ranking:
                 print(f"  {comparison.sentence()}", file=file)
-    table = Table(title="speechperf compare")
     headers = (
         "cell",
         "runs ok/failed",
@@ -284,38 +292,22 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         "parity",
         "quality",
     )
-    for header in headers:
-        table.add_column(header, justify="left" if header in ("cell", "parity", "quality") else "right")
-    for row in rows(report):
-        mean = (
-            "-"
-            if row["mean_ms"] is None
-            else (f"{row['mean_ms']:.2f}" + (f" ± {row['stdev_ms']:.2f}" if row["stdev_ms"] is not None else ""))
-        )
-        ratio = (
-            "-"
-            if row["ratio"] is None
-            else (
-                "fastest"
-                if report.is_fastest(row["cell"])
-                else f"{row['ratio']:.2f}"
-                + (f" ± {row['ratio_sigma']:.2f}" if row["ratio_sigma"] is not None else "")
-                + "x"
-            )
-        )
-        table.add_row(
+    table = [
+        (
             row["cell"],
             f"{row['runs_ok']}/{row['runs_failed']}",
-            mean,
-            *("-" if row[k] is None else str(row[k]) for k in ("median_ms", "p90_ms", "p99_ms")),
+            stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None)),  # from the unrounded values, like the ratio
+            *(row[k] for k in ("median_ms", "p90_ms", "p99_ms")),
             first_call.cell(row),
-            *("-" if row[k] is None else str(row[k]) for k in ("rtf", "peak_rss_mib", "gflops_per_sample")),
-            ratio,
-            row["parity"] or "-",
-            report.quality[row["cell"]].describe() if row["cell"] in report.quality else "-",
+            *(row[k] for k in ("rtf", "peak_rss_mib", "gflops_per_sample")),
+            _vs_fastest(report, s.label),
+            row["parity"],
+            report.quality[row["cell"]].describe() if row["cell"] in report.quality else None,
         )
+        for s, row in zip(report.summaries, rows(report), strict=True)
+    ]
     print(file=file)
-    Console(file=file, soft_wrap=False, width=220).print(table)
+    tables.print_table("speechperf compare", headers, table, file, left=("cell", "parity", "quality"))
     mismatches = [p for p in report.parity.values() if p.mismatch]
     for p in mismatches:
         print(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}", file=file)

@@ -57,11 +57,11 @@ class CellSummary:
 
     @property
     def mean(self) -> float | None:
-        return statistics.fmean(self.run_values) if self.run_values else None
+        return stats.mean(self.run_values)
 
     @property
     def stdev(self) -> float | None:
-        return statistics.stdev(self.run_values) if len(self.run_values) > 1 else None
+        return stats.stdev(self.run_values)
 
     @property
     def first_call_per_shape(self) -> first_call.ShapeCost | None:

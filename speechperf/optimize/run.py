@@ -35,6 +35,7 @@ from speechperf.errors import SpeechperfError, first_line
 from speechperf.optimize import fidelity as fid
 from speechperf.optimize.table import Row, print_table, to_csv, to_markdown
 from speechperf.outputs import check_output_path, write_text_atomic
+from speechperf.stats import SIGNIFICANCE
 
 SCHEMA_VERSION = 1
 FP32 = "fp32"
@@ -330,8 +331,8 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
 def _speed_status(ratio: float, p_value: float | None) -> str:
     if p_value is None:
         return f"ok ({ratio:.2f}x; no significance test with fewer than 2 runs)"
-    if p_value < 0.05 and ratio > 1:
+    if p_value < SIGNIFICANCE and ratio > 1:
         return "ok"
-    if p_value < 0.05:
+    if p_value < SIGNIFICANCE:
         return f"no speed-up: {1 / ratio:.2f}x slower than fp32"
     return f"no speed-up: not significant (p = {p_value:.2g})"
