@@ -6,7 +6,6 @@ temporary folder so that a run never writes into the user's cache.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -16,12 +15,3 @@ CACHE_ENV = "SPEECHPERF_CACHE_DIR"
 def cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV)
     return Path(env).expanduser() if env else Path.home() / ".cache" / "speechperf"
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's content, read in 1 MiB blocks: what identifies a built or cached model file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

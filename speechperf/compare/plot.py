@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from speechperf.errors import SpeechperfError
+from speechperf.outputs import atomic_path
 
 FORMATS = (".png", ".svg")
 
@@ -44,9 +45,9 @@ def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compa
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial{path.suffix}")
-    fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with atomic_path(path, "--plot") as tmp:
+            fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
+    finally:
+        plt.close(fig)
     return path
