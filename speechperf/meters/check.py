@@ -33,6 +33,7 @@ import attrs
 import numpy as np
 
 from speechperf.backend import Session, TensorInfo, hooks
+from speechperf.extras import MissingExtraError
 from speechperf.meters.flops import KnownGraph
 from speechperf.meters.memory import MIB, MemoryMeter, hwm_status
 from speechperf.meters.papi import papi_status
@@ -249,7 +250,13 @@ def check_memory() -> list[CheckRow]:
         )
     methods.append(("memory_profiler", False))
     for method, decides in methods:
-        meter = MemoryMeter(method=method)
+        try:
+            meter = MemoryMeter(method=method)
+        except MissingExtraError as exc:  # the sampling method is an extra; the exact one decides anyway
+            rows.append(
+                CheckRow("memory", "memory_profiler (sampling)", "-", "available", UNAVAILABLE, decides, str(exc))
+            )
+            continue
         label = "exact (clear_refs 5 + VmHWM)" if method == "hwm" else f"memory_profiler, interval {meter.interval} s"
         for mib in MEMORY_SIZES_MIB:
             session = AllocSession(mib)
