@@ -33,11 +33,9 @@ def to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_table(
-    title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], file: IO[str], left: Collection[str] = ()
-) -> None:
-    """The terminal table (rich): the headers named in ``left`` are left-aligned (text), the others right (numbers);
-    a missing value shows as ``-``. Wide enough (240 columns) that a pipe or a log never wraps a row."""
+def render_table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], left: Collection[str] = ()) -> str:
+    """The terminal table (rich) as text: the headers named in ``left`` are left-aligned (text), the others right
+    (numbers); a missing value shows as ``-``. Wide enough (240 columns) that a pipe or a log never wraps a row."""
     from rich.console import Console
     from rich.table import Table
 
@@ -46,4 +44,13 @@ def print_table(
         table.add_column(header, justify="left" if header in left else "right")
     for row in rows:
         table.add_row(*("-" if v is None else str(v) for v in row))
-    Console(file=file, soft_wrap=False, width=240).print(table)
+    buf = io.StringIO()
+    Console(file=buf, soft_wrap=False, width=240).print(table)
+    return buf.getvalue()
+
+
+def print_table(
+    title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], file: IO[str], left: Collection[str] = ()
+) -> None:
+    """``render_table`` written to ``file`` (a command's stdout)."""
+    file.write(render_table(title, headers, rows, left))

@@ -206,20 +206,17 @@ def _summary(label: str, run_values: tuple[float, ...]):
 
 
 def test_the_table_and_the_summary_sentence_write_one_ratio_the_same_way():
-    import io
-
     from speechperf import stats
-    from speechperf.compare.report import CompareReport, print_report
+    from speechperf.compare.report import CompareReport, render
 
     # ratio 0.016949 / 0.010 = 1.6949: "1.69" at 2 decimals; the old table rounded to 1.695 first and showed "1.70".
-    # sigma: 1.6949 * (0.001 * sqrt(2)) / 0.016949 = 0.1414 (the fast side has no spread).
-    fast, slow = _summary("a", (0.010, 0.010)), _summary("b", (0.015949, 0.017949))
+    # Both sides have s = 0.001 * sqrt(2): sigma = 1.6949 * sqrt((0.0014142 / 0.010)**2 + (0.0014142 / 0.016949)**2)
+    # = 1.6949 * sqrt(0.02 + 0.0069619) = 0.2783.
+    fast, slow = _summary("a", (0.009, 0.011)), _summary("b", (0.015949, 0.017949))
     ranking = stats.rank({"a": fast.run_values, "b": slow.run_values})
     report = CompareReport((fast.cell, slow.cell), (), (fast, slow), (tuple(ranking),), {}, ())
-    out = io.StringIO()
-    print_report(report, out)
-    text = out.getvalue()
-    assert "a ran 1.69 ± 0.14 times faster than b" in text
+    text = render(report)
+    assert "a ran 1.69 ± 0.28 times faster than b" in text
     table_row = next(line for line in text.splitlines() if line.strip().startswith("│ b "))
-    assert "1.69 ± 0.14x" in table_row and "16.95 ± 1.41" in table_row
-    assert "Time (mean ± σ):     10.00 ms ± 0.00 ms" in text  # two equal runs: σ is 0, and defined
+    assert "1.69 ± 0.28x" in table_row and "16.95 ± 1.41" in table_row
+    assert "Time (mean ± σ):     10.00 ms ± 1.41 ms" in text

@@ -4,7 +4,7 @@ the outputs, the failed runs with their reasons; JSON (every raw timing), CSV an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 import attrs
 
@@ -242,41 +242,41 @@ def _vs_fastest(report: CompareReport, label: str) -> str:
     return "-" if comparison is None else comparison.ratio.text() + "x"
 
 
-def print_report(report: CompareReport, file: IO[str]) -> None:
-    """hyperfine's layout: a block per cell, then the ranking, then a table with everything, parity and failures."""
-    print(UNIT_NOTE, file=file)
+def render(report: CompareReport) -> str:
+    """What the command prints, in hyperfine's layout: a block per cell, then the ranking, then a table with
+    everything, parity and failures."""
+    lines: list[str] = []
+    say = lines.append
+    say(UNIT_NOTE)
     for s in report.summaries:
         runs = len(s.run_values) + len(s.failures)
-        print(f"\nCell: {s.label} ({len(s.run_values)} of {runs} runs finished, {s.cell.threads} thread(s))", file=file)
+        say(f"\nCell: {s.label} ({len(s.run_values)} of {runs} runs finished, {s.cell.threads} thread(s))")
         if not s.ok:
-            print("  no run finished", file=file)
+            say("  no run finished")
         else:
             time = stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None), "ms")
             time += " (one run: no σ)" if s.stdev is None else ""
-            print(f"  Time (mean ± σ):     {time}", file=file)
-            print(
+            say(f"  Time (mean ± σ):     {time}")
+            say(
                 f"  Range (min … max):   {_fmt_ms(min(s.run_values))} … {_fmt_ms(max(s.run_values))}    "
-                f"{len(s.run_values)} runs",
-                file=file,
+                f"{len(s.run_values)} runs"
             )
-            print(
+            say(
                 f"  Per sample:          median {_fmt_ms(s.percentile(50))}, p90 {_fmt_ms(s.percentile(90))}, "
-                f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings",
-                file=file,
+                f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings"
             )
         for failure in s.failures:
-            print(
+            say(
                 f"  run {failure.run + 1} FAILED: {failure.reason} (exit code {failure.exit_code}; "
-                f"stderr: {failure.stderr_path})",
-                file=file,
+                f"stderr: {failure.stderr_path})"
             )
         if s.ok and s.outlier_warning:
-            print(f"  Warning: {s.outlier_warning}", file=file)
+            say(f"  Warning: {s.outlier_warning}")
     for ranking in report.rankings:
         if ranking:
-            print("\nSummary", file=file)
+            say("\nSummary")
             for comparison in ranking:
-                print(f"  {comparison.sentence()}", file=file)
+                say(f"  {comparison.sentence()}")
     headers = (
         "cell",
         "runs ok/failed",
@@ -306,15 +306,16 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         )
         for s, row in zip(report.summaries, rows(report), strict=True)
     ]
-    print(file=file)
-    tables.print_table("speechperf compare", headers, table, file, left=("cell", "parity", "quality"))
+    say("")
+    say(tables.render_table("speechperf compare", headers, table, left=("cell", "parity", "quality")).rstrip("\n"))
     mismatches = [p for p in report.parity.values() if p.mismatch]
     for p in mismatches:
-        print(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}", file=file)
+        say(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}")
     for q in report.quality.values():
         if q.differs:
-            print(f"quality {q.differs}", file=file)
+            say(f"quality {q.differs}")
         if q.note:
-            print(f"quality: {q.label}: {q.note}", file=file)
+            say(f"quality: {q.label}: {q.note}")
     for note in report.environment_notes:
-        print(f"warning: the children's environments differ: {note}", file=file)
+        say(f"warning: the children's environments differ: {note}")
+    return "\n".join(lines) + "\n"
