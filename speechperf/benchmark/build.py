@@ -147,10 +147,11 @@ def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, 
     try:
         return backend.load(spec, device=device, threads=threads)
     except ModelFileError as exc:
-        guessed = None if spec.format else dict(hooks(backend).suffix_formats).get(spec.path.suffix)
-        if guessed is None or not spec.path.exists():
+        path = spec.path  # a user's file always has one
+        guessed = None if spec.format or path is None else dict(hooks(backend).suffix_formats).get(path.suffix)
+        if guessed is None or path is None or not path.exists():
             raise
         raise ModelFileError(
-            f"{where}: {exc} (format {guessed!r} was guessed from the suffix {spec.path.suffix!r}; if the file is another "
+            f"{where}: {exc} (format {guessed!r} was guessed from the suffix {path.suffix!r}; if the file is another "
             f"format, set {section}.format: one of {', '.join(backend.capabilities.formats)})"
         ) from None

@@ -63,7 +63,7 @@ COLUMNS = (
 
 
 def environment(threads: int, device: str, backend_name: str, backend_version: str | None) -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:  # read from the installed metadata: nothing is imported
         try:
             versions[name] = version(name)

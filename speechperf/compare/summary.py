@@ -116,7 +116,7 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
                 result = attrs.evolve(result, ok=False, reason="its result JSON cannot be read")
             if data is not None:
                 result = check_threads(result, cell, data)
-            if not result.ok:
+            if not result.ok or data is None:  # data is None only for a run that is not ok (just above)
                 failures.append(result)
                 continue
             totals = data["result"]["totals"]

@@ -86,8 +86,9 @@ class DiskFlopCache:
 
     def _counter_hash(self) -> str:
         try:
-            return file_sha256(Path(hooks(self._backend).capability("flops").__file__))
-        except (OSError, TypeError, SpeechperfError):  # no counter module, or one without a file
+            counter = hooks(self._backend).capability("flops").__file__
+            return file_sha256(counter) if counter else ""  # a counter module without a file: nothing to hash
+        except (OSError, SpeechperfError):  # no counter module
             return ""
 
     def count_flops(self, session, feeds: Mapping[str, np.ndarray]) -> FlopCount:

@@ -116,10 +116,11 @@ class RuntimeResult:
     def first_call_per_shape(self) -> per_shape.ShapeCost | None:
         """The cost of the first call on a new input shape, from the per-shape warm-ups when they ran, else from
         the first repeats; None when no sample met a new shape with enough calls."""
-        warmed = [s.first_call for s in self.samples if s.new_shape and s.warmup_ns]
+        firsts = [(s, c) for s in self.samples if (c := s.first_call) is not None]  # the samples of a new shape
+        warmed = [c for s, c in firsts if s.warmup_ns]
         if warmed:
             return per_shape.shape_cost(warmed, per_shape.FROM_WARMUP)
-        return per_shape.shape_cost([s.first_call for s in self.samples if s.new_shape], per_shape.FROM_REPEATS)
+        return per_shape.shape_cost([c for _, c in firsts], per_shape.FROM_REPEATS)
 
     @property
     def _first_repeats_are_shape_cost(self) -> bool:

@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -81,7 +82,9 @@ class _Report:
     """The table's rows and the JSON document, rewritten atomically each time something new is known."""
 
     def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict):
-        self.opts, self.rows, self.runs = opts, {}, []
+        self.opts = opts
+        self.rows: dict[str, Row] = {}
+        self.runs: list[dict[str, Any]] = []
         self.doc = {
             "schema_version": SCHEMA_VERSION,
             "complete": False,
@@ -303,18 +306,23 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
     fp32 = rep.rows[FP32]
     language = cfg.general.language
 
-    def fidelity_of(name: str):
-        waves = (out_dir / "waveforms" / FP32, out_dir / "waveforms" / name) if speech_out else (None, None)
+    def fidelity_of(name: str, fp32_run: dict, variant_run: dict):
+        fp32_waves = out_dir / "waveforms" / FP32 if speech_out else None
+        variant_waves = out_dir / "waveforms" / name if speech_out else None
         diff = 0.0 if name == FP32 else rep.rows[name].graph_rel_diff
-        return fid.stage_fidelity(role, first_ok[FP32], first_ok[name], references, seconds, *waves, diff, language)
+        return fid.stage_fidelity(
+            role, fp32_run, variant_run, references, seconds, fp32_waves, variant_waves, diff, language
+        )
 
-    if first_ok.get(FP32):
-        fp32.fidelity = fidelity_of(FP32)
+    fp32_run = first_ok.get(FP32)
+    if fp32_run:
+        fp32.fidelity = fidelity_of(FP32, fp32_run, fp32_run)
     for name, row in rep.rows.items():
         if name == FP32 or row.status.startswith("failed") or not row.latencies_ms:
             continue
-        if first_ok.get(FP32) and first_ok.get(name):
-            row.fidelity = fidelity_of(name)
+        variant_run = first_ok.get(name)
+        if fp32_run and variant_run:
+            row.fidelity = fidelity_of(name, fp32_run, variant_run)
         if not fp32.latencies_ms:
             row.status = "measured; fp32 failed, no speed-up figure"
             continue

@@ -15,6 +15,7 @@ import os
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from speechperf.compare.child import ChildRun, RunResult, child_command, run_child
 from speechperf.errors import SpeechperfError
@@ -81,7 +82,7 @@ def run(
     log.info("compare: running %d children as Ray tasks, %d at a time", len(children), jobs)
     queue = list(children)
     free_slots = list(range(jobs))
-    pending = {}
+    pending: dict[Any, int] = {}  # Ray's ObjectRef of each running task -> its slot
     while queue or pending:
         while queue and free_slots:
             child = queue.pop(0)
