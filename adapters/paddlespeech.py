@@ -46,19 +46,15 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import logging
 import sys
 
 import attrs
 
-from speechperf import logs
 from speechperf.backend import hooks
 from speechperf.profiler.base import warn_line
 from speechperf.profiler.options import ProfilerOptionError
 from speechperf.profiler.options import ProfilerOptions as _Options
 from speechperf.registry import get_backend, known_backends
-
-log = logging.getLogger(__name__)
 
 #: The framework profiled when no training framework is imported: PaddleSpeech's own.
 DEFAULT_BACKEND = "paddle"
@@ -138,8 +134,9 @@ class ProfilerHook:
         if "api" not in options.given and not any(f"api={options.api}" in p for p in profilers):
             options = attrs.evolve(options, api="new")  # the flavour's api=legacy is paddle's; others have one API
         self.options = attrs.evolve(options, backend=name)
-        logs.configure_if_unset()  # a training script's process: no CLI set logging up
-        log.info("profiler options: %r -> %r", options_str, self.options)
+        # PaddleSpeech's add_profiler_step prints its options; the drop-in runs in a user's training script, where
+        # no speechperf CLI sets logging up, and docs/profiler.md promises this line on stderr: the one print kept.
+        print(f"profiler options: {options_str!r} -> {self.options!r}", file=sys.stderr)
         profiler = hooks(chosen).step_profiler(self.options)
         profiler.ends_loop_when_finished = True
         if self.flavour.native_summary is not None and hasattr(profiler, "native_summary"):

@@ -6,9 +6,7 @@ point decides where the records go and how many: the CLI calls ``configure`` (st
 above; ``-v`` adds DEBUG, ``-q`` keeps WARNING and above), and so does a Ray worker that runs a compare child.
 
 Used as a library without ``configure``, warnings still reach stderr through Python's last-resort handler; call
-``speechperf.logs.configure()`` (or ``logging.basicConfig(level=logging.INFO)``) to see the notes too. The
-PaddleSpeech drop-ins, called from a user's training script, use ``configure_if_unset``: their notes show on stderr
-unless the script set up logging itself.
+``speechperf.logs.configure()`` (or ``logging.basicConfig(level=logging.INFO)``) to see the notes too.
 """
 
 from __future__ import annotations
@@ -53,9 +51,3 @@ def configure(level: int = logging.INFO) -> logging.Logger:
     logger.setLevel(level)
     logger.propagate = False  # a root handler (Ray's, an application's) must not print every line a second time
     return logger
-
-
-def configure_if_unset(level: int = logging.INFO) -> None:
-    """``configure`` unless the program already sends log records somewhere (its own root or speechperf handler)."""
-    if not logging.getLogger(LOGGER_NAME).handlers and not logging.getLogger().handlers:
-        configure(level)

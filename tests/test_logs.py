@@ -44,9 +44,13 @@ def test_the_cli_quiet_flag_keeps_warnings_and_drops_notes():
     assert runs[("-q",)].stderr == "a warning\n" and runs[("-q",)].stdout == ""
 
 
+#: The PaddleSpeech drop-in prints its options as PaddleSpeech does, in a user's training script (docs/profiler.md).
+KEPT_PRINTS = {"adapters/paddlespeech.py": 1}
+
+
 def test_library_code_does_not_print():
     # Only speechperf/cli prints; everything else logs or writes to a stream it was given.
-    offenders = []
+    offenders: list[str] = []
     for folder in ("speechperf", "backends", "adapters"):
         for path in (ROOT / folder).rglob("*.py"):
             if path.is_relative_to(ROOT / "speechperf" / "cli"):
@@ -54,4 +58,7 @@ def test_library_code_does_not_print():
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if line.lstrip().startswith("print(") or " print(" in line.split("#")[0]:
                     offenders.append(f"{path.relative_to(ROOT)}:{number}")
-    assert offenders == []
+    counts: dict[str, int] = {}
+    for offender in offenders:
+        counts[offender.split(":")[0]] = counts.get(offender.split(":")[0], 0) + 1
+    assert counts == KEPT_PRINTS, offenders
