@@ -134,6 +134,8 @@ class ProfilerHook:
         if "api" not in options.given and not any(f"api={options.api}" in p for p in profilers):
             options = attrs.evolve(options, api="new")  # the flavour's api=legacy is paddle's; others have one API
         self.options = attrs.evolve(options, backend=name)
+        # PaddleSpeech's add_profiler_step prints its options; the drop-in runs in a user's training script, where
+        # no speechperf CLI sets logging up, and docs/profiler.md promises this line on stderr: the one print kept.
         print(f"profiler options: {options_str!r} -> {self.options!r}", file=sys.stderr)
         profiler = hooks(chosen).step_profiler(self.options)
         profiler.ends_loop_when_finished = True

@@ -4,7 +4,12 @@ Importing this package imports no framework: backends are found by name through 
 framework only when they are used.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("speechperf")  # the one definition is pyproject.toml's; this reads the installed metadata
+except PackageNotFoundError:  # a source tree on sys.path that was never installed
+    __version__ = "0+unknown"
 
 from speechperf.backend import Availability, Backend, Capabilities, ModelSpec, Session, TensorInfo
 from speechperf.errors import SpeechperfError

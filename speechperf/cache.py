@@ -1,27 +1,24 @@
-"""Where speechperf keeps what it builds on demand: reference models, exported weights, generated data.
+"""Where speechperf keeps what it builds on demand: reference models, exported weights, FLOP counts, compare runs.
 
-One folder, ``~/.cache/speechperf`` unless ``SPEECHPERF_CACHE_DIR`` says otherwise; the test suite points it at a
-temporary folder so that a run never writes into the user's cache.
+One folder: ``SPEECHPERF_CACHE_DIR`` when set, else the platform's user cache folder (``platformdirs``):
+``$XDG_CACHE_HOME/speechperf`` or ``~/.cache/speechperf`` on Linux, ``~/Library/Caches/speechperf`` on macOS,
+``%LOCALAPPDATA%\\speechperf\\Cache`` on Windows. The test suite points the variable at a temporary folder so that
+a run never writes into the user's cache.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
+import platformdirs
+
 CACHE_ENV = "SPEECHPERF_CACHE_DIR"
+APP_NAME = "speechperf"
 
 
 def cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "speechperf"
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's content, read in 1 MiB blocks: what identifies a built or cached model file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    if env:
+        return Path(env).expanduser()
+    return platformdirs.user_cache_path(APP_NAME, appauthor=False)

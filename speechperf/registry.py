@@ -10,10 +10,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
+from typing import cast
 
 import attrs
 
-from speechperf.backend import OPTIONAL_CAPABILITIES, Availability, Backend, Capabilities, hooks
+from speechperf.backend import OPTIONAL_CAPABILITIES, Availability, Backend, Capabilities, OptionalHooks, hooks
 from speechperf.errors import BackendUnavailableError, UnknownBackendError
 
 GROUP = "speechperf.backends"
@@ -75,7 +76,8 @@ def _note_distribution(backend: Backend, ep: EntryPoint) -> None:
     if dist is None or hooks(backend).distribution is not None:
         return
     try:
-        backend.distribution = dist.metadata["Name"]
+        # distribution is an optional hook (OptionalHooks): set on the backend itself, a bare-protocol one included.
+        cast(OptionalHooks, backend).distribution = dist.metadata["Name"]
     except (AttributeError, KeyError, TypeError):
         pass
 

@@ -1,10 +1,15 @@
-"""Comparing two sets of timings: how many times faster, with what uncertainty, and whether it is significant.
+"""Every statistic speechperf reports, and how it is written: summaries of timings, speed ratios, significance.
 
-Used by ``speechperf compare`` (backend against backend) and ``speechperf optimize`` (int8 against fp32). The
-caller chooses the statistical unit; compare uses one value per independent process run, so that drift between
-runs counts as noise instead of being averaged away inside one process.
+Used by ``speechperf bench`` (the per-stage summary), ``compare`` (backend against backend) and ``optimize`` (int8
+against fp32). The caller chooses the statistical unit; compare and optimize use one value per independent process
+run, so that drift between runs counts as noise instead of being averaged away inside one process.
 
 Definitions, as hyperfine prints them:
+
+- sigma (σ) is the sample standard deviation (n-1). It is undefined for fewer than 2 values: ``stdev`` gives None,
+  the JSON holds null, CSV an empty field, and the tables show the mean alone (never "± 0.00").
+- ``mean_sigma`` writes "mean ± σ" and ``ratio_text`` writes a ratio "value ± σ", with 2 decimals, from the
+  unrounded values: the sentences and the tables of one report cannot disagree in the last digit.
 
 - ratio: ``mean(slow) / mean(fast)``, "fast ran 2.31 ± 0.12 times faster than slow".
 - its sigma, by first-order error propagation of the two standard deviations:
@@ -21,10 +26,72 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 import attrs
+import numpy as np
 
+#: a difference with Welch's p below this is significant
 SIGNIFICANCE = 0.05
 OUTLIER_Z = 3.5
 _MAD_TO_Z = 0.6745  # the 0.75 quantile of the standard normal: makes the MAD comparable with a standard deviation
+PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy 'linear', Hyndman-Fan type 7)"
+DIGITS = 2  # decimals of every "mean ± σ" and ratio a table or sentence shows
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if len(values) else None
+
+
+def stdev(values: Sequence[float]) -> float | None:
+    """Sample standard deviation (n-1); None for fewer than 2 values, where it is undefined."""
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
+def mean_sigma(mean: float | None, sigma: float | None, unit: str = "", digits: int = DIGITS) -> str:
+    """``12.34 ± 0.56 ms``; the mean alone when sigma is None; ``-`` when there is no mean."""
+    if mean is None:
+        return "-"
+    suffix = f" {unit}" if unit else ""
+    if sigma is None:
+        return f"{mean:.{digits}f}{suffix}"
+    return f"{mean:.{digits}f}{suffix} ± {sigma:.{digits}f}{suffix}"
+
+
+def p_text(p_value: float) -> str:
+    """``p = 0.0012``: two significant digits."""
+    return f"p = {p_value:.2g}"
+
+
+@attrs.frozen
+class Stats:
+    """Summary of values (seconds, for timings). ``stdev`` is None for one value; ``percentile_method`` names how
+    p50/p90/p99 were computed."""
+
+    count: int
+    mean: float
+    median: float
+    stdev: float | None
+    min: float
+    max: float
+    p50: float
+    p90: float
+    p99: float
+    percentile_method: str = PERCENTILE_METHOD
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stats | None:
+        if not values:
+            return None
+        p50, p90, p99 = np.percentile(np.asarray(values, dtype=np.float64), [50, 90, 99], method="linear")
+        return cls(
+            count=len(values),
+            mean=statistics.fmean(values),
+            median=statistics.median(values),
+            stdev=stdev(values),
+            min=min(values),
+            max=max(values),
+            p50=float(p50),
+            p90=float(p90),
+            p99=float(p99),
+        )
 
 
 @attrs.frozen
@@ -33,6 +100,10 @@ class Ratio:
 
     value: float
     sigma: float | None
+
+    def text(self) -> str:
+        """``1.69 ± 0.28`` (2 decimals of the unrounded values); the value alone when sigma is None."""
+        return mean_sigma(self.value, self.sigma)
 
 
 @attrs.frozen
@@ -51,13 +122,12 @@ class Comparison:
 
     def sentence(self) -> str:
         """``onnxruntime ran 2.31 ± 0.12 times faster than torch (p = 0.001)``."""
-        sigma = f" ± {self.ratio.sigma:.2f}" if self.ratio.sigma is not None else ""
-        text = f"{self.fast} ran {self.ratio.value:.2f}{sigma} times faster than {self.slow}"
+        text = f"{self.fast} ran {self.ratio.text()} times faster than {self.slow}"
         if self.p_value is None:
             return text + " (no significance test: fewer than 2 runs on a side)"
         if not self.significant:
-            return text + f" (not significant, p = {self.p_value:.2g})"
-        return text + f" (p = {self.p_value:.2g})"
+            return text + f" (not significant, {p_text(self.p_value)})"
+        return text + f" ({p_text(self.p_value)})"
 
 
 def speed_ratio(fast: Sequence[float], slow: Sequence[float]) -> Ratio:
@@ -71,7 +141,7 @@ def speed_ratio(fast: Sequence[float], slow: Sequence[float]) -> Ratio:
     if len(fast) < 2 or len(slow) < 2:
         return Ratio(value, None)
     rel_fast = statistics.stdev(fast) / m_fast
-    rel_slow = statistics.stdev(slow) / m_slow if m_slow > 0 else 0.0
+    rel_slow = statistics.stdev(slow) / m_slow if m_slow > 0 else 0.0  # both have 2 values or more here
     return Ratio(value, value * math.sqrt(rel_fast**2 + rel_slow**2))
 
 

@@ -193,3 +193,30 @@ def test_inprocess_runs_each_child_command_here_and_records_how_it_ended(tmp_pat
     assert (broken.ok, broken.exit_code) == (False, 2)
     assert broken.reason.startswith("exit 2: ") and "absent.yaml" in broken.reason, broken.reason
     assert sys.argv[0] != "speechperf"  # the process's own argv is restored
+
+
+# -- what the report prints -------------------------------------------------------------------------------------------
+
+
+def _summary(label: str, run_values: tuple[float, ...]):
+    from speechperf.compare.summary import CellSummary
+
+    runs = tuple({"run": i, "per_sample_s": {"s0": v}} for i, v in enumerate(run_values))
+    return CellSummary(Cell(label, label), run_values, run_values, None, None, None, None, None, None, (), (), runs)
+
+
+def test_the_table_and_the_summary_sentence_write_one_ratio_the_same_way():
+    from speechperf import stats
+    from speechperf.compare.report import CompareReport, render
+
+    # ratio 0.016949 / 0.010 = 1.6949: "1.69" at 2 decimals; the old table rounded to 1.695 first and showed "1.70".
+    # Both sides have s = 0.001 * sqrt(2): sigma = 1.6949 * sqrt((0.0014142 / 0.010)**2 + (0.0014142 / 0.016949)**2)
+    # = 1.6949 * sqrt(0.02 + 0.0069619) = 0.2783.
+    fast, slow = _summary("a", (0.009, 0.011)), _summary("b", (0.015949, 0.017949))
+    ranking = stats.rank({"a": fast.run_values, "b": slow.run_values})
+    report = CompareReport((fast.cell, slow.cell), (), (fast, slow), (tuple(ranking),), {}, ())
+    text = render(report)
+    assert "a ran 1.69 ± 0.28 times faster than b" in text
+    table_row = next(line for line in text.splitlines() if line.strip().startswith("│ b "))
+    assert "1.69 ± 0.28x" in table_row and "16.95 ± 1.41" in table_row
+    assert "Time (mean ± σ):     10.00 ms ± 1.41 ms" in text

@@ -172,3 +172,70 @@ def test_ctrl_c_keeps_json_csv_markdown_and_says_interrupted_once(tmp_path):
     row = csv_path.read_text().splitlines()[1].split(",")
     assert row[:5] == ["onnxruntime", "stage1 s2t", "s2t/tiny", "300", "0"] and float(row[5]) > 0
     assert "| onnxruntime | stage1 s2t | s2t/tiny | 300 | 0 |" in md_path.read_text()
+
+
+# -- the one atomic writer --------------------------------------------------------------------------------------------
+
+
+def test_a_failing_writer_leaves_the_old_file_intact(tmp_path):
+    from speechperf.outputs import atomic_path
+
+    path = tmp_path / "result.json"
+    write_text_atomic(path, '{"old": true}')
+    with pytest.raises(RuntimeError, match="writer died"), atomic_path(path) as tmp:
+        tmp.write_text('{"new": tr', encoding="utf-8")  # half written, then the writer fails
+        raise RuntimeError("writer died")
+    assert path.read_text(encoding="utf-8") == '{"old": true}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]  # no partial file left behind
+
+
+def test_a_failed_fsync_leaves_the_old_file_intact(tmp_path, monkeypatch):
+    path = tmp_path / "table.csv"
+    write_text_atomic(path, "old\n")
+    synced = []
+
+    def failing_fsync(fd):
+        synced.append(fd)
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OutputError, match=r"^--csv .*table.csv: cannot be written: Input/output error$"):
+        write_text_atomic(path, "new\n", "--csv")
+    assert synced and path.read_text(encoding="utf-8") == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv"]
+
+
+def test_the_file_and_its_folder_are_fsynced_before_and_after_the_rename(tmp_path, monkeypatch):
+    calls = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: calls.append(("fsync", os.path.isdir(f"/proc/self/fd/{fd}"))) or real_fsync(fd)
+    )
+    monkeypatch.setattr(os, "replace", lambda a, b: calls.append(("replace", None)) or real_replace(a, b))
+    write_text_atomic(tmp_path / "x.md", "| a |\n")
+    assert calls == [("fsync", False), ("replace", None), ("fsync", True)]
+
+
+def test_atomic_folder_replaces_a_folder_whole_or_not_at_all(tmp_path):
+    from speechperf.outputs import atomic_folder
+
+    final = tmp_path / "model"
+    with atomic_folder(final) as work:
+        (work / "a.onnx").write_bytes(b"v1")
+    with pytest.raises(RuntimeError), atomic_folder(final) as work:
+        (work / "a.onnx").write_bytes(b"v2-half")
+        raise RuntimeError("export failed")
+    assert (final / "a.onnx").read_bytes() == b"v1"
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_file_sha256_is_the_content_hash_and_sees_a_changed_file(tmp_path):
+    import hashlib
+
+    from speechperf.outputs import file_sha256
+
+    path = tmp_path / "w.bin"
+    path.write_bytes(b"abc")
+    assert file_sha256(path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2 "abc"
+    path.write_bytes(b"abcd")
+    assert file_sha256(path) == hashlib.sha256(b"abcd").hexdigest()

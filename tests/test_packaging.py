@@ -32,3 +32,28 @@ def test_readme_test_command_is_what_ci_runs():
         line.strip() for line in readme.splitlines() if "pytest" in line and line.strip().startswith("python")
     )
     assert command in ci
+
+
+def test_the_version_is_pyprojects_read_through_the_installed_metadata():
+    import speechperf
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert speechperf.__version__ == pyproject["version"]
+    assert "version" not in pyproject.get("dynamic", [])
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    assert CliRunner().invoke(main, ["--version"]).output == f"speechperf, version {pyproject['version']}\n"
+
+
+def test_requires_python_is_what_the_code_needs_and_all_holds_every_extra():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert pyproject["requires-python"] == ">=3.11"  # tomllib, and the pins in constraints.txt
+    extras = pyproject["optional-dependencies"]
+    (everything,) = extras["all"]
+    named = set(everything.removeprefix("speechperf[").removesuffix("]").split(","))
+    assert named == set(extras) - {"all", "test", "lint"}  # ray included: `all` means every optional feature
+    assert extras["test"] == ["pytest>=8", "speechperf[lint]"]  # the test tools, and no feature (ray is in all)
+    core = " ".join(pyproject["dependencies"])
+    assert not any(name in core for name in ("python-papi", "memory_profiler", "matplotlib", "ray"))

@@ -64,3 +64,30 @@ def test_outliers_can_require_a_minimum_distance_from_the_median():
     assert warning.startswith(
         "torch: 1 of 7 values are outliers (modified z-score > 3.5 and more than 10% from the median)"
     )
+
+
+def test_sigma_is_undefined_below_two_values_everywhere():
+    # One rule for bench (Stats.of), compare and optimize: σ of one value is None, never 0.0.
+    assert stats.stdev([4.0]) is None and stats.stdev([]) is None
+    assert stats.stdev([1.0, 2.0, 3.0, 4.0]) == pytest.approx(1.2909944487)  # sqrt(5/3)
+    one = stats.Stats.of([0.25])
+    assert one.stdev is None and one.mean == 0.25 and one.p90 == 0.25
+    assert stats.mean([]) is None and stats.mean([1.0, 2.0]) == 1.5
+
+
+def test_mean_sigma_is_written_one_way():
+    assert stats.mean_sigma(12.3456, 0.5649, "ms") == "12.35 ms ± 0.56 ms"
+    assert stats.mean_sigma(12.3456, 0.5649) == "12.35 ± 0.56"
+    assert stats.mean_sigma(12.3456, None) == "12.35"  # one run: the mean alone, no "± 0.00"
+    assert stats.mean_sigma(None, None) == "-"
+
+
+def test_ratio_sentence_and_table_round_the_same_value_the_same_way():
+    # fast [1, 2, 3] (mean 2, s 1), slow [2, 4, 6] (mean 4, s 2): ratio 2, sigma 2 * sqrt(0.5**2 + 0.5**2).
+    ratio = stats.speed_ratio([1.0, 2.0, 3.0], [2.0, 4.0, 6.0])
+    assert ratio.value == pytest.approx(2.0) and ratio.sigma == pytest.approx(1.4142135624)
+    assert ratio.text() == "2.00 ± 1.41"
+    # 1.6949 rounds to 1.69 at 2 decimals, but to 1.695 -> "1.70" when rounded to 3 first (the old table's way).
+    near = stats.Comparison("a", "b", stats.Ratio(1.6949, 0.2849), 0.01)
+    assert near.sentence() == "a ran 1.69 ± 0.28 times faster than b (p = 0.01)"
+    assert near.ratio.text() == "1.69 ± 0.28"

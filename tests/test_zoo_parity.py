@@ -15,8 +15,8 @@ import pytest
 
 from speechperf.adapters.decoding import generate
 from speechperf.adapters.units import extract_units, load_codebook
-from speechperf.cache import file_sha256 as sha256
 from speechperf.errors import FeedError
+from speechperf.outputs import file_sha256 as sha256
 from speechperf.zoo.build import FORMATS, build_model, cache_dir, ensure_built, is_built, load_session
 from speechperf.zoo.catalog import MODEL_MODULES, get_model
 

@@ -65,10 +65,12 @@ class BackendBase(OptionalHooks):
         self.check_device(device)
         if device == "cuda":
             self.require_cuda()
-        if check_threads(threads) is not None:
-            self.set_threads(threads)
+        checked = check_threads(threads)
+        if checked is not None:
+            self.set_threads(checked)
         if spec.options:
             spec = attrs.evolve(spec, options=self.check_options(spec.options))
+        fmt: str | None
         if spec.format:
             fmt = spec.format
         elif spec.factory:
@@ -80,6 +82,12 @@ class BackendBase(OptionalHooks):
         return session
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
+        raise NotImplementedError
+
+    def set_threads(self, n: int) -> None:
+        raise NotImplementedError
+
+    def get_threads(self) -> int:
         raise NotImplementedError
 
     def require_cuda(self) -> None:

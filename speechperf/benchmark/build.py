@@ -8,6 +8,7 @@ process) and writes the exported silero weights the paddle VAD port reads.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from speechperf.benchmark.reference import backend_options
 from speechperf.benchmark.stage import Stage, StageError
 from speechperf.benchmark.validate import SILERO, check_stage_model
 from speechperf.config.schema import BenchConfig, StageConfig
+
+log = logging.getLogger(__name__)
 
 
 def reference_models(cfg: BenchConfig) -> list[tuple[str, str]]:
@@ -37,18 +40,17 @@ def reference_models(cfg: BenchConfig) -> list[tuple[str, str]]:
     return list(dict.fromkeys(needed))
 
 
-def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None) -> None:
+def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path) -> None:
     """Make every file the stages will load exist, without loading anything into this process's frameworks."""
     from speechperf.zoo.build import cache_dir, is_built
     from speechperf.zoo.catalog import check_preset, get_model
 
-    log = log or sys.stderr
     for model, preset in reference_models(cfg):
         check_preset(preset)
         get_model(model).hparams(preset)  # an unknown name or a size the model lacks fails here, in one line
         if is_built(cache_dir(preset) / model):
             continue
-        print(f"building reference model {model}/{preset} into {cache_dir(preset)} (once) ...", file=log)
+        log.info("building reference model %s/%s into %s (once) ...", model, preset, cache_dir(preset))
         start = time.perf_counter()
         code = "import sys; from speechperf.zoo.build import ensure_built; ensure_built(sys.argv[1], sys.argv[2])"
         # The exporters print pages of progress; keep them, and show them only when the build fails.
@@ -56,12 +58,12 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path, log=None)
             [sys.executable, "-c", code, model, preset], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         if done.returncode != 0:
-            print("\n".join(done.stdout.splitlines()[-40:]), file=log)
+            log.error("%s", "\n".join(done.stdout.splitlines()[-40:]))
             raise StageError(
                 f"building reference model {model}/{preset} failed (exit {done.returncode}); "
                 "its last messages are above"
             )
-        print(f"built {model}/{preset} in {time.perf_counter() - start:.1f} s", file=log)
+        log.info("built %s/%s in %.1f s", model, preset, time.perf_counter() - start)
     if any(s.model == SILERO for s in cfg.stages):
         from speechperf.adapters.vad import silero_model_spec
         from speechperf.registry import get_backend
@@ -145,10 +147,11 @@ def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, 
     try:
         return backend.load(spec, device=device, threads=threads)
     except ModelFileError as exc:
-        guessed = None if spec.format else dict(hooks(backend).suffix_formats).get(spec.path.suffix)
-        if guessed is None or not spec.path.exists():
+        path = spec.path  # a user's file always has one
+        guessed = None if spec.format or path is None else dict(hooks(backend).suffix_formats).get(path.suffix)
+        if guessed is None or path is None or not path.exists():
             raise
         raise ModelFileError(
-            f"{where}: {exc} (format {guessed!r} was guessed from the suffix {spec.path.suffix!r}; if the file is another "
+            f"{where}: {exc} (format {guessed!r} was guessed from the suffix {path.suffix!r}; if the file is another "
             f"format, set {section}.format: one of {', '.join(backend.capabilities.formats)})"
         ) from None

@@ -22,6 +22,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
 
 from speechperf.backend import hooks
 from speechperf.benchmark.results import BenchResult, StageResult, totals
@@ -30,6 +33,21 @@ from speechperf.data.sample import Sample
 from speechperf.errors import SpeechperfError
 from speechperf.meters.first_call import shape_key
 from speechperf.meters.samples import SampleFailure, failure
+
+if TYPE_CHECKING:
+    from speechperf.meters.flops import FlopsMeter
+    from speechperf.meters.memory import MemoryMeter
+    from speechperf.meters.runtime import RuntimeMeter
+
+
+@attrs.define
+class _StageMeters:
+    """The meters of one stage that have run so far (a snapshot reads their results)."""
+
+    runtime: RuntimeMeter | None = None
+    memory: MemoryMeter | None = None
+    flops: FlopsMeter | None = None
+
 
 METERS = ("runtime", "memory", "flops")
 
@@ -86,7 +104,7 @@ class BenchmarkingBase:
         self.handoff_outputs: list[dict[str, StageIO]] = [{} for _ in self.stages[:-1]]
         self.failed: dict[str, str] = {}
         self._stage_failures: list[list[SampleFailure]] = [[] for _ in self.stages]
-        self._meters: list[dict[str, object]] = [{} for _ in self.stages]
+        self._meters = [_StageMeters() for _ in self.stages]
         self._first_call: list[float | None] = [None for _ in self.stages]
         self._warm_shapes: list[set] = [set() for _ in self.stages]  # input shapes each stage's warm-up ran
 
@@ -114,7 +132,7 @@ class BenchmarkingBase:
             shape_warmup=max(1, self.warmup) if self.warmup_per_shape else 0,
             seen_shapes=self._warm_shapes[stage],
         )
-        self._meters[stage]["runtime"] = meter
+        self._meters[stage].runtime = meter
         last = stage == len(self.stages) - 1
         s = self.stages[stage]
 
@@ -134,7 +152,7 @@ class BenchmarkingBase:
 
         meter = MemoryMeter(self.backend, self.device, method=self.memory_method)
         meter.preload_mib = self.preload_mib
-        self._meters[stage]["memory"] = meter
+        self._meters[stage].memory = meter
         s = self.stages[stage]
         self._each(stage, "memory", lambda sid, inp: meter.measure(sid, lambda: s.forward(inp)))
         return meter.result()
@@ -145,7 +163,7 @@ class BenchmarkingBase:
 
         disk = DiskFlopCache(self.backend)
         meter = FlopsMeter(_ShapeCachedFlops(disk), source="auto")
-        self._meters[stage]["flops"] = meter
+        self._meters[stage].flops = meter
         s = self.stages[stage]
         if meter.source == "analytic" and not hooks(self.backend).has_capability("flops"):
             self.progress(
@@ -271,12 +289,12 @@ class BenchmarkingBase:
 
     def snapshot(self, complete: bool = True) -> BenchResult:
         """The result from what has been measured so far (all of it after gather_all_metrics)."""
-        stage_results = []
+        stage_results: list[StageResult] = []
         for index, stage in enumerate(self.stages):
             live = self._meters[index]
-            runtime = live["runtime"].result() if "runtime" in live else None
-            memory = live["memory"].result() if "memory" in live else None
-            flops = live["flops"].result() if "flops" in live else None
+            runtime = live.runtime.result() if live.runtime is not None else None
+            memory = live.memory.result() if live.memory is not None else None
+            flops = live.flops.result() if live.flops is not None else None
             rtf = self._rtf(index, runtime)
             stage_results.append(
                 StageResult(
@@ -292,7 +310,7 @@ class BenchmarkingBase:
                     self._first_call[index],
                 )
             )
-        stage_results = tuple(stage_results)
+        finished = tuple(stage_results)
         audio_s, side = self._total_audio_seconds()
         return BenchResult(
             model_type=self.model_type,
@@ -303,8 +321,8 @@ class BenchmarkingBase:
             repeat=self.repeat,
             warmup_per_shape=self.warmup_per_shape,
             samples=self.sample_ids,
-            stages=stage_results,
-            totals=totals(stage_results, self.sample_ids, audio_s, side),
+            stages=finished,
+            totals=totals(finished, self.sample_ids, audio_s, side),
             failed=dict(self.failed),
             outputs={sid: describe_output(out) for sid, out in self.final_outputs.items()},
             complete=complete,

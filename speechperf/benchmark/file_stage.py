@@ -174,7 +174,7 @@ class VadStage(Stage):
     def from_sample(self, sample: Sample) -> StageIO:
         if sample.audio is None:
             raise StageError(f"sample {sample.id!r} is {sample.kind}; the VAD takes audio (a raw or generated dataset)")
-        audio = resample(sample.audio, sample.sample_rate, self._vad.SAMPLE_RATE)
+        audio = resample(sample.audio, sample.audio_rate, self._vad.SAMPLE_RATE)
         return {"audio": audio, "sample_rate": self._vad.SAMPLE_RATE}
 
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:

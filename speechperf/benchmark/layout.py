@@ -70,7 +70,7 @@ def _misfit(shape: tuple[int | None, ...], declared: tuple) -> int | None:
 
 def _size(info: TensorInfo, letters: str) -> int | None:
     """The fixed channel size the model declares where ``letters`` puts C (None where it declares none)."""
-    if len(letters) != len(info.shape):
+    if info.shape is None or len(letters) != len(info.shape):
         return None
     want = info.shape[letters.index("C")]
     return want if isinstance(want, int) and want >= 0 else None

@@ -51,7 +51,7 @@ def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
     return True, None
 
 
-def measure(bench, samples, refs, general, backend, workdir, log=None) -> QualityResult:
+def measure(bench, samples, refs, general, backend, workdir) -> QualityResult:
     """Score ``bench``'s kept outputs (after ``gather_all_metrics``) against ``refs`` (speechperf.data.references)."""
     start = time.perf_counter()
     notes: list[str] = []
@@ -84,13 +84,13 @@ def measure(bench, samples, refs, general, backend, workdir, log=None) -> Qualit
         elif stage.role == "vad" and last:
             scores.append(score_vad(ids, refs, got, samples))
         elif stage.role in SPEECH_ROLES and last:
-            scored = score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, log, notes)
+            scored = score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes)
             if scored is not None:
                 scores.append(scored)
     return QualityResult(tuple(scores), time.perf_counter() - start, refs.origin, tuple(notes))
 
 
-def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, log, notes) -> QualityScore | None:
+def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes) -> QualityScore | None:
     """Back-transcribe every output waveform, then WER (TTS: against its input) or ASR-BLEU (S2ST)."""
     waves = {sid: out for sid, out in got.items() if "waveform" in out and sid in refs.texts}
     if not waves:
@@ -102,7 +102,7 @@ def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, 
             f"English is transcribed for now ({ASR_NAME})"
         )
         return None
-    transcriber = WhisperTranscriber(backend, general, workdir, log)
+    transcriber = WhisperTranscriber(backend, general, workdir)
     hyps = {sid: transcriber(out["waveform"], int(out["sample_rate"])) for sid, out in waves.items()}
     metric = "intelligibility" if roles == ("tts",) else "asr-bleu"
     return score_texts(name, metric, ids, refs.texts, hyps, refs, general.language, False, transcriber.name)
@@ -111,7 +111,7 @@ def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, 
 class WhisperTranscriber:
     """Whisper tiny.en from the zoo, on the benchmark's backend (its default format there), greedy decoding."""
 
-    def __init__(self, backend, general, workdir, log=None):
+    def __init__(self, backend, general, workdir):
         from speechperf.benchmark import build
         from speechperf.config.schema import BenchConfig, GeneralConfig, StageConfig
 
@@ -122,7 +122,7 @@ class WhisperTranscriber:
             source=f"the quality meter's ASR ({ASR_NAME})",
         )
         with build.stdout_to_stderr():
-            build.prepare_stages(cfg, backend.name, workdir, log)
+            build.prepare_stages(cfg, backend.name, workdir)
             self.stage = build.build_stage(stage_cfg, "s2t", 1, cfg, backend, general.device, general.threads, workdir)
         self.name = f"{ASR_NAME} ({self.stage.label} on {backend.name})"
 

@@ -88,8 +88,8 @@ class Seq2SeqStage(Stage):
         if sample.audio is None:
             raise StageError(f"sample {sample.id!r} is {sample.kind}; the {self.role} stage takes audio or features")
         return {
-            "features": log_mel(sample.audio, sample.sample_rate),
-            "seconds": len(sample.audio) / sample.sample_rate,
+            "features": log_mel(sample.audio, sample.audio_rate),
+            "seconds": len(sample.audio) / sample.audio_rate,
         }
 
     def from_previous(self, output: StageIO) -> StageIO:
@@ -252,6 +252,7 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
         return sessions
 
     sessions = sessions_in(stage_cfg.format)
+    stage: Stage
     if "cross_kv" in sessions:  # a Whisper model (speechperf.zoo.whisper): its own features and cached decoding
         from speechperf.benchmark.whisper_stage import WhisperStage
 

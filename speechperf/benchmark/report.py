@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from speechperf import tables
+from speechperf import stats, tables
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
 from speechperf.meters import first_call
 from speechperf.outputs import write_text_atomic
@@ -63,7 +63,7 @@ COLUMNS = (
 
 
 def environment(threads: int, device: str, backend_name: str, backend_version: str | None) -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:  # read from the installed metadata: nothing is imported
         try:
             versions[name] = version(name)
@@ -162,7 +162,7 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
     backend."""
     out = []
     for s in result.stages:
-        stats = s.runtime.stats if s.runtime else None
+        summary = s.runtime.stats if s.runtime else None
         failed = len({f.sample_id for f in s.failures if f.meter != "flops"})  # FLOPs not counted is no failure
         out.append(
             _row(
@@ -170,7 +170,7 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
                 s.label,
                 len(s.runtime.samples) if s.runtime else None,
                 failed,
-                stats,
+                summary,
                 s.rtf,
                 s.memory.peak_mib if s.memory else None,
                 s.memory.footprint_mib if s.memory else None,
@@ -202,18 +202,18 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
 
 
 def _row(
-    stage, model, ok, failed, stats, rtf, peak, footprint, flops, source, shape_cost, quality=None
+    stage, model, ok, failed, summary, rtf, peak, footprint, flops, source, shape_cost, quality=None
 ) -> dict[str, Any]:
-    ms = (lambda v: round(v * 1e3, 3)) if stats else (lambda v: None)
+    ms = (lambda v: round(v * 1e3, 3)) if summary else (lambda v: None)
     return {
         "stage": stage,
         "model": model,
         "ok": ok,
         "failed": failed,
-        "runtime_mean_ms": ms(stats.mean) if stats else None,
-        "runtime_stdev_ms": ms(stats.stdev) if stats else None,
-        "runtime_median_ms": ms(stats.median) if stats else None,
-        "runtime_p90_ms": ms(stats.p90) if stats else None,
+        "runtime_mean_ms": ms(summary.mean) if summary else None,
+        "runtime_stdev_ms": ms(summary.stdev) if summary and summary.stdev is not None else None,
+        "runtime_median_ms": ms(summary.median) if summary else None,
+        "runtime_p90_ms": ms(summary.p90) if summary else None,
         **first_call.columns(shape_cost),
         "rtf": round(rtf.rtf, 5) if rtf else None,
         "rtf_audio": rtf.audio if rtf else None,
@@ -260,16 +260,7 @@ def _cell(v: Any) -> str:
 
 def print_table(result: BenchResult, file=None) -> None:
     """The human table: runtime mean ± σ, median, p90 (ms), RTF, peak RSS and footprint (MiB), GFLOPs per sample."""
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(
-        title=f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
-        f"{result.threads} thread(s), warmup {result.warmup}"
-        + (" and per shape" if result.warmup_per_shape else "")
-        + f", repeat {result.repeat}"
-    )
-    for header in (
+    headers = (
         "stage",
         "model",
         "ok/failed",
@@ -282,26 +273,28 @@ def print_table(result: BenchResult, file=None) -> None:
         "footprint (MiB)",
         "GFLOPs/sample",
         "quality",
-    ):
-        table.add_column(header, justify="left" if header in ("stage", "model") else "right")
-    for row in rows(result):
-        runtime = (
-            "-" if row["runtime_mean_ms"] is None else f"{row['runtime_mean_ms']:.2f} ± {row['runtime_stdev_ms']:.2f}"
-        )
-        rtf = "-" if row["rtf"] is None else f"{row['rtf']:.4f} ({row['rtf_audio']})"
-        flops = "-" if row["gflops_per_sample"] is None else f"{row['gflops_per_sample']:.4f} ({row['flops_source']})"
-        table.add_row(
+    )
+    table = [
+        (
             row["stage"],
             row["model"],
             f"{_cell(row['ok'])}/{row['failed']}",
-            runtime,
-            _cell(row["runtime_median_ms"]),
-            _cell(row["runtime_p90_ms"]),
+            stats.mean_sigma(row["runtime_mean_ms"], row["runtime_stdev_ms"]),
+            row["runtime_median_ms"],
+            row["runtime_p90_ms"],
             first_call.cell(row),
-            rtf,
-            _cell(row["peak_rss_mib"]),
-            _cell(row["footprint_mib"]),
-            flops,
-            _cell(row["quality"]),
+            "-" if row["rtf"] is None else f"{row['rtf']:.4f} ({row['rtf_audio']})",
+            row["peak_rss_mib"],
+            row["footprint_mib"],
+            "-" if row["gflops_per_sample"] is None else f"{row['gflops_per_sample']:.4f} ({row['flops_source']})",
+            row["quality"],
         )
-    Console(file=file or sys.stdout, soft_wrap=False, width=240).print(table)
+        for row in rows(result)
+    ]
+    title = (
+        f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
+        f"{result.threads} thread(s), warmup {result.warmup}"
+        + (" and per shape" if result.warmup_per_shape else "")
+        + f", repeat {result.repeat}"
+    )
+    tables.print_table(title, headers, table, file or sys.stdout, left=("stage", "model"))

@@ -87,8 +87,9 @@ def totals(
     stages: tuple[StageResult, ...], samples: tuple[str, ...], audio_s: dict[str, float], audio_side: str | None
 ) -> Totals:
     per_sample: dict[str, float] = {}
-    if stages and all(s.runtime is not None for s in stages):
-        timed = [s.runtime.per_sample_seconds for s in stages]
+    runtimes = [s.runtime for s in stages if s.runtime is not None]
+    if stages and len(runtimes) == len(stages):
+        timed = [r.per_sample_seconds for r in runtimes]
         for sid in samples:
             if all(sid in t for t in timed):
                 per_sample[sid] = sum(t[sid] for t in timed)
@@ -100,6 +101,7 @@ def totals(
     peaks = [s.memory.peak_mib for s in stages if s.memory is not None and s.memory.peak_mib is not None]
     footprints = [s.memory.footprint_mib for s in stages if s.memory is not None and s.memory.footprint_mib is not None]
     flops = [_per_sample_flops(s.flops) for s in stages]
+    counted = [f for f in flops if f is not None]
     sources = {s.flops.source for s in stages if s.flops is not None}
     return Totals(
         runtime=Stats.of(list(per_sample.values())),
@@ -107,17 +109,18 @@ def totals(
         rtf=rtf,
         peak_mib=max(peaks) if peaks else None,
         footprint_mib=max(footprints) if footprints else None,
-        flops_per_sample=sum(flops) if flops and all(f is not None for f in flops) else None,
+        flops_per_sample=sum(counted) if flops and len(counted) == len(flops) else None,
         flops_source="+".join(sorted(sources)) if sources else None,
         first_call_per_shape=_first_call_per_shape(stages),
     )
 
 
 def _first_call_per_shape(stages: tuple[StageResult, ...]) -> ShapeCost | None:
-    if not stages or any(s.runtime is None for s in stages):
+    runtimes = [s.runtime for s in stages if s.runtime is not None]
+    if not stages or len(runtimes) != len(stages):
         return None
-    costs = [s.runtime.first_call_per_shape for s in stages]
+    costs = [r.first_call_per_shape for r in runtimes]
     if len(stages) == 1:
         return costs[0]
-    per_stage = [{t.sample_id: t.first_call for t in s.runtime.samples if t.first_call} for s in stages]
+    per_stage = [{t.sample_id: t.first_call for t in r.samples if t.first_call} for r in runtimes]
     return combined(per_stage, [c.source for c in costs if c is not None])

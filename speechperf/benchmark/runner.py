@@ -7,6 +7,7 @@ Markdown).
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from speechperf.benchmark.validate import check_config
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
 from speechperf.outputs import check_output_path, write_text_atomic
+
+log = logging.getLogger(__name__)
 
 
 def run_benchmark(
@@ -32,7 +35,10 @@ def run_benchmark(
     out=None,
     err=None,
 ) -> int:
-    """Run ``cfg``; print the table to ``out``; return the exit code (0 all measured, 1 a sample failed)."""
+    """Run ``cfg``; print the table to ``out``; return the exit code (0 all measured, 1 a sample failed).
+
+    Notes, warnings and the per-pass progress lines are logged (``speechperf.logs``); ``err`` is only where the
+    live progress bar is drawn when it is a terminal."""
     from speechperf.benchmark import build, report
     from speechperf.benchmark.core import benchmark_for
     from speechperf.data import load_dataset
@@ -73,7 +79,7 @@ def run_benchmark(
         )
     backend = require_backend(general.backend)  # imports the framework
     with build.stdout_to_stderr():
-        build.prepare_stages(cfg, backend.name, workdir, err)
+        build.prepare_stages(cfg, backend.name, workdir)
         backend.set_threads(general.threads)
         backend.seed(general.seed)
         preload = rss_mib()  # the framework is imported, no model is loaded yet
@@ -109,7 +115,7 @@ def run_benchmark(
             if show:
                 show("quality", "scoring the outputs (untimed)", 0, 0)
             try:
-                quality = quality_pass.measure(bench, dataset, references, general, backend, workdir, err)
+                quality = quality_pass.measure(bench, dataset, references, general, backend, workdir)
                 result = attrs.evolve(result, quality=quality)
             except SpeechperfError as exc:  # what was measured is kept and written; the reason is said
                 quality_note = f"quality not scored: {exc}"
@@ -133,62 +139,69 @@ def run_benchmark(
     report.print_table(result, file=out)
     for stage in result.stages:
         if stage.first_call_s is not None:
-            print(
-                f"cold start: stage{stage.index} {stage.label}: load {stage.load_s:.2f} s, first call "
-                f"{stage.first_call_s:.3f} s (not in the figures above)",
-                file=err,
+            log.info(
+                "cold start: stage%d %s: load %.2f s, first call %.3f s (not in the figures above)",
+                stage.index,
+                stage.label,
+                stage.load_s,
+                stage.first_call_s,
             )
         for note in (stage.runtime.shape_note, stage.runtime.noise_warning) if stage.runtime is not None else ():
             if note:
-                print(f"note: stage{stage.index} {stage.label}: {note}", file=err)
+                log.warning("note: stage%d %s: %s", stage.index, stage.label, note)
         flops_failures = [f for f in stage.failures if f.meter == "flops"]
         if flops_failures:
-            print(
-                f"note: stage{stage.index} FLOPs not counted for {len(flops_failures)} sample(s): "
-                f"{flops_failures[0].error}",
-                file=err,
+            log.warning(
+                "note: stage%d FLOPs not counted for %d sample(s): %s",
+                stage.index,
+                len(flops_failures),
+                flops_failures[0].error,
             )
         if stage.flops is not None and stage.flops.uncounted:
-            print(
-                f"note: stage{stage.index} FLOPs ({stage.flops.source}) leave out: {', '.join(stage.flops.uncounted)}",
-                file=err,
+            log.info(
+                "note: stage%d FLOPs (%s) leave out: %s",
+                stage.index,
+                stage.flops.source,
+                ", ".join(stage.flops.uncounted),
             )
     if general.dump_speech_waveforms_dir:
         written = bench.dump_final_speech_output(
             general.dump_speech_waveforms_dir, general.dump_waveform_file_prefix, general.target_sr
         )
         if written:
-            print(
-                f"wrote {len(written)} waveform(s) at {general.target_sr} Hz to {general.dump_speech_waveforms_dir}",
-                file=err,
+            log.info(
+                "wrote %d waveform(s) at %d Hz to %s",
+                len(written),
+                general.target_sr,
+                general.dump_speech_waveforms_dir,
             )
         else:
-            print(f"note: model_type {general.model_type} produced no waveform; nothing was dumped", file=err)
-    _print_quality(result.quality, quality_note, err)
+            log.warning("note: model_type %s produced no waveform; nothing was dumped", general.model_type)
+    _log_quality(result.quality, quality_note)
     for message in result.failed.values():
-        print(f"failed: {message}", file=err)
+        log.error("failed: %s", message)
     return 1 if result.failed else 0
 
 
-def _print_quality(quality, note: str | None, err) -> None:
+def _log_quality(quality, note: str | None) -> None:
     """What the quality figures were scored after, and what they cost, apart from the measured figures."""
     if note:
-        print(f"note: {note}", file=err)
+        log.info("note: %s", note)
     if quality is None:
         return
     for line in quality.notes:
-        print(f"note: {line}", file=err)
+        log.info("note: %s", line)
     for score in quality.scores:
         how = [f"{score.samples} sample(s)"]  # the headline names the normalizer
         if score.asr:
             how.append(f"transcribed by {score.asr}")
-        print(f"quality: {score.stage}: {score.headline()} ({', '.join(how)})", file=err)
+        log.info("quality: %s: %s (%s)", score.stage, score.headline(), ", ".join(how))
         if score.signature:
-            print(f"quality: {score.stage}: sacrebleu signature: {score.signature}", file=err)
-    print(
-        f"quality: references from {quality.references}; scored in an untimed pass after timing, "
-        f"{quality.seconds:.2f} s (not in the figures above)",
-        file=err,
+            log.info("quality: %s: sacrebleu signature: %s", score.stage, score.signature)
+    log.info(
+        "quality: references from %s; scored in an untimed pass after timing, %.2f s (not in the figures above)",
+        quality.references,
+        quality.seconds,
     )
 
 
@@ -232,9 +245,9 @@ class _Progress:
                 self.task = self.bar.add_task(f"{label}: {meter}", total=total or 1)
             self.bar.update(self.task, completed=done)
         elif total and done == total:
-            print(f"{label}: {meter} done ({total} samples)", file=self.err)
+            log.info("%s: %s done (%d samples)", label, meter, total)
         elif not total:
-            print(f"{label}: {meter}", file=self.err)
+            log.info("%s: %s", label, meter)
 
     def close(self):
         if self.live:

@@ -43,10 +43,11 @@ def save_stage_outputs(path: Path, stages: Sequence[Mapping[str, Mapping[str, An
             for name, array in flatten_output(out).items():
                 arrays[SEPARATOR.join((f"stage{index}", str(sid), name))] = array
     with atomic_path(path, "--save-outputs") as tmp, open(tmp, "wb") as handle:
-        np.savez(handle, **arrays)
+        # mypy also matches **arrays against savez's `allow_pickle: bool`; the keys are output names.
+        np.savez(handle, **arrays)  # type: ignore[arg-type]
 
 
-def load_stage_outputs(path: Path) -> dict[tuple[str, str, str], np.ndarray]:
+def load_stage_outputs(path: str | Path) -> dict[tuple[str, str, str], np.ndarray]:
     """(stage, sample id, name) -> array, from a file written by ``save_stage_outputs``."""
     loaded = {}
     with np.load(path, allow_pickle=False) as data:

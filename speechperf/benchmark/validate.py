@@ -32,10 +32,10 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
         where = f"{cfg.source}: stage{index}"
         check_stage_model(stage, role, where)
         if stage.path:
-            _check_model_file(stage, where, backend)
-        elif stage.model != SILERO:
+            _check_model_file(stage, stage.path, where, backend)
+        elif stage.model is not None and stage.model != SILERO:  # the config holds exactly one of model and path
             try:
-                _check_reference(stage, role)
+                _check_reference(stage, stage.model, role)
             except SpeechperfError as exc:
                 raise type(exc)(f"{where}: {exc}") from None
 
@@ -57,17 +57,17 @@ def check_stage_model(stage: StageConfig, role: str, where: str) -> None:
         )
 
 
-def _check_reference(stage: StageConfig, role: str) -> None:
+def _check_reference(stage: StageConfig, model: str, role: str) -> None:
     from speechperf.zoo.catalog import check_preset, get_model
 
-    get_model(stage.model)  # an unknown name fails with the known names
+    get_model(model)  # an unknown name fails with the known names
     check_preset(stage.preset)
     if role == "tts" and stage.vocoder:
         get_model(stage.vocoder)
 
 
-def _check_model_file(stage: StageConfig, where: str, backend) -> None:
-    path = Path(stage.path)
+def _check_model_file(stage: StageConfig, file: str, where: str, backend) -> None:
+    path = Path(file)
     if not path.exists():
         raise ModelFileError(f"{where}: model file not found: {path}")
     if backend is not None:
@@ -81,11 +81,11 @@ def _check_model_file(stage: StageConfig, where: str, backend) -> None:
             )
         hooks(backend).check_format(ModelSpec(path), stage.format or suffixes.get(path.suffix))
         return
-    suffixes, formats = _known_formats()
-    if stage.format is None and path.suffix not in suffixes:
+    known_suffixes, formats = _known_formats()
+    if stage.format is None and path.suffix not in known_suffixes:
         raise ModelFileError(
             f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; known "
-            f"suffixes: {', '.join(sorted(suffixes))} (or set the stage's `format:`)"
+            f"suffixes: {', '.join(sorted(known_suffixes))} (or set the stage's `format:`)"
         )
     if stage.format is not None and stage.format not in formats:
         raise ModelFileError(

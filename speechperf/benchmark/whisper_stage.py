@@ -36,8 +36,8 @@ class WhisperStage(Stage):
                 f"sample {sample.id!r} is {sample.kind}; the Whisper stage takes audio (it computes "
                 "Whisper's own log-mel)"
             )
-        audio = resample(sample.audio, sample.sample_rate, SAMPLE_RATE)
-        return {"features": log_mel(audio), "seconds": len(sample.audio) / sample.sample_rate}
+        audio = resample(sample.audio, sample.audio_rate, SAMPLE_RATE)
+        return {"features": log_mel(audio), "seconds": len(sample.audio) / sample.audio_rate}
 
     def max_tokens(self, seconds: float) -> int:
         """fairseq's bound over the source length in encoder frames (50 per second), within Whisper's own."""

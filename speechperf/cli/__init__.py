@@ -1,7 +1,9 @@
 """The ``speechperf`` command line.
 
 Data goes to stdout, status and errors to stderr. Exit codes: 0 success; 1 a measurement or check failed;
-2 bad input (a one-line error, never a traceback); 130 interrupted.
+2 bad input (a one-line error, never a traceback); 130 interrupted. The library logs its notes and progress
+(``speechperf.logs``); the group sets where they go (stderr) and how many: ``-v`` adds debug lines, ``-q`` keeps only
+warnings and errors.
 Each command lives in its own module and imports no framework at import time.
 """
 
@@ -11,7 +13,7 @@ import sys
 
 import click
 
-from speechperf import __version__
+from speechperf import __version__, logs
 from speechperf.errors import Interrupted, SpeechperfError
 
 
@@ -35,8 +37,11 @@ class SpeechperfGroup(click.Group):
 
 @click.group(cls=SpeechperfGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="speechperf")
-def main() -> None:
+@click.option("--verbose", "-v", count=True, help="More on stderr: debug lines too.")
+@click.option("--quiet", "-q", is_flag=True, help="Less on stderr: only warnings and errors, no notes or progress.")
+def main(verbose: int, quiet: bool) -> None:
     """Benchmark and profile speech models the same way on PyTorch, PaddlePaddle and ONNX Runtime."""
+    logs.configure(logs.level_of(verbose, quiet))
 
 
 def _register() -> None:

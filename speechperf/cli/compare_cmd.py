@@ -163,13 +163,13 @@ def compare(
     for cell in cells:
         config_from_options(config_path, dict(overrides), cell.preset, cell.sets)
 
-    from speechperf.compare.launch import run_cells
-    from speechperf.compare.report import CompareReport, print_report, to_csv, to_json, to_markdown
+    from speechperf.compare.launch import RunResult, run_cells
+    from speechperf.compare.report import CompareReport, render, to_csv, to_json, to_markdown
 
     workdir = workdir or _default_workdir()
     options = {k: (str(v) if isinstance(v, Path) else v) for k, v in click.get_current_context().params.items()}
     config = base.to_dict()
-    finished = []
+    finished: list[RunResult] = []
     print(
         f"compare: {len(cells)} cell(s) x {runs} run(s), one child at a time"
         if jobs == 1
@@ -197,7 +197,7 @@ def compare(
         write_text_atomic(csv_path, to_csv(report), "--csv")
     if md_path is not None:
         write_text_atomic(md_path, to_markdown(report), "--markdown")
-    print_report(report, sys.stdout)
+    click.echo(render(report), nl=False)
     if plot_path is not None:
         from speechperf.compare.plot import plot_latency
 

@@ -15,7 +15,6 @@ runs sample ``k mod N``: the loop cycles over the samples until ``batch_range`` 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -168,7 +167,7 @@ def _profile_config(cfg, options) -> None:
     backend = require_backend(general.backend)
     workdir = cache_dir()
     with build.stdout_to_stderr():
-        build.prepare_stages(cfg, backend.name, workdir, sys.stderr)
+        build.prepare_stages(cfg, backend.name, workdir)
         backend.set_threads(general.threads)
         backend.seed(general.seed)
         stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)

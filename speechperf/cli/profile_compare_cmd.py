@@ -25,11 +25,11 @@ def profile_compare(tables: tuple[Path, ...], labels: tuple[str, ...]) -> None:
         raise SpeechperfError(f"profile-compare needs two tables or more, got {len(tables)}: {tables[0]}")
     if labels and len(labels) != len(tables):
         raise SpeechperfError(f"--label was given {len(labels)} times for {len(tables)} tables; give one per table")
-    read = [CategoryTable.read(path) for path in tables]
-    backends = [t.backend for t in read]
+    loaded = [CategoryTable.read(path) for path in tables]
+    backends = [t.backend for t in loaded]
     if not labels:  # the backend names say which is which, unless two runs share a backend
         labels = tuple(backends) if len(set(backends)) == len(backends) else tuple(_label(p) for p in tables)
-    read = list(zip(labels, read))
+    read = list(zip(labels, loaded))
     console = Console(soft_wrap=False)
     if not console.is_terminal:
         console.width = max(console.width, 140)

@@ -23,7 +23,8 @@ def zoo() -> None:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Output folder (default: the cache, ~/.cache/speechperf/zoo/<preset>, or $SPEECHPERF_CACHE_DIR/zoo/<preset>).",
+    help="Output folder (default: <cache>/zoo/<preset>; the cache is $SPEECHPERF_CACHE_DIR, else the platform's "
+    "user cache folder, ~/.cache/speechperf on Linux).",
 )
 @click.option(
     "--model",

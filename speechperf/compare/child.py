@@ -108,7 +108,12 @@ def run_child(
             on_start(proc.pid)
         timer = None
         if timeout_s is not None:
-            timer = threading.Timer(timeout_s, lambda: (timed_out.set(), _kill_group(proc.pid)))
+
+            def kill_on_timeout() -> None:
+                timed_out.set()
+                _kill_group(proc.pid)
+
+            timer = threading.Timer(timeout_s, kill_on_timeout)
             timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)  # wait4: the child's own CPU time and peak RSS

@@ -9,17 +9,18 @@ After each child, ``runs.json`` in the work folder is rewritten atomically.
 
 from __future__ import annotations
 
-import sys
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
 
 from speechperf.benchmark.report import write_json_atomic
 from speechperf.compare.child import ChildRun, RunResult, run_dir_of
 from speechperf.compare.executors import get_executor
 from speechperf.compare.plan import Cell
 from speechperf.errors import SpeechperfError
+
+log = logging.getLogger(__name__)
 
 
 def run_cells(
@@ -30,14 +31,12 @@ def run_cells(
     timeout_s: float | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     jobs: int = 1,
-    err: IO[str] | None = None,
 ) -> list[RunResult]:
     """Run every cell ``runs`` times, interleaved; returns the results in (run, cell) order.
 
     ``on_result`` is called as each child finishes (in finishing order); ``runs.json`` in ``workdir`` is rewritten
     then too. ``jobs`` > 1 runs that many children at once (a warning says the timings then share the machine).
     """
-    err = err or sys.stderr
     if runs < 1 or jobs < 1:
         raise SpeechperfError(f"runs and jobs must be at least 1, got runs={runs}, jobs={jobs}")
     run_children = get_executor(executor, jobs)
@@ -52,11 +51,11 @@ def run_cells(
         for i, (run, cell) in enumerate(order)  # bench_args writes a dict cell's config file, before any child runs
     ]
     if jobs > 1:
-        print(
-            f"warning: --jobs {jobs} runs {jobs} measured children at once; they share the machine's cores and "
+        log.warning(
+            "warning: --jobs %d runs %d measured children at once; they share the machine's cores and "
             "memory bandwidth, so their timings are slower and noisier than one at a time",
-            file=err,
-            flush=True,
+            jobs,
+            jobs,
         )
     done: list[RunResult] = []
     lock = threading.Lock()
@@ -66,10 +65,10 @@ def run_cells(
             done.append(result)
             write_json_atomic(workdir / "runs.json", {"runs": [r.to_dict() for r in done]})
             status = "ok" if result.ok else f"FAILED: {result.reason} (exit code {result.exit_code})"
-            print(f"compare: {result.label} run {result.run + 1}: {status}", file=err, flush=True)
+            log.info("compare: %s run %d: %s", result.label, result.run + 1, status)
             if on_result is not None:
                 on_result(result)
 
-    run_children.run(children, timeout_s, jobs, record, err)
+    run_children.run(children, timeout_s, jobs, record)
     position = {c.label: i for i, c in enumerate(cells)}
     return sorted(done, key=lambda r: (r.run, position[r.label]))

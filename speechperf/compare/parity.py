@@ -109,7 +109,7 @@ def group_parity(labels: Sequence[str], results: Sequence[RunResult]) -> dict[st
         return {}
     reference = finished[0]
     parity = {reference: CellParity(reference, reference, ())}
-    cache: dict[str, dict] = {}
+    cache: dict[str, dict | None] = {}  # None: the file cannot be read
 
     def outputs(result: RunResult):
         if result.outputs_path not in cache:

@@ -10,22 +10,26 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from speechperf.errors import SpeechperfError
+from speechperf.extras import require
+from speechperf.outputs import atomic_path
 
 FORMATS = (".png", ".svg")
 
 
 def check_plot_path(path: Path) -> None:
+    """Before anything is measured: the file type, and matplotlib (an extra) being installed."""
     if Path(path).suffix.lower() not in FORMATS:
         raise SpeechperfError(f"--plot {path}: the file must end in {' or '.join(FORMATS)}")
+    require("matplotlib", "--plot")
 
 
 def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compare") -> Path:
+    check_plot_path(path)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    check_plot_path(path)
     finished = sorted((s for s in summaries if s.per_sample), key=lambda s: s.mean, reverse=True)
     if not finished:
         raise SpeechperfError(f"--plot {path}: no cell finished a run, there is nothing to plot")
@@ -44,9 +48,9 @@ def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compa
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial{path.suffix}")
-    fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with atomic_path(path, "--plot") as tmp:
+            fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
+    finally:
+        plt.close(fig)
     return path

@@ -72,7 +72,8 @@ def cell_quality(label: str, results: Sequence[RunResult]) -> CellQuality | None
     note = None
     if first and any(f is None or abs(f[1] - first[1]) > TOLERANCE_POINTS for f in figures[1:]):
         note = f"runs disagree: {first[0]} " + ", ".join("-" if f is None else f"{f[1]:.2f}" for f in figures)
-    return CellQuality(label, _headline(scores[0]), *(first or (None, None)), note=note)
+    metric, value = first if first else (None, None)
+    return CellQuality(label, _headline(scores[0]), metric, value, note=note)
 
 
 def group_quality(labels: Sequence[str], results: Sequence[RunResult]) -> dict[str, CellQuality]:

@@ -4,7 +4,7 @@ the outputs, the failed runs with their reasons; JSON (every raw timing), CSV an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 import attrs
 
@@ -94,8 +94,11 @@ class CompareReport:
         return any(ranking and ranking[0].fast == label for ranking in self.rankings)
 
 
-def _ms(value: float | None, digits: int = 3) -> float | None:
-    return None if value is None else round(value * 1e3, digits)
+def _ms(value: float | None, digits: int | None = 3) -> float | None:
+    """Seconds to milliseconds, rounded to ``digits`` (None: unrounded, for a formatter that rounds itself)."""
+    if value is None:
+        return None
+    return value * 1e3 if digits is None else round(value * 1e3, digits)
 
 
 def rows(report: CompareReport) -> list[dict[str, Any]]:
@@ -227,48 +230,53 @@ def to_markdown(report: CompareReport) -> str:
     return tables.to_markdown(COLUMNS, ([row[c] for c in COLUMNS] for row in rows(report)))
 
 
-def _fmt_ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms"
+def _fmt_ms(seconds: float | None) -> str:
+    return stats.mean_sigma(_ms(seconds, None), None, "ms")
 
 
-def print_report(report: CompareReport, file: IO[str]) -> None:
-    """hyperfine's layout: a block per cell, then the ranking, then a table with everything, parity and failures."""
-    from rich.console import Console
-    from rich.table import Table
+def _vs_fastest(report: CompareReport, label: str) -> str:
+    """The table's ratio, written by the same formatter as the Summary sentences (``1.69 ± 0.28x``)."""
+    if report.is_fastest(label):
+        return "fastest"
+    comparison = report.comparison_of(label)
+    return "-" if comparison is None else comparison.ratio.text() + "x"
 
-    print(UNIT_NOTE, file=file)
+
+def render(report: CompareReport) -> str:
+    """What the command prints, in hyperfine's layout: a block per cell, then the ranking, then a table with
+    everything, parity and failures."""
+    lines: list[str] = []
+    say = lines.append
+    say(UNIT_NOTE)
     for s in report.summaries:
         runs = len(s.run_values) + len(s.failures)
-        print(f"\nCell: {s.label} ({len(s.run_values)} of {runs} runs finished, {s.cell.threads} thread(s))", file=file)
+        say(f"\nCell: {s.label} ({len(s.run_values)} of {runs} runs finished, {s.cell.threads} thread(s))")
         if not s.ok:
-            print("  no run finished", file=file)
+            say("  no run finished")
         else:
-            sigma = f" ± {_fmt_ms(s.stdev)}" if s.stdev is not None else " (one run: no σ)"
-            print(f"  Time (mean ± σ):     {_fmt_ms(s.mean)}{sigma}", file=file)
-            print(
+            time = stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None), "ms")
+            time += " (one run: no σ)" if s.stdev is None else ""
+            say(f"  Time (mean ± σ):     {time}")
+            say(
                 f"  Range (min … max):   {_fmt_ms(min(s.run_values))} … {_fmt_ms(max(s.run_values))}    "
-                f"{len(s.run_values)} runs",
-                file=file,
+                f"{len(s.run_values)} runs"
             )
-            print(
+            say(
                 f"  Per sample:          median {_fmt_ms(s.percentile(50))}, p90 {_fmt_ms(s.percentile(90))}, "
-                f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings",
-                file=file,
+                f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings"
             )
         for failure in s.failures:
-            print(
+            say(
                 f"  run {failure.run + 1} FAILED: {failure.reason} (exit code {failure.exit_code}; "
-                f"stderr: {failure.stderr_path})",
-                file=file,
+                f"stderr: {failure.stderr_path})"
             )
         if s.ok and s.outlier_warning:
-            print(f"  Warning: {s.outlier_warning}", file=file)
+            say(f"  Warning: {s.outlier_warning}")
     for ranking in report.rankings:
         if ranking:
-            print("\nSummary", file=file)
+            say("\nSummary")
             for comparison in ranking:
-                print(f"  {comparison.sentence()}", file=file)
-    table = Table(title="speechperf compare")
+                say(f"  {comparison.sentence()}")
     headers = (
         "cell",
         "runs ok/failed",
@@ -284,45 +292,30 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         "parity",
         "quality",
     )
-    for header in headers:
-        table.add_column(header, justify="left" if header in ("cell", "parity", "quality") else "right")
-    for row in rows(report):
-        mean = (
-            "-"
-            if row["mean_ms"] is None
-            else (f"{row['mean_ms']:.2f}" + (f" ± {row['stdev_ms']:.2f}" if row["stdev_ms"] is not None else ""))
-        )
-        ratio = (
-            "-"
-            if row["ratio"] is None
-            else (
-                "fastest"
-                if report.is_fastest(row["cell"])
-                else f"{row['ratio']:.2f}"
-                + (f" ± {row['ratio_sigma']:.2f}" if row["ratio_sigma"] is not None else "")
-                + "x"
-            )
-        )
-        table.add_row(
+    table = [
+        (
             row["cell"],
             f"{row['runs_ok']}/{row['runs_failed']}",
-            mean,
-            *("-" if row[k] is None else str(row[k]) for k in ("median_ms", "p90_ms", "p99_ms")),
+            stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None)),  # from the unrounded values, like the ratio
+            *(row[k] for k in ("median_ms", "p90_ms", "p99_ms")),
             first_call.cell(row),
-            *("-" if row[k] is None else str(row[k]) for k in ("rtf", "peak_rss_mib", "gflops_per_sample")),
-            ratio,
-            row["parity"] or "-",
-            report.quality[row["cell"]].describe() if row["cell"] in report.quality else "-",
+            *(row[k] for k in ("rtf", "peak_rss_mib", "gflops_per_sample")),
+            _vs_fastest(report, s.label),
+            row["parity"],
+            report.quality[row["cell"]].describe() if row["cell"] in report.quality else None,
         )
-    print(file=file)
-    Console(file=file, soft_wrap=False, width=220).print(table)
+        for s, row in zip(report.summaries, rows(report), strict=True)
+    ]
+    say("")
+    say(tables.render_table("speechperf compare", headers, table, left=("cell", "parity", "quality")).rstrip("\n"))
     mismatches = [p for p in report.parity.values() if p.mismatch]
     for p in mismatches:
-        print(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}", file=file)
+        say(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}")
     for q in report.quality.values():
         if q.differs:
-            print(f"quality {q.differs}", file=file)
+            say(f"quality {q.differs}")
         if q.note:
-            print(f"quality: {q.label}: {q.note}", file=file)
+            say(f"quality: {q.label}: {q.note}")
     for note in report.environment_notes:
-        print(f"warning: the children's environments differ: {note}", file=file)
+        say(f"warning: the children's environments differ: {note}")
+    return "\n".join(lines) + "\n"

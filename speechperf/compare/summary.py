@@ -57,11 +57,11 @@ class CellSummary:
 
     @property
     def mean(self) -> float | None:
-        return statistics.fmean(self.run_values) if self.run_values else None
+        return stats.mean(self.run_values)
 
     @property
     def stdev(self) -> float | None:
-        return statistics.stdev(self.run_values) if len(self.run_values) > 1 else None
+        return stats.stdev(self.run_values)
 
     @property
     def first_call_per_shape(self) -> first_call.ShapeCost | None:
@@ -116,7 +116,7 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
                 result = attrs.evolve(result, ok=False, reason="its result JSON cannot be read")
             if data is not None:
                 result = check_threads(result, cell, data)
-            if not result.ok:
+            if not result.ok or data is None:  # data is None only for a run that is not ok (just above)
                 failures.append(result)
                 continue
             totals = data["result"]["totals"]

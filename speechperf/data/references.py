@@ -129,10 +129,9 @@ def load_references(general, samples: list[Sample], roles: tuple[str, ...]) -> R
         if ref.is_file() and ref != path:
             lines = _lines(ref, dataset_count(general), "reference file")[: len(samples)]
             return References(f"{ref.name} beside {path}", dict(zip(ids, lines)), translation=True)
-    if roles[0] == "tts" and all(s.text is not None for s in samples):
-        return References(
-            "the input text (what the TTS was asked to say)", {s.id: s.text for s in samples}, from_inputs=True
-        )
+    inputs = {s.id: s.text for s in samples if s.text is not None}
+    if roles[0] == "tts" and len(inputs) == len(samples):
+        return References("the input text (what the TTS was asked to say)", inputs, from_inputs=True)
     return None
 
 

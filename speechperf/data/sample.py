@@ -26,6 +26,13 @@ class Sample:
     language: str | None = None  # of ``text`` (fairseq's ``tgt_lang``), where the dataset says
 
     @property
+    def audio_rate(self) -> int:
+        """The sample rate of ``audio``; every dataset loader that gives audio sets it."""
+        if not self.sample_rate:
+            raise ValueError(f"sample {self.id!r} is {self.kind}, it has no sample rate")
+        return self.sample_rate
+
+    @property
     def kind(self) -> str:
         if self.audio is not None:
             return "audio"

@@ -104,8 +104,13 @@ def write_subset(index: DatasetIndex, entries: list[Entry], out: Path) -> Path:
     else:
         if out.suffix != ".npz":
             raise SpeechperfError(f"an {index.dataset_type} subset is written as .npz; got output {out}")
+        arrays = index.arrays
+        if arrays is None:  # every loader of an array dataset sets them
+            raise DatasetError(
+                f"{index.path}: its arrays were not loaded, so no {index.dataset_type} subset is written"
+            )
         with atomic_path(out, "--output") as tmp:
-            np.savez(tmp, **{e.id: index.arrays[e.id] for e in entries})
+            np.savez(tmp, **{e.id: arrays[e.id] for e in entries})
     return out
 
 
@@ -124,5 +129,6 @@ def stats(index: DatasetIndex) -> Stats:
     if not lengths:
         raise DatasetError(f"{index.path} holds no samples")
     seconds = [e.seconds for e in index.entries]
-    total = sum(seconds) if all(s is not None for s in seconds) else None
+    known = [s for s in seconds if s is not None]
+    total = sum(known) if len(known) == len(seconds) else None
     return Stats(len(lengths), index.unit, max(lengths), min(lengths), sum(lengths) / len(lengths), total)

@@ -23,21 +23,24 @@ user asked for (``--meters``) is not.
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import attrs
 import numpy as np
 
 from speechperf.backend import Session, TensorInfo, hooks
+from speechperf.extras import MissingExtraError
 from speechperf.meters.flops import KnownGraph
 from speechperf.meters.memory import MIB, MemoryMeter, hwm_status
 from speechperf.meters.papi import papi_status
 from speechperf.meters.runtime import RuntimeMeter
-from speechperf.meters.samples import parse_meter_names
+from speechperf.meters.samples import SampleFailure, parse_meter_names
 
 PASS, FAIL, UNAVAILABLE, INFO = "pass", "FAIL", "unavailable", "info"
 DEFAULT_METERS = ("runtime", "memory", "flops", "threads")
@@ -148,13 +151,7 @@ def compute_feeds(target_s: float = 0.001) -> dict[str, np.ndarray]:
         feeds = {"x": np.random.default_rng(0).standard_normal(n).astype(np.float32)}
         for _ in range(3):
             session(feeds)
-        median = (
-            min(
-                statistics.median(bare_loop_ns(lambda session=session, feeds=feeds: session(feeds), 9))
-                for _ in range(3)
-            )
-            / 1e9
-        )
+        median = min(statistics.median(bare_loop_ns(functools.partial(session, feeds), 9)) for _ in range(3)) / 1e9
         if median >= target_s or n >= 2**26:
             return feeds
         n = int(n * min(4.0, max(1.1, target_s / median)))
@@ -195,13 +192,21 @@ def check_timer() -> list[CheckRow]:
     ]
 
 
+def _timings(meter: RuntimeMeter, sample_id: str, forward: Callable[[], object]) -> list[int]:
+    """The timed repeats of one sample; the check's own sessions never fail, so a failure is a bug here."""
+    timing = meter.measure(sample_id, forward)
+    if isinstance(timing, SampleFailure):
+        raise RuntimeError(timing.message)
+    return list(timing.ns)
+
+
 def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
     rows = []
     null = NullSession()
     calls = 2000 if quick else 10_000
     bare = statistics.median(bare_loop_ns(lambda: null({}), calls))
     meter = RuntimeMeter(warmup=10, repeat=calls)
-    timed = statistics.median(meter.measure("null", lambda: null({})).ns)
+    timed = statistics.median(_timings(meter, "null", lambda: null({})))
     rows.append(
         CheckRow(
             "runtime",
@@ -222,7 +227,7 @@ def check_runtime_overhead(quick: bool = False) -> list[CheckRow]:
             if first:
                 bare_ns += bare_loop_ns(forward, per_block)
             else:
-                meter_ns += list(meter.measure("compute", forward).ns)
+                meter_ns += _timings(meter, "compute", forward)
     ratio = statistics.median(meter_ns) / statistics.median(bare_ns)
     # The meter cannot be faster than the bare loop: a ratio well below 1 is noise, and noise hides overhead too.
     ok = RUNTIME_NOISE_FLOOR <= ratio <= RUNTIME_RATIO_TARGET
@@ -249,11 +254,17 @@ def check_memory() -> list[CheckRow]:
         )
     methods.append(("memory_profiler", False))
     for method, decides in methods:
-        meter = MemoryMeter(method=method)
+        try:
+            meter = MemoryMeter(method=method)
+        except MissingExtraError as exc:  # the sampling method is an extra; the exact one decides anyway
+            rows.append(
+                CheckRow("memory", "memory_profiler (sampling)", "-", "available", UNAVAILABLE, decides, str(exc))
+            )
+            continue
         label = "exact (clear_refs 5 + VmHWM)" if method == "hwm" else f"memory_profiler, interval {meter.interval} s"
         for mib in MEMORY_SIZES_MIB:
             session = AllocSession(mib)
-            sample = meter.measure(f"{mib}MiB", lambda session=session: session({}))
+            sample = meter.measure(f"{mib}MiB", functools.partial(session, {}))
             if not hasattr(sample, "delta_mib"):
                 rows.append(CheckRow("memory", f"{label}: {mib} MiB held 5 ms", sample.message, "", FAIL, decides))
                 continue
@@ -297,11 +308,16 @@ def check_papi() -> list[CheckRow]:
     ]
 
 
-def _backends(names: Iterable[str] | None) -> list[tuple[str, object, str]]:
+#: (name, backend or None, why not). The backend is Any: the checks call its optional hooks (known_session,
+#: count_flops), after asking has_capability for them (``_lacks``).
+CheckedBackend = tuple[str, Any, str]
+
+
+def _backends(names: Iterable[str] | None) -> list[CheckedBackend]:
     """(name, backend or None, why not) for each backend to check."""
     from speechperf.registry import get_backend, known_backends
 
-    out = []
+    out: list[CheckedBackend] = []
     for name in names or known_backends():
         backend = get_backend(name)  # an unknown name is an input error, raised here
         status = backend.availability()
@@ -317,7 +333,7 @@ def _lacks(backend, capabilities: tuple[str, ...]) -> str:
     return ""
 
 
-def check_flops(backends: list[tuple[str, object, str]]) -> list[CheckRow]:
+def check_flops(backends: list[CheckedBackend]) -> list[CheckRow]:
     rows = []
     for name, backend, why in backends:
         for graph in (KnownGraph("matmul"), KnownGraph("conv")):
@@ -352,7 +368,7 @@ def check_flops(backends: list[tuple[str, object, str]]) -> list[CheckRow]:
     return rows
 
 
-def check_threads(backends: list[tuple[str, object, str]], quick: bool = False) -> list[CheckRow]:
+def check_threads(backends: list[CheckedBackend], quick: bool = False) -> list[CheckRow]:
     from speechperf.threads import cpu_wall_ratio
 
     rows = []
@@ -372,7 +388,7 @@ def check_threads(backends: list[tuple[str, object, str]], quick: bool = False) 
             try:
                 backend.set_threads(threads)
                 session = backend.known_session(graph, threads)
-                ratio = cpu_wall_ratio(lambda session=session, feeds=feeds: session(feeds), min_seconds=seconds)
+                ratio = cpu_wall_ratio(functools.partial(session, feeds), min_seconds=seconds)
             except Exception as exc:
                 rows.append(CheckRow("threads", f"{name}: {threads} thread(s)", f"error: {exc}", "", FAIL))
                 continue

@@ -164,7 +164,7 @@ def shape_key(inp: Mapping[str, Any]) -> tuple:
     """What a stage input looks like to a session: its arrays' shapes and dtypes, the lengths of its strings and
     lists, its plain numbers. Two inputs with the same key feed a stage's first session call the same shapes (a
     decoding loop's later calls also depend on what it decodes, which the input's shape stands in for)."""
-    key = []
+    key: list[tuple[Any, ...]] = []
     for name in sorted(inp):
         value = inp[name]
         if hasattr(value, "shape") and hasattr(value, "dtype"):

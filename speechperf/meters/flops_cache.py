@@ -16,11 +16,9 @@ temporary file renamed into place); one that cannot be read is ignored and count
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,19 +28,9 @@ from speechperf import __version__, cache
 from speechperf.backend import hooks
 from speechperf.errors import SpeechperfError
 from speechperf.meters.flops import FlopCount
+from speechperf.outputs import OutputError, file_sha256, write_text_atomic
 
 SCHEMA = 1
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's content, remembered per (path, size, mtime) within the process."""
-    stat = path.stat()
-    return _remembered_sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-
-
-@functools.cache
-def _remembered_sha256(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a changed file is re-read
-    return cache.file_sha256(Path(path))
 
 
 class DiskFlopCache:
@@ -98,8 +86,9 @@ class DiskFlopCache:
 
     def _counter_hash(self) -> str:
         try:
-            return file_sha256(Path(hooks(self._backend).capability("flops").__file__))
-        except (OSError, TypeError, SpeechperfError):  # no counter module, or one without a file
+            counter = hooks(self._backend).capability("flops").__file__
+            return file_sha256(counter) if counter else ""  # a counter module without a file: nothing to hash
+        except (OSError, SpeechperfError):  # no counter module
             return ""
 
     def count_flops(self, session, feeds: Mapping[str, np.ndarray]) -> FlopCount:
@@ -152,13 +141,7 @@ def _read(path: Path) -> FlopCount | None:
 
 
 def _write_atomic(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON through a temporary file renamed into place; a cache that cannot be written is
-    only a cache (the count is still returned)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    """Write ``data`` as JSON (speechperf.outputs' atomic writer); a cache that cannot be written is only a cache
+    (the count is still returned)."""
+    with contextlib.suppress(OutputError):
+        write_text_atomic(path, json.dumps(data), "FLOP cache file")

@@ -36,6 +36,7 @@ from pathlib import Path
 import attrs
 
 from speechperf.backend import CapabilityUnavailableError
+from speechperf.extras import require
 from speechperf.meters.samples import MeterError, SampleFailure, failure
 
 MIB = 2**20
@@ -136,6 +137,8 @@ class MemoryMeter:
             ok, why = hwm_status()
             if not ok:
                 raise MeterError(f"memory method 'hwm' is not available here: {why}")
+        else:
+            require("memory_profiler", "memory method 'memory_profiler'")
         self.method = method
         self.interval = float(interval)
         self.device = device

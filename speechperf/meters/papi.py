@@ -15,6 +15,8 @@ from pathlib import Path
 
 import attrs
 
+from speechperf.extras import MissingExtraError, require
+
 EVENTS = ("PAPI_SP_OPS", "PAPI_DP_OPS")
 
 
@@ -26,7 +28,10 @@ class PapiStatus:
 
 def papi_status() -> PapiStatus:
     try:
+        require("pypapi", "hardware FLOP counting (FLOPs source 'papi')")
         from pypapi import events, papi_low
+    except MissingExtraError as exc:
+        return PapiStatus(False, str(exc))
     except Exception as exc:  # the wheel loads a shared library; any failure means no PAPI here
         return PapiStatus(False, f"python-papi cannot be imported ({type(exc).__name__}: {exc})")
     try:

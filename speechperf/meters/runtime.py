@@ -7,7 +7,8 @@ the timing.
 
 Per sample: ``warmup`` untimed forwards (their timings are still kept, in ``warmup_ns``), then ``repeat`` timed ones.
 A sample's runtime is the **median of its repeats**. The summary statistics (mean, median, stdev, min, max,
-p50/p90/p99) are over the per-sample runtimes, in seconds; stdev is the sample standard deviation (n-1);
+p50/p90/p99, ``speechperf.stats.Stats``) are over the per-sample runtimes, in seconds; stdev is the sample standard
+deviation (n-1), None for one sample;
 percentiles use linear interpolation between closest ranks (numpy's default ``"linear"``, Hyndman & Fan type 7).
 
 First call on a new input shape: given each sample's input ``shape`` (``first_call.shape_key``), the meter knows
@@ -37,12 +38,13 @@ import time
 from collections.abc import Callable
 
 import attrs
-import numpy as np
 
 from speechperf.meters import first_call as per_shape  # not `first_call`: SampleTiming has a property of that name
 from speechperf.meters.samples import SampleFailure, check_count, failure
+from speechperf.stats import PERCENTILE_METHOD, Stats
 
-PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy 'linear', Hyndman-Fan type 7)"
+__all__ = ["PERCENTILE_METHOD", "ColdStart", "RuntimeMeter", "RuntimeResult", "SampleTiming", "Stats"]
+
 NOISE_THRESHOLD = 0.10
 
 
@@ -74,39 +76,6 @@ class SampleTiming:
         if self.warmup_ns:
             return per_shape.FirstCall(self.warmup_ns[0], self.ns)
         return per_shape.FirstCall(self.ns[0], self.ns[1:])
-
-
-@attrs.frozen
-class Stats:
-    """Summary of values in seconds. ``percentile_method`` names how p50/p90/p99 were computed."""
-
-    count: int
-    mean: float
-    median: float
-    stdev: float
-    min: float
-    max: float
-    p50: float
-    p90: float
-    p99: float
-    percentile_method: str = PERCENTILE_METHOD
-
-    @classmethod
-    def of(cls, values: list[float]) -> Stats | None:
-        if not values:
-            return None
-        p50, p90, p99 = np.percentile(np.asarray(values, dtype=np.float64), [50, 90, 99], method="linear")
-        return cls(
-            count=len(values),
-            mean=statistics.fmean(values),
-            median=statistics.median(values),
-            stdev=statistics.stdev(values) if len(values) > 1 else 0.0,
-            min=min(values),
-            max=max(values),
-            p50=float(p50),
-            p90=float(p90),
-            p99=float(p99),
-        )
 
 
 @attrs.frozen
@@ -147,10 +116,11 @@ class RuntimeResult:
     def first_call_per_shape(self) -> per_shape.ShapeCost | None:
         """The cost of the first call on a new input shape, from the per-shape warm-ups when they ran, else from
         the first repeats; None when no sample met a new shape with enough calls."""
-        warmed = [s.first_call for s in self.samples if s.new_shape and s.warmup_ns]
+        firsts = [(s, c) for s in self.samples if (c := s.first_call) is not None]  # the samples of a new shape
+        warmed = [c for s, c in firsts if s.warmup_ns]
         if warmed:
             return per_shape.shape_cost(warmed, per_shape.FROM_WARMUP)
-        return per_shape.shape_cost([s.first_call for s in self.samples if s.new_shape], per_shape.FROM_REPEATS)
+        return per_shape.shape_cost([c for _, c in firsts], per_shape.FROM_REPEATS)
 
     @property
     def _first_repeats_are_shape_cost(self) -> bool:

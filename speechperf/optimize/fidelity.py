@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -144,7 +145,7 @@ def waveform_snr(reference_dir: Path, variant_dir: Path) -> tuple[float | None, 
     return (math.inf if noise == 0 else 10 * math.log10(signal / noise)), note
 
 
-def outputs_of(run_data: dict, key: str) -> dict[str, list]:
+def outputs_of(run_data: dict, key: str) -> dict[str, Any]:  # token lists, texts, segments: by key
     return {sid: out[key] for sid, out in run_data["result"]["outputs"].items() if key in out}
 
 

@@ -23,10 +23,12 @@ runs.
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -35,6 +37,9 @@ from speechperf.errors import SpeechperfError, first_line
 from speechperf.optimize import fidelity as fid
 from speechperf.optimize.table import Row, print_table, to_csv, to_markdown
 from speechperf.outputs import check_output_path, write_text_atomic
+from speechperf.stats import SIGNIFICANCE
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 FP32 = "fp32"
@@ -77,7 +82,9 @@ class _Report:
     """The table's rows and the JSON document, rewritten atomically each time something new is known."""
 
     def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict):
-        self.opts, self.rows, self.runs = opts, {}, []
+        self.opts = opts
+        self.rows: dict[str, Row] = {}
+        self.runs: list[dict[str, Any]] = []
         self.doc = {
             "schema_version": SCHEMA_VERSION,
             "complete": False,
@@ -104,14 +111,14 @@ class _Report:
         write_json_atomic(self.opts.output, self.doc)
 
 
-def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=None, err=None) -> int:
+def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=None) -> int:
     from speechperf.benchmark import build, report
     from speechperf.data import load_dataset
     from speechperf.optimize.calibration import record_feeds
     from speechperf.optimize.variants import config_dict, plan_stage, write_config
     from speechperf.registry import require_backend
 
-    out, err = out or sys.stdout, err or sys.stderr
+    out = out or sys.stdout
     for what, path in (("--output", opts.output), ("--csv", opts.csv_path), ("--markdown", opts.md_path)):
         if path is not None:  # before quantizing: a bad path must not cost the whole study
             check_output_path(path, what)
@@ -135,12 +142,12 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     base = config_dict(cfg, backend.name)
 
     with build.stdout_to_stderr():
-        build.prepare_stages(cfg, backend.name, workdir, err)
+        build.prepare_stages(cfg, backend.name, workdir)
         plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
         backend.set_threads(general.threads)
         backend.seed(general.seed)
         stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
-        print(f"recording calibration feeds on {calibration_size} sample(s) ...", file=err)
+        log.info("recording calibration feeds on %d sample(s) ...", calibration_size)
         calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
         held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
 
@@ -161,16 +168,16 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
             reason = first_line(exc) if isinstance(exc, SpeechperfError) else f"{type(exc).__name__}: {first_line(exc)}"
             row.status = f"failed: {reason}"
-            print(f"{method}: {row.status}", file=err)
+            log.warning("%s: %s", method, row.status)
             continue
         row.size_bytes, row.graph_rel_diff, row.notes = size, diff, notes
         row.status = "measuring"
         for note in notes:
             if note not in shown_notes:
                 shown_notes.add(note)
-                print(f"note: {note}", file=err)
+                log.info("note: %s", note)
         configs[method] = _with_dumps(data, out_dir, method, speech_out)
-        print(f"{method}: quantized in {time.perf_counter() - start:.1f} s, {size / 1e6:.2f} MB", file=err)
+        log.info("%s: quantized in %.1f s, %.2f MB", method, time.perf_counter() - start, size / 1e6)
     rep.write()
     del stages  # the frameworks' sessions are not needed while the children run
 
@@ -180,10 +187,10 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         variant_cell(name, write_config(data, out_dir / f"{name}.yaml"), backend.name, general.threads)
         for name, data in configs.items()
     ]
-    print(
-        f"measuring {', '.join(c.label for c in cells)}: {opts.runs} interleaved run(s) each, every run a fresh "
-        "`speechperf bench` process ...",
-        file=err,
+    log.info(
+        "measuring %s: %d interleaved run(s) each, every run a fresh `speechperf bench` process ...",
+        ", ".join(c.label for c in cells),
+        opts.runs,
     )
 
     def on_result(result):
@@ -214,7 +221,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         f"{general.threads} thread(s), {opts.runs} run(s) per variant",
         file=out,
     )
-    print(f"variants and their bench configs are in {out_dir}", file=err)
+    log.info("variants and their bench configs are in %s", out_dir)
     failed = [r for r in rep.rows.values() if r.status.startswith("failed")]
     return 1 if failed else 0
 
@@ -299,18 +306,23 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
     fp32 = rep.rows[FP32]
     language = cfg.general.language
 
-    def fidelity_of(name: str):
-        waves = (out_dir / "waveforms" / FP32, out_dir / "waveforms" / name) if speech_out else (None, None)
+    def fidelity_of(name: str, fp32_run: dict, variant_run: dict):
+        fp32_waves = out_dir / "waveforms" / FP32 if speech_out else None
+        variant_waves = out_dir / "waveforms" / name if speech_out else None
         diff = 0.0 if name == FP32 else rep.rows[name].graph_rel_diff
-        return fid.stage_fidelity(role, first_ok[FP32], first_ok[name], references, seconds, *waves, diff, language)
+        return fid.stage_fidelity(
+            role, fp32_run, variant_run, references, seconds, fp32_waves, variant_waves, diff, language
+        )
 
-    if first_ok.get(FP32):
-        fp32.fidelity = fidelity_of(FP32)
+    fp32_run = first_ok.get(FP32)
+    if fp32_run:
+        fp32.fidelity = fidelity_of(FP32, fp32_run, fp32_run)
     for name, row in rep.rows.items():
         if name == FP32 or row.status.startswith("failed") or not row.latencies_ms:
             continue
-        if first_ok.get(FP32) and first_ok.get(name):
-            row.fidelity = fidelity_of(name)
+        variant_run = first_ok.get(name)
+        if fp32_run and variant_run:
+            row.fidelity = fidelity_of(name, fp32_run, variant_run)
         if not fp32.latencies_ms:
             row.status = "measured; fp32 failed, no speed-up figure"
             continue
@@ -330,8 +342,8 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
 def _speed_status(ratio: float, p_value: float | None) -> str:
     if p_value is None:
         return f"ok ({ratio:.2f}x; no significance test with fewer than 2 runs)"
-    if p_value < 0.05 and ratio > 1:
+    if p_value < SIGNIFICANCE and ratio > 1:
         return "ok"
-    if p_value < 0.05:
+    if p_value < SIGNIFICANCE:
         return f"no speed-up: {1 / ratio:.2f}x slower than fp32"
     return f"no speed-up: not significant (p = {p_value:.2g})"

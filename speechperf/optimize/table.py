@@ -10,12 +10,11 @@ docs/architecture.md, "Measurements").
 from __future__ import annotations
 
 import math
-import statistics
 import sys
 
 import attrs
 
-from speechperf import tables
+from speechperf import stats, tables
 from speechperf.optimize.fidelity import Fidelity
 
 COLUMNS = (
@@ -57,11 +56,11 @@ class Row:
 
     @property
     def latency_ms(self) -> float | None:
-        return statistics.fmean(self.latencies_ms) if self.latencies_ms else None
+        return stats.mean(self.latencies_ms)
 
     @property
     def latency_sigma_ms(self) -> float | None:
-        return statistics.stdev(self.latencies_ms) if len(self.latencies_ms) > 1 else None
+        return stats.stdev(self.latencies_ms)
 
     @property
     def size_ratio(self) -> float | None:
@@ -114,15 +113,11 @@ def _display(row: Row) -> list[str]:
         if p["size_mb"] is None
         else f"{p['size_mb']:.2f}" + (f" ({p['size_ratio']:.2f}x)" if p["size_ratio"] is not None else "")
     )
-    latency = (
-        "-"
-        if p["latency_ms"] is None
-        else f"{p['latency_ms']:.2f}" + (f" ± {p['latency_sigma_ms']:.2f}" if p["latency_sigma_ms"] is not None else "")
-    )
+    latency = stats.mean_sigma(row.latency_ms, row.latency_sigma_ms)
     speed = "-"
-    if p["speedup"] is not None:
-        speed = f"{p['speedup']:.2f}" + (f" ± {p['speedup_sigma']:.2f}" if p["speedup_sigma"] is not None else "")
-        speed += f" (p = {row.p_value:.2g})" if row.p_value is not None else ""
+    if row.speedup is not None:
+        speed = stats.Ratio(row.speedup, row.speedup_sigma).text()
+        speed += f" ({stats.p_text(row.p_value)})" if row.p_value is not None else ""
     return [
         row.variant,
         row.status,
@@ -152,12 +147,10 @@ def to_markdown(rows: list[Row]) -> str:
 
 
 def print_table(rows: list[Row], title: str, file=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for header in HEADERS:
-        table.add_column(header, justify="left" if header in ("variant", "status", "fidelity vs fp32") else "right")
-    for row in rows:
-        table.add_row(*_display(row))
-    Console(file=file or sys.stdout, soft_wrap=False, width=220).print(table)
+    tables.print_table(
+        title,
+        HEADERS,
+        (_display(row) for row in rows),
+        file or sys.stdout,
+        left=("variant", "status", "fidelity vs fp32"),
+    )

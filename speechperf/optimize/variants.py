@@ -94,6 +94,8 @@ def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str)
     from speechperf.zoo.build import ensure_built, model_spec
     from speechperf.zoo.catalog import get_model
 
+    if stage_cfg.model is None:  # a checked config holds a path or a model
+        raise SpeechperfError(f"stage{index} has neither a path nor a model to quantize")
     model = get_model(stage_cfg.model)
     from speechperf.registry import get_backend
 
@@ -124,7 +126,7 @@ def variant_format(plan: StagePlan, backend_name: str, quantized: QuantizedModel
     candidates = [
         f
         for f in zoo_formats_on(backend_name, variants=True)
-        if formats[f][1].path and formats[f][1].path.endswith(suffix)
+        if (path := formats[f][1].path) is not None and path.endswith(suffix)
     ]
     if plan.fmt in candidates:
         return plan.fmt
@@ -141,12 +143,12 @@ def write_variant(
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     if plan.folder is not None:
-        fmt, files = _write_model_folder(plan, backend_name, method, quantized, folder)
+        fmt, files = _write_model_folder(plan, plan.folder, backend_name, method, quantized, folder)
         return {"model_dir": str(folder.resolve()), "format": fmt}, files
     (q,) = quantized.values()
-    if plan.label == SILERO:  # the VAD stage reads the file of the silero wheel's name from model_dir
-        name = plan.graphs[0].specs[0].path.name
-        dest = folder / name
+    silero_file = plan.graphs[0].specs[0].path
+    if plan.label == SILERO and silero_file is not None:  # the VAD stage reads the wheel's file name from model_dir
+        dest = folder / silero_file.name
         shutil.move(str(q.path), dest)
         return {"model_dir": str(folder.resolve())}, [dest]
     files = []
@@ -157,24 +159,33 @@ def write_variant(
 
 
 def _write_model_folder(
-    plan: StagePlan, backend_name: str, method: str, quantized: dict[str, QuantizedModel], folder: Path
+    plan: StagePlan,
+    source: Path,
+    backend_name: str,
+    method: str,
+    quantized: dict[str, QuantizedModel],
+    folder: Path,
 ) -> tuple[str, list[Path]]:
-    """The quantized graphs of a reference model at their zoo paths in ``folder``, with a manifest."""
+    """The quantized graphs of a reference model (built in ``source``) at their zoo paths in ``folder``, with a
+    manifest."""
     from speechperf.zoo.build import MANIFEST, read_manifest, zoo_formats
 
     fmts = {variant_format(plan, backend_name, q) for q in quantized.values()}
     if len(fmts) != 1:
         raise SpeechperfError(f"{method} wrote graphs of different formats ({', '.join(sorted(fmts))})")
     fmt = fmts.pop()
+    path = zoo_formats(variants=True)[fmt][1].path
+    if path is None:  # variant_format only picks formats with a file path
+        raise SpeechperfError(f"zoo format {fmt!r} has no file path to write {method}'s graphs to")
     files = []
     for component, q in quantized.items():
-        target = folder / zoo_formats(variants=True)[fmt][1].path.format(component=component)
+        target = folder / path.format(component=component)
         target.parent.mkdir(parents=True, exist_ok=True)
         for f in q.files:
             dest = target.with_suffix(f.suffix)
             shutil.move(str(f), dest)
             files.append(dest)
-    manifest = read_manifest(plan.folder)
+    manifest = read_manifest(source)
     manifest["files"] = [
         {"path": p.relative_to(folder).as_posix(), "format": fmt, "bytes": p.stat().st_size} for p in files
     ]

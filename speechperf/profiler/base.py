@@ -36,6 +36,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Literal
 
 import attrs
 
@@ -146,7 +147,7 @@ class StepProfiler:
             return  # the cheap path outside the range
         self._boundary(num_samples)
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows the loop's exception
         self._unhook()
         if self._done:
             return False

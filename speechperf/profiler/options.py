@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -88,6 +89,14 @@ def _show_range(value) -> str:
     return "[" + ", ".join(map(str, value)) + "]" if isinstance(value, (tuple, list)) else repr(value)
 
 
+def _frozen(keys: Iterable[str]) -> frozenset[str]:
+    return frozenset(keys)
+
+
+def _lines(lines: Iterable[str]) -> tuple[str, ...]:
+    return tuple(lines)
+
+
 @attrs.frozen
 class ProfilerOptions:
     """The effective profiler options. Build one from a string with :meth:`parse`; ``repr`` shows every value."""
@@ -111,11 +120,11 @@ class ProfilerOptions:
         return self.batch_range[1]
 
     #: The keys the string gave (the rest are defaults).
-    given: frozenset = attrs.field(default=frozenset(), converter=frozenset, eq=False, repr=False)
+    given: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen, eq=False, repr=False)
     #: False for options read as PaddleSpeech reads them (the drop-ins): backends then warn where strict refuses.
     strict: bool = attrs.field(default=True, eq=False, repr=False)
     #: One line per thing ignored or defaulted while reading the string (lenient parsing only).
-    warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple, eq=False, repr=False)
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=_lines, eq=False, repr=False)
 
     @classmethod
     def parse(
@@ -126,7 +135,7 @@ class ProfilerOptions:
         ``strict=False`` reads the string as PaddleSpeech does (see the module docstring); ``defaults`` replaces
         some defaults (the t2s drop-in's ``timer_only=True``).
         """
-        values: dict[str, object] = dict(defaults or {})
+        values: dict[str, Any] = dict(defaults or {})  # each option's parser returns its own type
         if text is None:
             return cls(**values, strict=strict)
         if not isinstance(text, str):

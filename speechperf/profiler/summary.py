@@ -95,8 +95,12 @@ class StepTiming:
         total = sum(self.step_ns)
         if not total:
             return None
-        count = sum(self.samples) if self.has_samples else self.steps
-        return count / (total / 1e9)
+        return sum(self.counts) / (total / 1e9)
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """What each step processed, in ``ips_unit``: its samples, or 1 step."""
+        return tuple(s for s in self.samples if s is not None) if self.has_samples else (1,) * self.steps
 
     @property
     def ips_unit(self) -> str:
@@ -108,8 +112,7 @@ class StepTiming:
 
     def step_ips(self) -> list[float]:
         """The throughput of each step, in ``ips_unit``."""
-        counts = self.samples if self.has_samples else [1] * self.steps
-        return [c / (t / 1e9) for c, t in zip(counts, self.step_ns) if t]
+        return [c / (t / 1e9) for c, t in zip(self.counts, self.step_ns) if t]
 
     def perf_summary(self) -> dict[str, dict[str, float]]:
         """paddle's timer summary: reader_cost and batch_cost (s) and ips, each avg / max / min; avg ips is all
@@ -120,7 +123,7 @@ class StepTiming:
             reader = [t / 1e9 for t in self.reader_ns]
             rows = {"reader_cost": {"avg": sum(reader) / len(reader), "max": max(reader), "min": min(reader)}, **rows}
         ips = self.step_ips()
-        rows["ips"] = {"avg": self.ips, "max": max(ips), "min": min(ips)}
+        rows["ips"] = {"avg": sum(self.counts) / sum(batch), "max": max(ips), "min": min(ips)}  # = self.ips
         return rows
 
     def stats_ms(self) -> dict[str, float]:

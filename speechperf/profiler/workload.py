@@ -97,9 +97,10 @@ def random_feeds(
     rng = np.random.default_rng(seed)
     feeds = {}
     for info in inputs:
-        shape, dtype = given.get(info.name, (None, None))
+        shape, dtype_name = given.get(info.name, (None, None))
         if shape is None:
-            if info.shape is None or not all(isinstance(d, int) and d > 0 for d in info.shape):
+            fixed = tuple(d for d in info.shape or () if isinstance(d, int) and d > 0)
+            if info.shape is None or len(fixed) != len(info.shape):
                 shown = (
                     "?" if info.shape is None else "x".join(str(d) if isinstance(d, int) else "?" for d in info.shape)
                 )
@@ -107,8 +108,8 @@ def random_feeds(
                     f"input {info.name!r} has no fixed shape ({shown}); give it with --input {info.name}:SHAPE, "
                     f"e.g. --input {info.name}:1x80x100"
                 )
-            shape = tuple(info.shape)
-        dtype = np.dtype(dtype or info.dtype or "float32")
+            shape = fixed
+        dtype = np.dtype(dtype_name or info.dtype or "float32")
         if dtype.kind == "f":
             feeds[info.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind == "b":

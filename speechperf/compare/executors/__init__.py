@@ -6,14 +6,14 @@
   bench code stops there); its timings share one interpreter, so they are not measurements.
 
 Every executor gets the same children (``ChildRun``: a cell, a run number, its bench arguments and folder) and calls
-``record`` with one ``RunResult`` per child as it finishes. Adding one: a module here with ``run(children, timeout_s,
-jobs, record, err)`` and ``check(jobs)``, and a line in ``EXECUTORS`` (see docs/architecture.md, "Where to add things").
+``record`` with one ``RunResult`` per child as it finishes; progress lines go to the ``speechperf`` logger. Adding
+one: a module here with ``run(children, timeout_s, jobs, record)`` and ``check(jobs)``, and a line in ``EXECUTORS`` (see docs/architecture.md, "Where to add things").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import IO, Protocol
+from typing import Protocol
 
 from speechperf.compare.child import ChildRun, RunResult
 from speechperf.compare.executors import inprocess, local, ray
@@ -32,7 +32,6 @@ class Executor(Protocol):
         timeout_s: float | None,
         jobs: int,
         record: Callable[[RunResult], None],
-        err: IO[str],
     ) -> None:
         """Run every child (at most ``jobs`` at once) and ``record`` each one's RunResult as it finishes."""
 

@@ -10,6 +10,7 @@ measurements: a warning says so. No timeout is enforced, and children run one at
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import resource
 import runpy
@@ -17,10 +18,11 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import IO
 
 from speechperf.compare.child import ChildRun, RunResult, child_command, last_line, wrote_complete_json
 from speechperf.errors import SpeechperfError
+
+log = logging.getLogger(__name__)
 
 
 def check(jobs: int) -> None:
@@ -33,15 +35,12 @@ def run(
     timeout_s: float | None,
     jobs: int,
     record: Callable[[RunResult], None],
-    err: IO[str],
 ) -> None:
     check(jobs)
-    print(
+    log.warning(
         "warning: --executor inprocess runs every child in this process (for debugging): the runs share imports, "
-        "allocators and thread pools, so their timings are not comparable measurements"
-        + ("; --timeout is not enforced" if timeout_s is not None else ""),
-        file=err,
-        flush=True,
+        "allocators and thread pools, so their timings are not comparable measurements%s",
+        "; --timeout is not enforced" if timeout_s is not None else "",
     )
     for child in children:
         record(run_one(child))
@@ -65,7 +64,7 @@ def run_one(child: ChildRun) -> RunResult:
             except SystemExit as done:
                 code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
                 if not isinstance(done.code, int) and done.code is not None:
-                    print(done.code, file=errors)
+                    errors.write(f"{done.code}\n")  # as the interpreter writes a sys.exit message
             except Exception as exc:  # noqa: BLE001 - a child's crash is recorded, as the local executor does
                 traceback.print_exc(file=errors)
                 code, reason = 1, f"raised {type(exc).__name__}: {exc}"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import IO
 
 from speechperf.compare.child import ChildRun, RunResult, child_command, run_child
+
+log = logging.getLogger(__name__)
 
 
 def check(jobs: int) -> None:
@@ -18,14 +20,16 @@ def run(
     timeout_s: float | None,
     jobs: int,
     record: Callable[[RunResult], None],
-    err: IO[str],
 ) -> None:
     def one(child: ChildRun) -> RunResult:
         def started(pid: int) -> None:
-            print(
-                f"compare: [{child.index + 1}/{child.total}] {child.cell.label} run {child.run + 1}: started pid {pid}",
-                file=err,
-                flush=True,
+            log.info(
+                "compare: [%d/%d] %s run %d: started pid %d",
+                child.index + 1,
+                child.total,
+                child.cell.label,
+                child.run + 1,
+                pid,
             )
 
         command = child_command(child.argv, child.run_dir)

@@ -10,15 +10,17 @@ Uses a running Ray (``ray.init`` already called, or ``RAY_ADDRESS``), else start
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import Any
 
 from speechperf.compare.child import ChildRun, RunResult, child_command, run_child
 from speechperf.errors import SpeechperfError
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = 'pip install "speechperf[ray]"'
 
@@ -43,13 +45,16 @@ def check(jobs: int) -> None:
 
 
 def _task(argv, run_dir, label, run, timeout_s, threads, slot):
+    from speechperf import logs
+
+    logs.configure()  # a Ray worker is a process of its own: its lines reach the driver through its stderr
     original = sorted(os.sched_getaffinity(0))
     cores = pinned_cores(slot, threads, original)
     os.sched_setaffinity(0, cores)
     try:
 
         def started(pid):
-            print(f"compare: {label} run {run + 1}: started pid {pid} on cores {cores}", file=sys.stderr, flush=True)
+            log.info("compare: %s run %d: started pid %d on cores %s", label, run + 1, pid, cores)
 
         result = run_child(child_command(argv, Path(run_dir)), Path(run_dir), label, run, timeout_s, started)
     finally:
@@ -69,16 +74,15 @@ def run(
     timeout_s: float | None,
     jobs: int,
     record: Callable[[RunResult], None],
-    err: IO[str],
 ) -> None:
     ray = require_ray()
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False, log_to_driver=True)
     task = ray.remote(_task)
-    print(f"compare: running {len(children)} children as Ray tasks, {jobs} at a time", file=err, flush=True)
+    log.info("compare: running %d children as Ray tasks, %d at a time", len(children), jobs)
     queue = list(children)
     free_slots = list(range(jobs))
-    pending = {}
+    pending: dict[Any, int] = {}  # Ray's ObjectRef of each running task -> its slot
     while queue or pending:
         while queue and free_slots:
             child = queue.pop(0)
