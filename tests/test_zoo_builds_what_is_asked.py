@@ -82,3 +82,8 @@ def test_a_format_the_folder_lacks_is_added(tmp_path, monkeypatch):
     manifest = read_manifest(folder)
     assert {"onnx-torch", "onnx-paddle"} <= set(manifest["formats"])
     assert (folder / "paddle" / "generator.onnx").exists()
+    # No formats named: every one, so a folder a partial build left is completed, never taken as it is.
+    folder = ensure_built("unit_vocoder", "tiny", tmp_path, formats=["onnx-torch"])
+    assert "onnx-paddle" not in read_manifest(folder)["formats"]
+    ensure_built("unit_vocoder", "tiny", tmp_path)
+    assert set(read_manifest(folder)["formats"]) >= {"torch-eager", "onnx-torch", "paddle-eager", "onnx-paddle"}

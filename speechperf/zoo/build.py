@@ -260,7 +260,7 @@ def ensure_built(model: str, preset: str, root: Path | None = None, formats=None
     get_model(model)
     base = Path(root) if root is not None else cache_dir(preset)
     folder = base / model
-    if not is_built(folder, formats):
+    if not is_built(folder, list(zoo_formats()) if formats is None else formats):
         if formats is not None and is_built(folder):
             formats = built_formats(read_manifest(folder)) | set(formats)
         build_model(model, preset, base, None if formats is None else sorted(_buildable(formats)))
