@@ -171,7 +171,7 @@ class OnnxFlopCounter:
         needed = [n for node in graph.node if node.op_type in KINDS for n in _operands(node) if n not in shapes]
         if needed:
             shapes.update(self._run_for_shapes(feeds, needed))
-        total, kinds, uncounted = 0, {}, set()
+        total, kinds, uncounted = 0, dict[str, int](), set[str]()
         for node in graph.node:
             if node.op_type in KINDS:
                 flops = _node_flops(node, shapes)
@@ -187,7 +187,8 @@ class OnnxFlopCounter:
         """Count an ``If`` graph as it runs on ``feeds``: each If is replaced by the branch its condition takes
         (read by running the graph), level by level, and the resulting flat graph is counted. Silero's ONNX file
         is one If on ``sr`` whose branches hold the whole network; counting neither made its FLOPs 0."""
-        model, taken = self.model, ()
+        model = self.model
+        taken: tuple[tuple[bool, ...], ...] = ()  # the branch choices, level by level
         for _ in range(MAX_IF_NESTING):
             ifs = [node for node in model.graph.node if node.op_type == "If"]
             if not ifs:
