@@ -38,11 +38,19 @@ suite = BackendConformance()
 def test_a_conforming_session_passes_both_rules():
     suite.test_each_call_returns_fresh_arrays(AffineSession())
     suite.test_outputs_are_named_as_in_the_model_file(AffineSession())
+    suite.test_outputs_have_the_files_dtype(AffineSession())
 
 
 def test_a_session_reusing_its_output_buffer_fails_on_fresh_arrays():
     with pytest.raises(AssertionError, match=r'each call must return fresh arrays .*"The session": fresh arrays'):
         suite.test_each_call_returns_fresh_arrays(AffineSession(reuse=True))
+
+
+def test_a_session_returning_float64_fails_on_dtypes():
+    session = AffineSession()
+    session.weight = session.weight.astype(np.float64)
+    with pytest.raises(AssertionError, match=r"returned float64: return the dtype the file declares.*dtypes"):
+        suite.test_outputs_have_the_files_dtype(session)
 
 
 def test_a_session_renaming_its_output_fails_on_names():

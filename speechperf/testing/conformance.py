@@ -115,6 +115,13 @@ class BackendConformance:
             'outputs up by the file\'s names (docs/backends.md, "The session": names as in the file)'
         )
 
+    def test_outputs_have_the_files_dtype(self, session: Session):
+        y = session({"x": np.ones((1, 3, SMALL[0]), np.float32)})[session.output_names[0]]
+        assert y.dtype == np.float32, (
+            f"the model file's output 'y' is float32, the session returned {y.dtype}: return the dtype the file "
+            'declares (docs/backends.md, "The session": dtypes)'
+        )
+
     def test_each_call_returns_fresh_arrays(self, session: Session):
         name = session.output_names[0]
         x = np.ones((2, 4, SMALL[0]), np.float32)
