@@ -26,52 +26,81 @@ from speechperf.config.schema import BenchConfig, StageConfig
 log = logging.getLogger(__name__)
 
 
-def reference_models(cfg: BenchConfig) -> list[tuple[str, str]]:
-    """(model, preset) of every reference model the stages of ``cfg`` load, vocoders included."""
-    needed = []
-    for stage_cfg, role in zip(cfg.stages, cfg.roles):
+def reference_models(cfg: BenchConfig, backend=None) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(model, preset, zoo formats) of every reference model the stages of ``cfg`` load on ``backend``, vocoders
+    included: the format each stage runs, and the one its FLOPs are counted on (``counted_as``). Without a
+    backend the formats are empty (every format)."""
+    from speechperf.benchmark.reference import DEFAULT_VOCODER, zoo_format, zoo_format_of
+    from speechperf.zoo.build import runnable_formats
+
+    needed: dict[tuple[str, str], list[str]] = {}
+    for index, (stage_cfg, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         if stage_cfg.path or stage_cfg.model_dir or stage_cfg.model in (None, SILERO):
             continue
-        needed.append((stage_cfg.model, stage_cfg.preset))
-        if role == "tts":
-            from speechperf.benchmark.reference import DEFAULT_VOCODER
-
-            needed.append((stage_cfg.vocoder or DEFAULT_VOCODER, stage_cfg.preset))
-    return list(dict.fromkeys(needed))
+        formats = []
+        if backend is not None:
+            where = f"stage{index}"
+            formats.append(zoo_format(backend, stage_cfg.format, where))
+            counted_as = zoo_format_of(backend, stage_cfg.format, where).counted_as
+            if counted_as is not None and counted_as in runnable_formats(backend):
+                formats.append(counted_as)
+        models = [stage_cfg.model] + ([stage_cfg.vocoder or DEFAULT_VOCODER] if role == "tts" else [])
+        for model in models:
+            needed.setdefault((model, stage_cfg.preset), []).extend(formats)
+    return [(model, preset, tuple(dict.fromkeys(fmts))) for (model, preset), fmts in needed.items()]
 
 
 def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path) -> None:
     """Make every file the stages will load exist, without loading anything into this process's frameworks."""
+    from speechperf.registry import get_backend
     from speechperf.zoo.build import cache_dir, is_built
     from speechperf.zoo.catalog import check_preset, get_model
 
-    for model, preset in reference_models(cfg):
+    backend = get_backend(backend_name)  # the class only: its framework is not imported
+    for model, preset, formats in reference_models(cfg, backend):
         check_preset(preset)
         get_model(model).hparams(preset)  # an unknown name or a size the model lacks fails here, in one line
-        if is_built(cache_dir(preset) / model):
+        if is_built(cache_dir(preset) / model, formats or None):
             continue
         log.info("building reference model %s/%s into %s (once) ...", model, preset, cache_dir(preset))
         start = time.perf_counter()
-        code = "import sys; from speechperf.zoo.build import ensure_built; ensure_built(sys.argv[1], sys.argv[2])"
-        # The exporters print pages of progress; keep them, and show them only when the build fails.
-        done = subprocess.run(
-            [sys.executable, "-c", code, model, preset], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        if done.returncode != 0:
-            log.error("%s", "\n".join(done.stdout.splitlines()[-40:]))
-            raise StageError(
-                f"building reference model {model}/{preset} failed (exit {done.returncode}); "
-                "its last messages are above"
-            )
+        _build_in_child(model, preset, formats)
         log.info("built %s/%s in %.1f s", model, preset, time.perf_counter() - start)
     if any(s.model == SILERO for s in cfg.stages):
         from speechperf.adapters.vad import silero_model_spec
-        from speechperf.registry import get_backend
 
         workdir.mkdir(parents=True, exist_ok=True)
         # Writes whatever the backend's silero files need written once (a port's weights, exported from the TorchScript
         # file), before any memory is measured.
-        silero_model_spec(get_backend(backend_name), workdir)
+        silero_model_spec(backend, workdir)
+
+
+#: The child that builds one reference model: argv = model, preset, formats (comma-separated; empty: all).
+BUILD_CHILD = (
+    "import sys; from speechperf.zoo.build import ensure_built; "
+    "ensure_built(sys.argv[1], sys.argv[2], formats=[f for f in sys.argv[3].split(',') if f] or None)"
+)
+
+
+def _build_in_child(model: str, preset: str, formats: tuple[str, ...]) -> None:
+    """Build in a child process (the exporters import both frameworks and print pages of progress). Its output
+    goes to a log file; a failure is one line naming the file and the child's last line (its error)."""
+    from speechperf.zoo.build import cache_dir
+
+    logs = cache_dir(preset)
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / f"{model}.build.log"
+    with open(log_path, "w") as out:
+        done = subprocess.run(
+            [sys.executable, "-c", BUILD_CHILD, model, preset, ",".join(formats)], stdout=out, stderr=subprocess.STDOUT
+        )
+    if done.returncode != 0:
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+        last = lines[-1] if lines else "no output"
+        raise StageError(
+            f"building reference model {model}/{preset} failed (exit {done.returncode}): {last[:300]}; "
+            f"full log: {log_path}"
+        )
 
 
 @contextlib.contextmanager

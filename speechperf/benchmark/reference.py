@@ -330,7 +330,7 @@ def load_sessions(
         if found != model:
             raise StageError(f"{where}: model_dir {model_dir} holds model {found!r}, not {model!r}")
     else:
-        folder = ensure_built(model, preset)
+        folder = ensure_built(model, preset, formats=[fmt])  # only the builders of fmt need be installed
     sessions = {}
     for component in get_model(model).component_names:
         spec = model_spec(folder, component, fmt)

@@ -52,6 +52,7 @@ def _register() -> None:
     from speechperf.cli.config_cmd import config
     from speechperf.cli.data_cmd import data
     from speechperf.cli.optimize_cmd import optimize
+    from speechperf.cli.plugin_cmd import plugin
     from speechperf.cli.profile_cmd import profile
     from speechperf.cli.profile_compare_cmd import profile_compare
     from speechperf.cli.run_cmd import run
@@ -69,6 +70,7 @@ def _register() -> None:
     main.add_command(profile_compare)
     main.add_command(optimize)
     main.add_command(compare)
+    main.add_command(plugin)
 
 
 _register()

@@ -27,6 +27,7 @@ import numpy as np
 from speechperf import __version__, cache
 from speechperf.backend import hooks
 from speechperf.errors import SpeechperfError
+from speechperf.meters import onnx_flops
 from speechperf.meters.flops import FlopCount
 from speechperf.outputs import OutputError, file_sha256, write_text_atomic
 
@@ -85,9 +86,13 @@ class DiskFlopCache:
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def _counter_hash(self) -> str:
+        # Backends that load ONNX count with the shared counter; a change to it changes their counts too. (Hashed
+        # for every backend: reading which modules a counter imports is not worth it for a cache.)
         try:
             counter = hooks(self._backend).capability("flops").__file__
-            return file_sha256(counter) if counter else ""  # a counter module without a file: nothing to hash
+            if not counter:  # a counter module without a file: nothing to hash
+                return ""
+            return f"{file_sha256(counter)} {file_sha256(onnx_flops.__file__ or '')}"
         except (OSError, SpeechperfError):  # no counter module
             return ""
 

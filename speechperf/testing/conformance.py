@@ -109,6 +109,32 @@ class BackendConformance:
         second = session({"x": x})[session.output_names[0]]
         np.testing.assert_array_equal(first, second)
 
+    def test_outputs_are_named_as_in_the_model_file(self, session: Session):
+        assert session.output_names == ["y"], (
+            f"the session names its output {session.output_names}, but the model file names it 'y': adapters look "
+            'outputs up by the file\'s names (docs/backends.md, "The session": names as in the file)'
+        )
+
+    def test_outputs_have_the_files_dtype(self, session: Session):
+        y = session({"x": np.ones((1, 3, SMALL[0]), np.float32)})[session.output_names[0]]
+        assert y.dtype == np.float32, (
+            f"the model file's output 'y' is float32, the session returned {y.dtype}: return the dtype the file "
+            'declares (docs/backends.md, "The session": dtypes)'
+        )
+
+    def test_each_call_returns_fresh_arrays(self, session: Session):
+        name = session.output_names[0]
+        x = np.ones((2, 4, SMALL[0]), np.float32)
+        first = session({"x": x})[name]
+        kept = first.copy()
+        second = session({"x": -x})[name]
+        message = (
+            "a second call changed the array the first call returned: each call must return fresh arrays that no "
+            'later call overwrites, as the decoding loops keep them (docs/backends.md, "The session": fresh arrays)'
+        )
+        assert not np.shares_memory(first, second), message
+        np.testing.assert_array_equal(first, kept, err_msg=message)
+
     # -- bad input --------------------------------------------------------------------------------------------
 
     def test_wrong_feed_name_is_named(self, session: Session):

@@ -126,21 +126,36 @@ def cache_dir(preset: str) -> Path:
     return cache_root() / check_preset(preset)
 
 
-def build_model(name: str, preset: str, out: Path) -> dict:
-    """Build every component of model ``name`` in every format into ``out/<name>``; return its manifest.
+def build_model(name: str, preset: str, out: Path, formats=None) -> dict:
+    """Build every component of model ``name`` into ``out/<name>``; return its manifest.
 
+    ``formats`` (zoo format names) says which builders run: the one writing the weights, and those declaring one of
+    ``formats``; a builder nobody asked for may be missing. None: every builder (``speechperf zoo build``).
     The folder is written under a temporary name and renamed into place, so a half-finished build is never seen.
     """
     check_preset(preset)
     model = get_model(name)
     with atomic_folder(Path(out) / name, f"zoo model {name}") as work:
-        return _build_into(model, preset, work)
+        return _build_into(model, preset, work, formats)
 
 
-def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
+def builders_for(formats=None) -> list:
+    """The builders a build of ``formats`` runs (see ``build_model``), the one writing the weights first."""
     builders = zoo_builders()
     if not builders or not hooks(builders[0]).builds_reference_weights:
         raise SpeechperfError("no registered backend builds the reference weights (builds_reference_weights)")
+    if formats is None:
+        return builders
+    declared = zoo_formats(variants=True)
+    for fmt in formats:
+        if fmt not in declared:
+            raise SpeechperfError(f"unknown zoo format {fmt!r}; known formats: {', '.join(declared)}")
+    asked = {declared[fmt][0] for fmt in formats}
+    return [builders[0]] + [b for b in builders[1:] if b.name in asked]
+
+
+def _build_into(model: ReferenceModel, preset: str, folder: Path, formats=None) -> dict:
+    builders = builders_for(formats)
     for backend in builders:
         backend.require_available()
     source, ports = builders[0], builders[1:]
@@ -171,6 +186,8 @@ def _build_into(model: ReferenceModel, preset: str, folder: Path) -> dict:
         "files": [_file_entry(folder, a) for a in (*built.artifacts, *port_files)],
         "speechperf_version": __version__,
         "frameworks": {b.name: b.availability().version for b in builders},
+        # What this folder holds: the zoo formats of the builders that ran (is_built asks for some of them).
+        "formats": [name for b in builders for name, zf in hooks(b).zoo_formats.items() if not zf.variant],
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
@@ -204,8 +221,22 @@ def read_manifest(folder: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def is_built(folder: Path) -> bool:
-    """A manifest of this speechperf version and of the catalog's current architecture, whose files all exist."""
+def built_formats(manifest: dict) -> set[str]:
+    """The zoo formats a built folder holds (a manifest from before ``formats`` was written holds them all)."""
+    if "formats" in manifest:
+        return set(manifest["formats"])
+    return set(zoo_formats())
+
+
+def _buildable(formats) -> set[str]:
+    """``formats`` less the variants (a variant is written by ``speechperf optimize``, never built)."""
+    declared = zoo_formats(variants=True)
+    return {fmt for fmt in formats if not (fmt in declared and declared[fmt][1].variant)}
+
+
+def is_built(folder: Path, formats=None) -> bool:
+    """A manifest of this speechperf version and of the catalog's current architecture, whose files all exist,
+    holding ``formats`` (None: whatever it holds)."""
     try:
         manifest = read_manifest(folder)
         model = get_model(manifest["model"])
@@ -216,16 +247,23 @@ def is_built(folder: Path) -> bool:
         return False
     if json.loads(json.dumps(architecture)) != manifest.get("architecture") or manifest.get("seed") != model.seed:
         return False  # the catalog changed since this was built
+    if formats is not None and not _buildable(formats) <= built_formats(manifest):
+        return False
     return all((Path(folder) / f["path"]).exists() for f in manifest["files"])
 
 
-def ensure_built(model: str, preset: str, root: Path | None = None) -> Path:
-    """The folder of ``model`` built at ``preset`` under ``root`` (default: the cache), building it if needed."""
+def ensure_built(model: str, preset: str, root: Path | None = None, formats=None) -> Path:
+    """The folder of ``model`` built at ``preset`` under ``root`` (default: the cache), building it if needed.
+
+    ``formats``: the zoo formats wanted (None: every one). A folder lacking one is rebuilt with what it held plus
+    what is asked, so only the builders of those formats (and the weights') must be installed."""
     get_model(model)
     base = Path(root) if root is not None else cache_dir(preset)
     folder = base / model
-    if not is_built(folder):
-        build_model(model, preset, base)
+    if not is_built(folder, list(zoo_formats()) if formats is None else formats):
+        if formats is not None and is_built(folder):
+            formats = built_formats(read_manifest(folder)) | set(formats)
+        build_model(model, preset, base, None if formats is None else sorted(_buildable(formats)))
     return folder
 
 
