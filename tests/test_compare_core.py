@@ -156,3 +156,26 @@ def test_group_parity_reads_saved_outputs_and_names_an_unreadable_file(tmp_path)
     assert parity["torch"].describe() == "reference"
     assert parity["paddle"].mismatch and parity["paddle"].describe() == "stage1 tokens DIFFER in 1/1 samples"
     assert parity["onnxruntime"].describe() == f"outputs unreadable: {tmp_path / 'onnxruntime.npz'}"
+
+
+@pytest.mark.parametrize("stops, launched", [("cell", {"bad": 1, "good": 1}), ("all", {"bad": 1, "good": 0})])
+def test_after_a_child_exits_2_its_remaining_runs_are_not_launched(tmp_path, stops, launched):
+    """A bad input (exit 2: here a config with an unknown key, refused by the real `speechperf bench` child) would
+    be refused on every later run too: those runs are recorded, not launched, with the child's line."""
+    import io
+
+    from speechperf.compare.launch import run_cells
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("general: {model_type: S2T, warmpu: 1}\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("general: {model_type: S2T}\n")  # refused too (no stage1), but only after `bad` in order
+    cells = [Cell("bad", "onnxruntime", config=bad), Cell("good", "onnxruntime", config=good)]
+    err = io.StringIO()
+    results = run_cells(cells, 2, tmp_path / "work", err=err, bad_input_stops=stops)
+    ran = {label: sum(not r.reason.startswith("not run") for r in results if r.label == label) for label in launched}
+    assert ran == launched
+    assert all(r.exit_code == 2 and not r.ok for r in results)
+    skipped = [r for r in results if r.reason.startswith("not run")]
+    assert skipped and all("warmpu" in r.reason or "stage1" in r.reason for r in skipped)
+    assert "bad: bad input, no further run" in err.getvalue() and "unknown key general.warmpu" in err.getvalue()

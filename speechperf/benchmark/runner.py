@@ -53,6 +53,11 @@ def run_benchmark(
     if outputs_path is not None:
         outputs_path = check_output_path(outputs_path, "--save-outputs")
     dataset = load_dataset(general, cfg.roles[0])
+    from speechperf.benchmark.backend_files import config_for_backend
+
+    # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in a
+    # child process (it imports the source framework, which must not sit in the measured one).
+    cfg = config_for_backend(cfg, general.backend, workdir, err)
     backend = require_backend(general.backend)  # imports the framework
     with build.stdout_to_stderr():
         build.prepare_stages(cfg, backend.name, workdir, err)

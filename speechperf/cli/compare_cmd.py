@@ -163,6 +163,7 @@ def compare(
     )
     for cell in cells:
         config_from_options(config_path, dict(overrides), cell.preset, cell.sets)
+    _check_backend_files(base, backends)
 
     from speechperf.compare.launch import run_cells
     from speechperf.compare.report import CompareReport, print_report, to_csv, to_json, to_markdown
@@ -204,6 +205,18 @@ def compare(
 
         plot_latency(report.summaries, plot_path)
     sys.exit(1 if report.failed else 0)
+
+
+def _check_backend_files(base, backends) -> None:
+    """Each backend's file of every ``path`` stage, before any child runs: a backend without one is one line, and
+    a derived file is exported and gated on parity here once (the children then take it from the cache)."""
+    from speechperf.benchmark.backend_files import config_for_backend
+    from speechperf.benchmark.validate import check_config
+    from speechperf.cache import cache_dir
+
+    for name in backends:
+        check_config(base, name)
+        config_for_backend(base, name, cache_dir(), sys.stderr)
 
 
 def _passthrough(overrides: dict) -> tuple[str, ...]:

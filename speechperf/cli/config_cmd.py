@@ -31,7 +31,7 @@ def show(path: str | None) -> None:
 
 
 @config.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option(
     "--backend",
     "-b",
@@ -42,12 +42,16 @@ def show(path: str | None) -> None:
 )
 def check(paths: tuple[str, ...], backend_name: str | None) -> None:
     """Check config files as bench does before measuring (keys, models, presets, model files, dataset path); print
-    one line per file and exit 2 on the first bad one."""
+    one line per file and exit 2 on the first bad one. ``-`` reads a config from stdin
+    (``speechperf config show X | speechperf config check -``)."""
+    import sys
+
     from speechperf.benchmark.validate import check_config
     from speechperf.config import load_config
+    from speechperf.config.load import parse_config
 
     for path in paths:
-        cfg = load_config(path)
+        cfg = parse_config(sys.stdin.read(), "<stdin>") if path == "-" else load_config(path)
         check_config(cfg, backend_name)
         click.echo(f"{path}: ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))")
 

@@ -165,8 +165,11 @@ def _profile_config(cfg, options) -> None:
     general = cfg.general
     check_config(cfg)
     dataset = load_dataset(general, cfg.roles[0])
-    backend = require_backend(general.backend)
+    from speechperf.benchmark.backend_files import config_for_backend
+
     workdir = cache_dir()
+    cfg = config_for_backend(cfg, general.backend, workdir, sys.stderr)
+    backend = require_backend(general.backend)
     with build.stdout_to_stderr():
         build.prepare_stages(cfg, backend.name, workdir, sys.stderr)
         backend.set_threads(general.threads)

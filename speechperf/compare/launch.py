@@ -172,6 +172,21 @@ def _complete(path: Path) -> bool:
         return False
 
 
+def _not_run(label: str, run: int, run_dir: Path, because: str) -> RunResult:
+    """A run that was not launched because an earlier child was refused its input (exit 2)."""
+    return RunResult(
+        label=label,
+        run=run,
+        ok=False,
+        exit_code=2,
+        signal=None,
+        reason=f"not run: an earlier run exited 2 ({because})",
+        json_path=str(run_dir / "run.json"),
+        outputs_path=str(run_dir / "outputs.npz"),
+        stderr_path=str(run_dir / "stderr.txt"),
+    )
+
+
 def run_dir_of(workdir: Path, cell: Cell, run: int) -> Path:
     return Path(workdir) / f"run{run + 1}" / cell.slug
 
@@ -185,11 +200,15 @@ def run_cells(
     on_result: Callable[[RunResult], None] | None = None,
     jobs: int = 1,
     err: IO[str] | None = None,
+    bad_input_stops: str = "cell",
 ) -> list[RunResult]:
     """Run every cell ``runs`` times, interleaved; returns the results in (run, cell) order.
 
     ``on_result`` is called as each child finishes (in finishing order); ``runs.json`` in ``workdir`` is rewritten
     then too. ``jobs`` > 1 runs that many children at once (a warning says the timings then share the machine).
+    A child that exits 2 was refused its input, which every later run would be refused too: the cell's remaining
+    runs (``bad_input_stops="cell"``) or every remaining run (``"all"``: cells made from one config, as optimize's)
+    are not launched, and are recorded as failed with that child's line.
     """
     err = err or sys.stderr
     if executor not in EXECUTORS:
@@ -213,10 +232,15 @@ def run_cells(
         )
     done: list[RunResult] = []
     lock = threading.Lock()
+    refused: dict[str, str] = {}  # cell label (or "*" for all) -> the exit-2 line that stops its runs
 
     def record(result: RunResult) -> None:
         with lock:
             done.append(result)
+            if result.exit_code == 2 and result.signal is None and not result.reason.startswith("not run"):
+                refused["*" if bad_input_stops == "all" else result.label] = result.reason
+                which = "no further run" if bad_input_stops == "all" else f"no further run of {result.label}"
+                print(f"compare: {result.label}: bad input, {which} is launched: {result.reason}", file=err, flush=True)
             from speechperf.benchmark.report import write_json_atomic
 
             write_json_atomic(workdir / "runs.json", {"runs": [r.to_dict() for r in done]})
@@ -240,6 +264,9 @@ def run_cells(
                 )
 
             run_dir = run_dir_of(workdir, cell, run)
+            stop = refused.get("*") or refused.get(cell.label)
+            if stop is not None:
+                return _not_run(cell.label, run, run_dir, stop)
             return run_child(
                 child_command(cell.bench_args(workdir), run_dir), run_dir, cell.label, run, timeout_s, started
             )

@@ -237,6 +237,13 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
         raise ConfigError(
             f"{at}: {section}.features applies to your own model file (path); a reference model makes its own"
         )
+    if stage.derive and not stage.path:
+        raise ConfigError(f"{at}: {section}.derive = {stage.derive!r} applies to your own model file (path)")
+    if stage.derive and isinstance(stage.path, dict) and not {"torch", "paddle"} & set(stage.path):
+        raise ConfigError(
+            f"{at}: {section}.derive = {stage.derive!r} exports from a torch or paddle file; {section}.path has "
+            f"{', '.join(stage.path)}"
+        )
     if stage.path and not stage.outputs:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
 
@@ -269,6 +276,7 @@ _KIND_TEXT = {
     "array?": "a number or a nested list of numbers",
     "options": "a mapping of backend name -> options",
     "options?": "a mapping of backend name -> options, or null",
+    "path?": "a file path, a mapping of backend name -> file path, or null",
     "features": "a preset name or a mapping of feature settings",
 }
 
@@ -322,6 +330,8 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         if not isinstance(value, list):
             raise bad(_KIND_TEXT[kind])
         out = tuple(_input(v, f"{name}[{i}]", at) for i, v in enumerate(value))
+    elif base == "path":
+        out = _path(value, name, at)
     elif base == "options":
         if not isinstance(value, dict):
             raise bad(_KIND_TEXT[kind])
@@ -351,6 +361,27 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         if not inside:
             raise ConfigError(f"{at}: {name} = {value!r}; must be {bounds_text(meta)}")
     return out
+
+
+def _path(value: Any, name: str, at: str) -> str | dict[str, str]:
+    """A model file, or a file per backend (``{torch: a.pt, onnxruntime: a.onnx}``), each backend a registered one."""
+    if isinstance(value, str):
+        return value
+    expected = "a file path or a mapping of backend name -> file path"
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"{at}: {name} = {value!r} ({type(value).__name__}); expected {expected}")
+    from speechperf.registry import known_backends
+
+    known = known_backends()
+    for backend, file in value.items():
+        if backend not in known:
+            raise ConfigError(
+                f"{at}: {name}.{backend}: unknown backend{_suggest(str(backend), known)}; known backends: "
+                f"{', '.join(known)}"
+            )
+        if not isinstance(file, str):
+            raise ConfigError(f"{at}: {name}.{backend} = {file!r}; expected a file path")
+    return dict(value)
 
 
 def _input(value: Any, name: str, at: str) -> InputConfig:

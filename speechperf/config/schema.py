@@ -187,11 +187,20 @@ class StageConfig:
         "quantized variant written by `speechperf optimize`) instead of the zoo cache",
         "str?",
     )
-    path: str | None = key(
+    path: str | dict | None = key(
         None,
         "your own model file instead of a reference model: .onnx, TorchScript .pt / .ts / .jit, or a paddle "
-        "inference .json/.pdmodel (run once per sample; its first output is handed on)",
+        "inference .json/.pdmodel (run once per sample; its first output is handed on); or a file per backend, "
+        "{torch: enc.pt, paddle: enc.json, onnxruntime: enc.onnx}: each backend runs its own file",
+        "path?",
+    )
+    derive: str | None = key(
+        None,
+        "with `path`: make the onnxruntime file with the framework's own exporter (`onnx`: torch.onnx.export "
+        "from the torch file, or paddle2onnx from the paddle file), cached by the source's content hash and used "
+        "only if its outputs match the source's on the first samples",
         "str?",
+        ("onnx",),
     )
     format: str | None = key(
         None,
@@ -282,9 +291,15 @@ class BenchConfig:
         return MODEL_TYPES[self.general.model_type][0][: len(self.stages)]
 
     def to_dict(self) -> dict[str, Any]:
+        """Every key with its value, as the loader reads it back: ``config show`` prints this, optimize writes it,
+        and ``config check`` accepts it. An input's unset keys are left out: it takes exactly one of ``source``
+        and ``value``, so writing the other as null would be refused."""
         out: dict[str, Any] = {"general": attrs.asdict(self.general)}
         for i, stage in enumerate(self.stages, 1):
             out[f"stage{i}"] = attrs.asdict(stage)
+            out[f"stage{i}"]["inputs"] = [
+                {k: v for k, v in attrs.asdict(one).items() if v is not None} for one in stage.inputs
+            ]
         return out
 
 

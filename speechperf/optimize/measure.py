@@ -68,4 +68,9 @@ def measure(
         LaunchCell(label=c.name, backend=c.backend, threads=c.threads, config=c.config, args=("--quiet",))
         for c in cells
     ]
-    return [view(r) for r in launch.run_cells(launch_cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report)]
+    return [
+        view(r)
+        for r in launch.run_cells(
+            launch_cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report, bad_input_stops="all"
+        )
+    ]

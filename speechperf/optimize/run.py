@@ -108,6 +108,11 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     for what, path in (("--output", opts.output), ("--csv", opts.csv_path), ("--markdown", opts.md_path)):
         if path is not None:  # before quantizing: a bad path must not cost the whole study
             check_output_path(path, what)
+    from speechperf.benchmark.backend_files import config_for_backend
+    from speechperf.benchmark.validate import check_config
+
+    check_config(cfg, opts.backend)  # as bench would, before the first quantization
+    cfg = config_for_backend(cfg, opts.backend, workdir, err)  # the stage's file of this backend
     backend = require_backend(opts.backend)
     check_methods(backend, opts.methods)
     general = cfg.general
