@@ -86,7 +86,23 @@ def test_parity_counts_differing_token_samples_and_float_deltas():
     assert (wave.exact, wave.differing, wave.max_abs) == (False, 1, None)
     same_shape = compare_outputs(_out("s", "a", "waveform", [0.5, -0.5]), _out("s", "a", "waveform", [0.5, -0.4999]))
     assert same_shape[0].max_abs == pytest.approx(1e-4) and same_shape[0].differing == 0
-    assert same_shape[0].describe() == "s waveform max |Δ| 0.0001"
+    # rel = 1e-4 / 0.5; SNR = 10 log10(0.5 / 1e-8); cosine of two almost equal vectors
+    assert same_shape[0].max_rel == pytest.approx(2e-4) and same_shape[0].snr_db == pytest.approx(76.99, abs=0.01)
+    assert same_shape[0].describe() == "s waveform max |Δ| 0.0001 rel 0.0002 SNR 77.0 dB cos 1.000000"
+
+
+def test_float_tolerance_is_the_default_unless_the_stage_overrides_it_per_output():
+    """An int8-sized difference (5% of the magnitude, SNR 26 dB) differs by the fp32 defaults, and is within a
+    stage's `tolerance` for that output; a flipped sign is caught by the cosine as well."""
+    ref, got = _out("stage1", "a", "outputs.mask", [1.0, 1.0]), _out("stage1", "a", "outputs.mask", [1.05, 0.95])
+    (strict,) = compare_outputs(ref, got)
+    assert strict.differing == 1 and strict.snr_db == pytest.approx(10 * np.log10(2 / 0.005))
+    (loose,) = compare_outputs(ref, got, {"stage1": {"mask": {"max_rel": 0.1, "snr_db": 20, "cosine": 0.99}}})
+    assert loose.differing == 0 and loose.max_rel == pytest.approx(0.05)
+    (flipped,) = compare_outputs(
+        ref, _out("stage1", "a", "outputs.mask", [-1.0, -1.0]), {"stage1": {"*": {"max_rel": 9}}}
+    )
+    assert flipped.differing == 1 and flipped.cosine == pytest.approx(-1.0)
 
 
 def test_vad_segments_must_be_equal_and_a_missing_output_differs():

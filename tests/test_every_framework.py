@@ -97,6 +97,10 @@ def test_compare_ranks_three_backends_each_on_its_file_with_float_parity(tmp_pat
     for backend in ("paddle", "onnxruntime"):
         mask = next(d for d in parity[backend]["outputs"] if d["name"] == "outputs.mask")
         assert mask["differing"] == 0 and mask["max_abs"] is not None and mask["max_abs"] < 1e-5
+        assert mask["max_rel"] < 1e-5 and mask["cosine"] > 0.999999
+        assert mask["snr_db"] == "inf" or mask["snr_db"] > 80
+    row = next(line for line in done.stdout.splitlines() if line.startswith("│ paddle"))
+    assert "outputs.mask max |Δ|" in row and " rel " in row and "SNR" in row  # the parity column's figures
     for backend in BACKENDS:
         runs = [r for r in data["runs"] if r["label"] == backend]
         assert len(runs) == 2 and all(r["ok"] for r in runs)

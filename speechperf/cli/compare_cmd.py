@@ -171,6 +171,7 @@ def compare(
     workdir = workdir or _default_workdir()
     options = {k: (str(v) if isinstance(v, Path) else v) for k, v in click.get_current_context().params.items()}
     config = base.to_dict()
+    tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(base.stages, 1) if s.tolerance}
     finished = []
     print(
         f"compare: {len(cells)} cell(s) x {runs} run(s), one child at a time"
@@ -181,7 +182,7 @@ def compare(
     print(f"compare: work folder {workdir}", file=sys.stderr)
 
     def write(complete: bool):
-        report = CompareReport.build(cells, finished)
+        report = CompareReport.build(cells, finished, tolerances)
         if output is not None:
             from speechperf.benchmark.report import write_json_atomic
 

@@ -13,6 +13,7 @@ from speechperf.compare import summary as summ
 from speechperf.compare.launch import RunResult
 from speechperf.compare.parity import CellParity, group_parity
 from speechperf.compare.plan import Cell
+from speechperf.meters.fidelity import json_number
 
 SCHEMA_VERSION = 1
 UNIT_NOTE = (
@@ -56,12 +57,15 @@ class CompareReport:
     environment_notes: tuple[str, ...]
 
     @classmethod
-    def build(cls, cells: Sequence[Cell], results: Sequence[RunResult]) -> CompareReport:
+    def build(
+        cls, cells: Sequence[Cell], results: Sequence[RunResult], tolerances: dict | None = None
+    ) -> CompareReport:
+        """``tolerances``: stage (``stage1``) -> its ``tolerance`` key, for the float outputs' parity."""
         summaries = summ.summarize(cells, results)
         parity: dict[str, CellParity] = {}
         for group in summ.groups(summaries):
             if len({s.cell.backend for s in group}) > 1:  # outputs are compared between backends, not presets
-                parity.update(group_parity([s.label for s in group], results))
+                parity.update(group_parity([s.label for s in group], results, tolerances))
         return cls(
             tuple(cells),
             tuple(results),
@@ -128,6 +132,14 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
     return out
 
 
+def _diff_json(diff) -> dict:
+    """An output's parity in the JSON: identical-or-not for tokens, the float figures for float outputs."""
+    data = attrs.asdict(diff)
+    if diff.exact:
+        return {k: v for k, v in data.items() if k not in ("max_rel", "snr_db", "cosine")}
+    return {**data, "snr_db": json_number(diff.snr_db)}
+
+
 def to_json(
     report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int, complete: bool
 ) -> dict[str, Any]:
@@ -173,7 +185,7 @@ def to_json(
                 "reference": p.reference,
                 "mismatch": p.mismatch,
                 "note": p.note,
-                "outputs": [attrs.asdict(d) for d in p.diffs],
+                "outputs": [_diff_json(d) for d in p.diffs],
             }
             for label, p in report.parity.items()
         },

@@ -277,6 +277,7 @@ _KIND_TEXT = {
     "options": "a mapping of backend name -> options",
     "options?": "a mapping of backend name -> options, or null",
     "path?": "a file path, a mapping of backend name -> file path, or null",
+    "tolerance?": "a mapping of output name -> {max_rel, snr_db, cosine, max_abs}, or null",
     "features": "a preset name or a mapping of feature settings",
 }
 
@@ -332,6 +333,8 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         out = tuple(_input(v, f"{name}[{i}]", at) for i, v in enumerate(value))
     elif base == "path":
         out = _path(value, name, at)
+    elif base == "tolerance":
+        out = _tolerance(value, name, at)
     elif base == "options":
         if not isinstance(value, dict):
             raise bad(_KIND_TEXT[kind])
@@ -382,6 +385,28 @@ def _path(value: Any, name: str, at: str) -> str | dict[str, str]:
         if not isinstance(file, str):
             raise ConfigError(f"{at}: {name}.{backend} = {file!r}; expected a file path")
     return dict(value)
+
+
+def _tolerance(value: Any, name: str, at: str) -> dict[str, dict[str, float]]:
+    """Per output name, the float-fidelity limits it replaces (speechperf.meters.fidelity.Tolerance)."""
+    from speechperf.meters.fidelity import Tolerance
+
+    allowed = list(Tolerance.fields_help())
+    if not isinstance(value, dict):
+        raise ConfigError(f"{at}: {name} = {value!r}; expected a mapping of output name -> {{{', '.join(allowed)}}}")
+    out = {}
+    for output, limits in value.items():
+        if not isinstance(limits, dict):
+            raise ConfigError(f"{at}: {name}.{output} = {limits!r}; expected a mapping with keys {', '.join(allowed)}")
+        for k, v in limits.items():
+            if k not in allowed:
+                raise ConfigError(
+                    f"{at}: unknown key {name}.{output}.{k}{_suggest(str(k), allowed)}; allowed: {', '.join(allowed)}"
+                )
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError(f"{at}: {name}.{output}.{k} = {v!r}; expected a number")
+        out[str(output)] = {k: float(v) for k, v in limits.items()}
+    return out
 
 
 def _input(value: Any, name: str, at: str) -> InputConfig:

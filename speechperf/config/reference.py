@@ -29,6 +29,7 @@ _KIND_DOC = {
     "array?": "number, nested list or null",
     "options?": "mapping or null",
     "path?": "file, mapping of backend -> file, or null",
+    "tolerance?": "mapping or null",
     "features": "preset name or mapping",
 }
 

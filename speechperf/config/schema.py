@@ -219,6 +219,13 @@ class StageConfig:
         "hifigan-16k, whisper) or a mapping of the settings below ({preset: hifigan-22k, n_mels: 100})",
         "features",
     )
+    tolerance: dict | None = key(
+        None,
+        "float outputs: limits past which compare's parity, optimize and a `derive`d file's gate call a sample "
+        "different, per output name (`mask`, `waveform`, or `*` for all): {mask: {max_rel: 0.1, snr_db: 20}}; "
+        "keys max_rel (default 1e-3), snr_db (40), cosine (0.999), max_abs (no limit)",
+        "tolerance?",
+    )
     beam: int = key(1, "beam size of the decoder; 1 is greedy", "int", minimum=1)
     max_len_a: float = key(0.0, "decoding stops after max_len_a * source_length + max_len_b steps", "float", minimum=0)
     max_len_b: int = key(200, "see max_len_a", "int", minimum=1)

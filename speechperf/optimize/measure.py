@@ -31,6 +31,7 @@ class RunResult:
     returncode: int | None
     data: dict | None
     error: str = ""
+    outputs_path: str | None = None  # every stage output per sample, as `bench --save-outputs` wrote them
 
     @property
     def ok(self) -> bool:
@@ -58,7 +59,14 @@ def measure(
     def view(result) -> RunResult:
         path = Path(result.json_path)
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        return RunResult(result.label, result.run, result.exit_code, data, "" if result.ok else result.reason or "")
+        return RunResult(
+            result.label,
+            result.run,
+            result.exit_code,
+            data,
+            "" if result.ok else result.reason or "",
+            result.outputs_path,
+        )
 
     def report(result) -> None:
         if on_result is not None:

@@ -306,6 +306,7 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
             row.fidelity = fid.stage_fidelity(
                 role, first_ok[FP32], first_ok[name], references, seconds, *waves, row.graph_rel_diff
             )
+    _float_outputs(rep, cfg, by_cell)
     if first_ok.get(FP32):
         fp32.fidelity = fid.stage_fidelity(
             role,
@@ -319,6 +320,29 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
     for row in rep.rows.values():
         if row.status in ("quantizing", "measuring"):
             row.status = "failed: not measured"
+
+
+def _float_outputs(rep: _Report, cfg, by_cell) -> None:
+    """Every float output of every stage (a mask, a waveform, a user file's outputs), each variant against fp32
+    over the whole dataset, from the outputs their first finished runs saved (speechperf.meters.fidelity)."""
+    from speechperf.benchmark.saved_outputs import load_stage_outputs
+    from speechperf.compare.parity import compare_outputs
+
+    def saved(name):
+        path = next((r.outputs_path for r in by_cell.get(name, []) if r.ok and r.outputs_path), None)
+        try:
+            return load_stage_outputs(path) if path else None
+        except (OSError, ValueError, KeyError):
+            return None
+
+    reference = saved(FP32)
+    if reference is None:
+        return
+    tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(cfg.stages, 1) if s.tolerance}
+    for name, row in rep.rows.items():
+        other = saved(name) if name != FP32 else None
+        if other is not None:
+            row.float_outputs = [d for d in compare_outputs(reference, other, tolerances) if not d.exact]
 
 
 def _speed_status(ratio: float, p_value: float | None) -> str:

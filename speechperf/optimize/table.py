@@ -34,6 +34,7 @@ COLUMNS = (
     "cer",
     "agreement_or_snr",
     "graph_max_rel_diff",
+    "float_outputs",
 )
 
 
@@ -51,6 +52,13 @@ class Row:
     fidelity: Fidelity | None = None
     graph_rel_diff: float | None = None
     notes: list[str] = attrs.Factory(list)
+    #: every float output of every stage against fp32 over the dataset (speechperf.compare.parity.OutputDiff)
+    float_outputs: list = attrs.Factory(list)
+
+    def float_text(self) -> str | None:
+        if not self.float_outputs:
+            return None
+        return "; ".join(d.describe() for d in self.float_outputs)
 
     @property
     def latency_ms(self) -> float | None:
@@ -85,6 +93,7 @@ class Row:
             "cer": _round(fid.cer, 4) if fid else None,
             "agreement_or_snr": _round(fid.value, 4) if fid else None,
             "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
+            "float_outputs": self.float_text(),
         }
 
 
@@ -127,6 +136,7 @@ def _display(row: Row) -> list[str]:
         _cell(p["peak_rss_mib"]),
         p["fidelity"] or "-",
         "-" if row.graph_rel_diff is None else f"{row.graph_rel_diff:.2g}",
+        row.float_text() or "-",
     ]
 
 
@@ -139,6 +149,7 @@ HEADERS = (
     "peak RSS MiB",
     "fidelity vs fp32",
     "graph max rel diff",
+    "float outputs vs fp32",
 )
 
 
@@ -152,7 +163,10 @@ def print_table(rows: list[Row], title: str, file=None) -> None:
 
     table = Table(title=title)
     for header in HEADERS:
-        table.add_column(header, justify="left" if header in ("variant", "status", "fidelity vs fp32") else "right")
+        table.add_column(
+            header,
+            justify="left" if header in ("variant", "status", "fidelity vs fp32", "float outputs vs fp32") else "right",
+        )
     for row in rows:
         table.add_row(*_display(row))
     Console(file=file or sys.stdout, soft_wrap=False, width=220).print(table)
