@@ -109,6 +109,15 @@ class PaddleBackend(BackendBase):
                 "machine with a GPU, or use device 'cpu'"
             )
 
+    def export_onnx(self, source, feeds, outputs, dynamic_axes, out):
+        """An ONNX file from the user's paddle inference program (paddle2onnx), for ``derive: onnx``."""
+        self.require_available()
+        from pathlib import Path
+
+        from speechperf.backends.paddle.export import export_onnx
+
+        return export_onnx(Path(source), feeds, outputs, dynamic_axes, Path(out))
+
     def build_reference(self, model, preset, folder, weights):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""
         from pathlib import Path

@@ -97,6 +97,15 @@ class TorchBackend(BackendBase):
 
         return export_weights(spec, out)
 
+    def export_onnx(self, source, feeds, outputs, dynamic_axes, out):
+        """An ONNX file from the user's TorchScript file (torch.onnx.export), for ``derive: onnx``."""
+        self.require_available()
+        from pathlib import Path
+
+        from speechperf.backends.torch.export import export_onnx
+
+        return export_onnx(Path(source), feeds, outputs, dynamic_axes, Path(out))
+
     def build_reference(self, model, preset, folder, weights=None):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder``, weights included (see
         speechperf.zoo.build); ``weights`` is None: this backend writes them."""

@@ -74,6 +74,13 @@ def _files_to_check(stage: StageConfig, backend, where: str) -> list[tuple[str, 
     from speechperf.registry import get_backend
 
     single = isinstance(stage.path, str)
+    if stage.derive and derive_source(stage) is None:
+        from speechperf.benchmark.backend_files import SOURCE_SUFFIXES
+
+        raise ModelFileError(
+            f"{where}: derive: {stage.derive} exports from a torch or paddle file (suffixes "
+            f"{', '.join(SOURCE_SUFFIXES)}); path is {stage.path}"
+        )
     if backend is not None:
         if derives_for(stage, backend.name):
             source_backend, file = derive_source(stage)
