@@ -64,6 +64,9 @@ class PaddleBackend(BackendBase):
     framework_module = "paddle"
     framework_package = "paddlepaddle"
     suffix_formats = SUFFIX_FORMATS
+    #: ``derive: onnx`` (speechperf.benchmark.derive): the exporter and its distribution, and the formats it reads.
+    onnx_exporter = ("paddle2onnx", "paddle2onnx")
+    onnx_export_formats = ("inference",)
     factory_format = "layer"
     options_class = PaddleOptions
     default_zoo_format = "paddle-inference"

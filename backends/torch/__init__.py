@@ -37,6 +37,9 @@ class TorchBackend(BackendBase):
     framework_module = "torch"
     framework_package = "torch"
     suffix_formats = SUFFIX_FORMATS
+    #: ``derive: onnx`` (speechperf.benchmark.derive): the exporter and its distribution, and the formats it reads.
+    onnx_exporter = ("torch.onnx.export", "torch")
+    onnx_export_formats = ("torchscript",)
     factory_format = "module"
     options_class = TorchOptions
     default_zoo_format = "torch-eager"

@@ -13,37 +13,60 @@ from pathlib import Path
 import attrs
 
 from speechperf.config.schema import BenchConfig, StageConfig
-from speechperf.errors import ModelFileError
+from speechperf.errors import ModelFileError, SpeechperfError
 
-#: Suffixes of the files each exporter reads, for a single ``path`` with ``derive``.
-SOURCE_SUFFIXES = {
-    ".pt": "torch",
-    ".ts": "torch",
-    ".jit": "torch",
-    ".pt2": "torch",
-    ".json": "paddle",
-    ".pdmodel": "paddle",
-}
-DERIVED_BACKEND = {"onnx": "onnxruntime"}
+
+def _backends():
+    from speechperf.registry import get_backend, known_backends
+
+    for name in known_backends():
+        try:
+            yield get_backend(name)  # registered, not imported
+        except SpeechperfError:  # a broken plugin exports nothing
+            continue
+
+
+def exporter_of(backend_name: str) -> tuple[str, str] | None:
+    """(exporter, its distribution) of a backend that can export its files to ONNX, e.g. torch.onnx.export."""
+    from speechperf.registry import get_backend
+
+    return getattr(get_backend(backend_name), "onnx_exporter", None)
+
+
+def onnx_runner() -> str | None:
+    """The backend that runs a derived ``.onnx`` file: the one that loads that suffix as format onnx."""
+    return next((b.name for b in _backends() if getattr(b, "suffix_formats", {}).get(".onnx") == "onnx"), None)
+
+
+def source_suffixes() -> dict[str, str]:
+    """Suffix -> backend, for the files a backend's ONNX exporter reads (TorchScript, paddle programs)."""
+    return {
+        suffix: b.name
+        for b in _backends()
+        if getattr(b, "onnx_exporter", None)
+        for suffix, fmt in getattr(b, "suffix_formats", {}).items()
+        if fmt in getattr(b, "onnx_export_formats", ())
+    }
 
 
 def derive_source(stage: StageConfig) -> tuple[str, str] | None:
-    """(backend, file) the ``derive`` exporter reads: the torch file if there is one, else the paddle file."""
+    """(backend, file) the ``derive`` exporter reads: the first file of the stage whose backend has an ONNX
+    exporter (a single ``path``: by its suffix)."""
     if not stage.derive or not stage.path:
         return None
     if isinstance(stage.path, str):
-        kind = SOURCE_SUFFIXES.get(Path(stage.path).suffix)
+        kind = source_suffixes().get(Path(stage.path).suffix)
         return (kind, stage.path) if kind else None
-    for backend in ("torch", "paddle"):
-        if backend in stage.path:
-            return backend, stage.path[backend]
+    for backend, file in stage.path.items():
+        if exporter_of(backend) and Path(file).suffix in source_suffixes():
+            return backend, file
     return None
 
 
 def derives_for(stage: StageConfig, backend_name: str) -> bool:
     """Whether this backend runs the derived file: ``derive`` is set, the backend is the exporter's target and the
     config gives it no file of its own."""
-    if not stage.derive or DERIVED_BACKEND[stage.derive] != backend_name:
+    if not stage.derive or onnx_runner() != backend_name:
         return False
     return derive_source(stage) is not None and not (isinstance(stage.path, dict) and backend_name in stage.path)
 
@@ -57,7 +80,7 @@ def stage_file(stage: StageConfig, backend_name: str, where: str) -> str:
         return stage.path[backend_name]
     if derives_for(stage, backend_name):
         return derive_source(stage)[1]
-    derive = ", or `derive: onnx`" if backend_name == "onnxruntime" and not stage.derive else ""
+    derive = ", or `derive: onnx`" if backend_name == onnx_runner() and not stage.derive else ""
     raise ModelFileError(
         f"{where}: path has no file for backend {backend_name!r}; it has {', '.join(stage.path)} (add "
         f"`{backend_name}: FILE` to path{derive})"

@@ -31,12 +31,11 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from speechperf.benchmark.backend_files import derive_source
+from speechperf.benchmark.backend_files import derive_source, exporter_of, onnx_runner
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import ModelFileError
 
 GATE_SAMPLES = 2
-EXPORTERS = {"torch": ("torch", "torch.onnx.export"), "paddle": ("paddle2onnx", "paddle2onnx")}
 VERDICT = "verdict-{key}.json"
 
 
@@ -51,12 +50,13 @@ def export_key(stage: StageConfig) -> str:
     """The content hash a derived file is cached by: the source's files, what the stage declares, the exporter."""
     backend, source = derive_source(stage)
     digest = hashlib.sha256()
-    path = Path(source)
-    for file in [path] + ([path.with_suffix(".pdiparams")] if backend == "paddle" else []):
-        from speechperf.cache import file_sha256
+    from speechperf.backend import ModelSpec
+    from speechperf.cache import file_sha256
+    from speechperf.optimize.variants import files_of
 
+    for file in files_of(ModelSpec(Path(source))):  # a paddle program's .pdiparams too
         digest.update(file_sha256(file).encode())
-    package = EXPORTERS[backend][0]
+    package = exporter_of(backend)[1]
     declared = {
         "inputs": [attrs.asdict(i) for i in stage.inputs],
         "outputs": list(stage.outputs),
@@ -93,7 +93,7 @@ def derived_file(cfg: BenchConfig, index: int, log=None) -> Path:
         write_config(cfg.to_dict(), config)
         source_backend, source = derive_source(stage)
         print(
-            f"deriving ONNX for stage{index} from {source} with {EXPORTERS[source_backend][1]} into {folder} "
+            f"deriving ONNX for stage{index} from {source} with {exporter_of(source_backend)[0]} into {folder} "
             "(once; checked against the source before use) ...",
             file=log,
         )
@@ -168,7 +168,7 @@ def derive(cfg: BenchConfig, index: int, folder: Path, export: Exporter = _backe
     if not onnx.is_file():
         with atomic_path(onnx, "derived ONNX") as tmp:
             export(backend, Path(source), feeds[0], list(stage_cfg.outputs), dynamic_axes(stage_cfg), Path(tmp))
-    ort = require_backend("onnxruntime")
+    ort = require_backend(onnx_runner())
     ort.set_threads(general.threads)
     spec = ModelSpec(
         path=onnx,
@@ -194,7 +194,7 @@ def derive(cfg: BenchConfig, index: int, folder: Path, export: Exporter = _backe
         figures[name] = fid.plain()
         if fid.differing:
             refused.append(f"output {name!r} {fid.describe()}: {past_tolerance(fid)}")
-    what = f"{onnx} exported from {source} by {EXPORTERS[source_backend][1]}"
+    what = f"{onnx} exported from {source} by {exporter_of(source_backend)[0]}"
     n = len(feeds)
     if refused:
         line = (

@@ -75,11 +75,11 @@ def _files_to_check(stage: StageConfig, backend, where: str) -> list[tuple[str, 
 
     single = isinstance(stage.path, str)
     if stage.derive and derive_source(stage) is None:
-        from speechperf.benchmark.backend_files import SOURCE_SUFFIXES
+        from speechperf.benchmark.backend_files import source_suffixes
 
         raise ModelFileError(
-            f"{where}: derive: {stage.derive} exports from a torch or paddle file (suffixes "
-            f"{', '.join(SOURCE_SUFFIXES)}); path is {stage.path}"
+            f"{where}: derive: {stage.derive} exports from a file that a backend's ONNX exporter reads (suffixes "
+            f"{', '.join(f'{k} = {v}' for k, v in source_suffixes().items())}); path is {stage.path}"
         )
     if backend is not None:
         if derives_for(stage, backend.name):

@@ -244,11 +244,6 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
             f"{at}: {section}.derive: a derived file is checked on the stage's inputs from the dataset, which only "
             "stage1 takes; derive the file of a later stage as stage1 of its own config"
         )
-    if stage.derive and isinstance(stage.path, dict) and not {"torch", "paddle"} & set(stage.path):
-        raise ConfigError(
-            f"{at}: {section}.derive = {stage.derive!r} exports from a torch or paddle file; {section}.path has "
-            f"{', '.join(stage.path)}"
-        )
     if stage.path and not stage.outputs:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
 

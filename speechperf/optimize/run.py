@@ -150,7 +150,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         start = time.perf_counter()
         try:
             with build.stdout_to_stderr():
-                data, size, diff, notes = _make_variant(
+                data, size, diff, notes, op_shares = _make_variant(
                     backend, method, plans, stages, calibration, held_out, base, out_dir, general
                 )
         except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
@@ -159,6 +159,10 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
             print(f"{method}: {row.status}", file=err)
             continue
         row.size_bytes, row.graph_rel_diff, row.notes = size, diff, notes
+        row.fp32_ops = op_shares
+        for index, shares in op_shares:
+            text = shares if isinstance(shares, str) else shares.text()
+            print(f"{method}: stage{index} ops after quantization: {text}", file=err)
         row.status = "measuring"
         for note in notes:
             if note not in shown_notes:
@@ -228,7 +232,7 @@ def _make_variant(backend, method, plans, stages, calibration, held_out, base, o
     from speechperf.optimize.variants import write_variant
 
     data = json.loads(json.dumps(base))
-    size, diffs, notes = 0, [], []
+    size, diffs, notes, op_shares = 0, [], [], []
     scratch = out_dir / ".scratch" / method
     for plan, stage, feeds, check in zip(plans, stages, calibration, held_out):
         quantized = {}
@@ -241,15 +245,19 @@ def _make_variant(backend, method, plans, stages, calibration, held_out, base, o
         keys, files = write_variant(plan, backend.name, method, quantized, out_dir / method / f"stage{plan.index}")
         data[f"stage{plan.index}"].update(keys)
         size += sum(f.stat().st_size for f in files)
-        diffs.append(_graph_diff(backend, plan, stage, keys, check, general))
-    return data, size, max(diffs), notes
+        diff, shares = _graph_diff(backend, plan, stage, keys, check, general, scratch / f"stage{plan.index}")
+        diffs.append(diff)
+        op_shares.append((plan.index, shares))
+    return data, size, max(diffs), notes, op_shares
 
 
-def _graph_diff(backend, plan, stage, keys, check, general) -> float:
-    """Load the stage's int8 graphs back and compare them with fp32 on the held-out sample's feeds."""
+def _graph_diff(backend, plan, stage, keys, check, general, scratch: Path):
+    """Load the stage's int8 graphs back and compare them with fp32 on the held-out sample's feeds; then profile
+    them on those feeds for the ops that stayed fp32 (speechperf.optimize.fp32_ops). Returns (the worst relative
+    difference, the op shares or the one-line reason they are missing)."""
     from speechperf.optimize.fidelity import graph_difference
 
-    worst = 0.0
+    worst, sessions = 0.0, {}
     for graph in plan.graphs:
         if "model_dir" in keys and plan.folder is not None:
             from speechperf.zoo.build import model_spec
@@ -265,7 +273,15 @@ def _graph_diff(backend, plan, stage, keys, check, general) -> float:
         fp32 = [stage.sessions[graph.session](c) for c in calls]
         variant = [session(c) for c in calls]
         worst = max(worst, graph_difference(fp32, variant))
-    return worst
+        sessions[graph.session] = session
+    from speechperf.optimize.fp32_ops import profile_op_shares
+
+    calls = [(name, c) for name in sessions for c in check[name]]
+    try:
+        shares = profile_op_shares(backend, sessions, calls, scratch)
+    except Exception as exc:  # a profiler that cannot run here costs the list, never the variant
+        shares = f"fp32 ops not listed: the {backend.name} profiler failed ({type(exc).__name__}: {first_line(exc)})"
+    return worst, shares
 
 
 def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech_out: bool) -> None:

@@ -35,6 +35,7 @@ COLUMNS = (
     "agreement_or_snr",
     "graph_max_rel_diff",
     "float_outputs",
+    "fp32_ops",
 )
 
 
@@ -54,6 +55,15 @@ class Row:
     notes: list[str] = attrs.Factory(list)
     #: every float output of every stage against fp32 over the dataset (speechperf.compare.parity.OutputDiff)
     float_outputs: list = attrs.Factory(list)
+    #: per stage, (index, speechperf.optimize.fp32_ops.OpShares or why they are missing)
+    fp32_ops: list = attrs.Factory(list)
+
+    def fp32_text(self) -> str | None:
+        if not self.fp32_ops:
+            return None
+        return "; ".join(
+            f"stage{i} " + (shares if isinstance(shares, str) else shares.text()) for i, shares in self.fp32_ops
+        )
 
     def float_text(self) -> str | None:
         if not self.float_outputs:
@@ -94,6 +104,7 @@ class Row:
             "agreement_or_snr": _round(fid.value, 4) if fid else None,
             "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
             "float_outputs": self.float_text(),
+            "fp32_ops": self.fp32_text(),
         }
 
 
@@ -137,6 +148,7 @@ def _display(row: Row) -> list[str]:
         p["fidelity"] or "-",
         "-" if row.graph_rel_diff is None else f"{row.graph_rel_diff:.2g}",
         row.float_text() or "-",
+        row.fp32_text() or "-",
     ]
 
 
@@ -150,6 +162,7 @@ HEADERS = (
     "fidelity vs fp32",
     "graph max rel diff",
     "float outputs vs fp32",
+    "ops not int8 (share of op time)",
 )
 
 
@@ -165,7 +178,10 @@ def print_table(rows: list[Row], title: str, file=None) -> None:
     for header in HEADERS:
         table.add_column(
             header,
-            justify="left" if header in ("variant", "status", "fidelity vs fp32", "float outputs vs fp32") else "right",
+            justify="left"
+            if header
+            in ("variant", "status", "fidelity vs fp32", "float outputs vs fp32", "ops not int8 (share of op time)")
+            else "right",
         )
     for row in rows:
         table.add_row(*_display(row))
