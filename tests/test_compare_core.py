@@ -195,3 +195,19 @@ def test_after_a_child_exits_2_its_remaining_runs_are_not_launched(tmp_path, sto
     skipped = [r for r in results if r.reason.startswith("not run")]
     assert skipped and all("warmpu" in r.reason or "stage1" in r.reason for r in skipped)
     assert "bad: bad input, no further run" in err.getvalue() and "unknown key general.warmpu" in err.getvalue()
+
+
+def test_the_json_keeps_every_warning_the_console_printed():
+    import io
+
+    from speechperf.compare.parity import CellParity, OutputDiff
+    from speechperf.compare.report import CompareReport, print_report, to_json
+
+    diff = OutputDiff("stage1", "outputs.mask", False, 2, 1, 0.5, 0.5, 6.0, 0.9)
+    report = CompareReport((), (), (), (), {"paddle": CellParity("paddle", "torch", (diff,))}, ("numpy 1.26 vs 2.1",))
+    console = io.StringIO()
+    print_report(report, console)
+    warnings = to_json(report, None, {}, 1, True)["warnings"]
+    assert len(warnings) == 2 and all(line in console.getvalue().splitlines() for line in warnings)
+    assert warnings[0].startswith("parity MISMATCH: paddle against torch: stage1 outputs.mask max |Δ| 0.5")
+    assert warnings[1] == "warning: the children's environments differ: numpy 1.26 vs 2.1"

@@ -79,6 +79,23 @@ class CompareReport:
     def failed(self) -> list[RunResult]:
         return [f for s in self.summaries for f in s.failures]
 
+    @property
+    def table_warnings(self) -> list[str]:
+        """The lines the console prints under the table: parity mismatches, differing environments."""
+        lines = [
+            f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}"
+            for p in self.parity.values()
+            if p.mismatch
+        ]
+        return lines + [f"warning: the children's environments differ: {note}" for note in self.environment_notes]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning the console prints (a cell's outliers in its block, then those under the table), for the
+        JSON."""
+        outliers = [f"{s.label}: Warning: {s.outlier_warning}" for s in self.summaries if s.ok and s.outlier_warning]
+        return outliers + self.table_warnings
+
     def comparison_of(self, label: str) -> stats.Comparison | None:
         return next((c for ranking in self.rankings for c in ranking if c.slow == label), None)
 
@@ -190,6 +207,7 @@ def to_json(
             for label, p in report.parity.items()
         },
         "environment_notes": list(report.environment_notes),
+        "warnings": report.warnings,
         "runs": [
             {
                 **r.to_dict(),
@@ -307,8 +325,5 @@ def print_report(report: CompareReport, file: IO[str]) -> None:
         )
     print(file=file)
     Console(file=file, soft_wrap=False, width=220).print(table)
-    mismatches = [p for p in report.parity.values() if p.mismatch]
-    for p in mismatches:
-        print(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}", file=file)
-    for note in report.environment_notes:
-        print(f"warning: the children's environments differ: {note}", file=file)
+    for line in report.table_warnings:
+        print(line, file=file)
