@@ -192,3 +192,20 @@ def test_a_conversion_that_fails_parity_is_refused_with_the_measured_difference(
     assert f"max rel {mask['max_rel']:.2g} > 0.001" in line
     print(line)
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "paddle"])
+def test_config_check_with_a_backend_refuses_a_feature_size_the_model_does_not_declare(tmp_path, files, backend):
+    """80 mels (the default) fed to a model declaring [1, ?, 16]: `config check -b` loads the file, as bench would,
+    and says which n_mels fits; the same config with n_mels 16 is ok."""
+    config = mask_config(tmp_path, per_backend(files["gru"]))
+    config.write_text(config.read_text().replace(f"n_mels: {user_models.BINS}", "n_mels: 80"))
+    done = speechperf("config", "check", str(config), "-b", backend)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"Error: {config}: stage1.inputs[0] 'feats' (features) is fed as BTC [1, ?, 80]; the model declares 'feats' "
+        f"as [1, ?, {user_models.BINS}]: {user_models.BINS} channels in layout BTC (channels_last), not 80: set "
+        f"features.n_mels: {user_models.BINS}"
+    )
+    good = mask_config(tmp_path, per_backend(files["gru"]))
+    assert speechperf("config", "check", str(good), "-b", backend).returncode == 0
