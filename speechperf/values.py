@@ -71,6 +71,8 @@ KIND_TEXT = {
     "array?": "a number or a nested list of numbers",
     "options": "a mapping of backend name -> options",
     "options?": "a mapping of backend name -> options, or null",
+    "path?": "a file path, a mapping of backend name -> file path, or null",
+    "tolerance?": "a mapping of output name -> {max_rel, snr_db, cosine, max_abs}, or null",
     "features": "a preset name or a mapping of feature settings",
 }
 
@@ -82,8 +84,8 @@ def bad_value(value: Any, name: str, at: str, allowed: str) -> ConfigError:
 def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
     """Convert and check one value against its field's kind, choices and minimum; raise one clear line if bad.
 
-    The ``inputs`` and ``features`` kinds (a model file's declared inputs, a stage's feature settings) are the config
-    loader's to check."""
+    The ``inputs``, ``features``, ``path?`` and ``tolerance?`` kinds (a model file's declared inputs, a stage's
+    feature settings, its file or files per backend, its float tolerances) are the config loader's to check."""
     meta = field.metadata
     kind, choices, minimum = meta["kind"], meta["choices"], meta["minimum"]
     given = value

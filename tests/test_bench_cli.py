@@ -375,6 +375,17 @@ def test_default_run_exports_and_dump(tmp_path):
     assert data["environment"]["packages"]["onnxruntime"] and data["environment"]["cpu_count"] >= 1
     assert csv_path.read_text().splitlines()[1].startswith("onnxruntime,stage1 s2t,s2t/tiny,2,0,")
     assert "| onnxruntime | total | S2T | 2 | 0 |" in md_path.read_text()
+    # every row carries the run's context: threads, warm-up, repeat; a stage row its cold start and uncounted ops
+    import csv
+
+    stage_row, total_row = list(csv.DictReader(csv_path.read_text().splitlines()))
+    assert (stage_row["threads"], stage_row["warmup"], stage_row["repeat"]) == ("1", str(data["result"]["warmup"]), "3")
+    stage = data["result"]["stages"][0]
+    assert float(stage_row["load_s"]) == round(stage["load_s"], 3) and float(stage_row["first_call_s"]) > 0
+    assert stage_row["flops_uncounted"] == " ".join(stage["flops"]["uncounted"])
+    assert total_row["repeat"] == "3" and total_row["load_s"] == ""
+    header = md_path.read_text().splitlines()[0]
+    assert header.endswith("| threads | warmup | repeat | load_s | first_call_s | flops_uncounted |")
 
 
 @pytest.mark.slow

@@ -86,7 +86,23 @@ def test_parity_counts_differing_token_samples_and_float_deltas():
     assert (wave.exact, wave.differing, wave.max_abs) == (False, 1, None)
     same_shape = compare_outputs(_out("s", "a", "waveform", [0.5, -0.5]), _out("s", "a", "waveform", [0.5, -0.4999]))
     assert same_shape[0].max_abs == pytest.approx(1e-4) and same_shape[0].differing == 0
-    assert same_shape[0].describe() == "s waveform max |Δ| 0.0001"
+    # rel = 1e-4 / 0.5; SNR = 10 log10(0.5 / 1e-8); cosine of two almost equal vectors
+    assert same_shape[0].max_rel == pytest.approx(2e-4) and same_shape[0].snr_db == pytest.approx(76.99, abs=0.01)
+    assert same_shape[0].describe() == "s waveform max |Δ| 0.0001 rel 0.0002 SNR 77.0 dB cos 1.000000"
+
+
+def test_float_tolerance_is_the_default_unless_the_stage_overrides_it_per_output():
+    """An int8-sized difference (5% of the magnitude, SNR 26 dB) differs by the fp32 defaults, and is within a
+    stage's `tolerance` for that output; a flipped sign is caught by the cosine as well."""
+    ref, got = _out("stage1", "a", "outputs.mask", [1.0, 1.0]), _out("stage1", "a", "outputs.mask", [1.05, 0.95])
+    (strict,) = compare_outputs(ref, got)
+    assert strict.differing == 1 and strict.snr_db == pytest.approx(10 * np.log10(2 / 0.005))
+    (loose,) = compare_outputs(ref, got, {"stage1": {"mask": {"max_rel": 0.1, "snr_db": 20, "cosine": 0.99}}})
+    assert loose.differing == 0 and loose.max_rel == pytest.approx(0.05)
+    (flipped,) = compare_outputs(
+        ref, _out("stage1", "a", "outputs.mask", [-1.0, -1.0]), {"stage1": {"*": {"max_rel": 9}}}
+    )
+    assert flipped.differing == 1 and flipped.cosine == pytest.approx(-1.0)
 
 
 def test_vad_segments_must_be_equal_and_a_missing_output_differs():
@@ -220,3 +236,42 @@ def test_the_table_and_the_summary_sentence_write_one_ratio_the_same_way():
     table_row = next(line for line in text.splitlines() if line.strip().startswith("│ b "))
     assert "1.69 ± 0.28x" in table_row and "16.95 ± 1.41" in table_row
     assert "Time (mean ± σ):     10.00 ms ± 1.41 ms" in text
+
+
+@pytest.mark.parametrize("executor", ["local", "inprocess"])
+@pytest.mark.parametrize("stops, launched", [("cell", {"bad": 1, "good": 1}), ("all", {"bad": 1, "good": 0})])
+def test_after_a_child_exits_2_its_remaining_runs_are_not_launched(tmp_path, caplog, capsys, executor, stops, launched):
+    """A bad input (exit 2: here a config with an unknown key, refused by the real `speechperf bench` child) would
+    be refused on every later run too: those runs are recorded, not launched, with the child's line."""
+    import logging
+
+    from speechperf.compare.launch import run_cells
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("general: {model_type: S2T, warmpu: 1}\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("general: {model_type: S2T}\n")  # refused too (no stage1), but only after `bad` in order
+    cells = [Cell("bad", "onnxruntime", config=bad), Cell("good", "onnxruntime", config=good)]
+    with caplog.at_level(logging.INFO, logger="speechperf"):
+        results = run_cells(cells, 2, tmp_path / "work", executor=executor, bad_input_stops=stops)
+    # An inprocess child runs the CLI here, which points the speechperf logger at stderr (past caplog) from then on.
+    said = "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().err
+    ran = {label: sum(not r.reason.startswith("not run") for r in results if r.label == label) for label in launched}
+    assert ran == launched
+    assert all(r.exit_code == 2 and not r.ok for r in results)
+    skipped = [r for r in results if r.reason.startswith("not run")]
+    assert skipped and all("warmpu" in r.reason or "stage1" in r.reason for r in skipped)
+    assert "bad: bad input, no further run" in said and "unknown key general.warmpu" in said
+
+
+def test_the_json_keeps_every_warning_the_console_printed():
+    from speechperf.compare.parity import CellParity, OutputDiff
+    from speechperf.compare.report import CompareReport, render, to_json
+
+    diff = OutputDiff("stage1", "outputs.mask", False, 2, 1, 0.5, 0.5, 6.0, 0.9)
+    report = CompareReport((), (), (), (), {"paddle": CellParity("paddle", "torch", (diff,))}, ("numpy 1.26 vs 2.1",))
+    console = render(report)
+    warnings = to_json(report, None, {}, 1, True)["warnings"]
+    assert len(warnings) == 2 and all(line in console.splitlines() for line in warnings)
+    assert warnings[0].startswith("parity MISMATCH: paddle against torch: stage1 outputs.mask max |Δ| 0.5")
+    assert warnings[1] == "warning: the children's environments differ: numpy 1.26 vs 2.1"

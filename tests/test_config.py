@@ -357,3 +357,70 @@ def test_empty_meters_is_an_error(meters):
         f"Error: <built-in default.yaml>: general.meters = {meters!r} is empty; allowed: one or "
         "more of runtime, memory, flops, quality\n"
     )
+
+
+def _show_then_check(config: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """`speechperf config show X | speechperf config check -` through a real shell pipe, as a user types it."""
+    show = f"{sys.executable} -m speechperf config show {config}"
+    check = f"{sys.executable} -m speechperf config check -"
+    return subprocess.run(f"{show} | {check}", shell=True, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+def test_config_show_round_trips_through_check(preset, tmp_path):
+    shown = CliRunner().invoke(main, ["config", "show", str(preset)])
+    assert shown.exit_code == 0, shown.output
+    again = write(tmp_path, shown.output)
+    assert load_config(again).to_dict() == load_config(preset).to_dict()
+    cfg = load_config(preset)
+    checked = CliRunner().invoke(main, ["config", "check", str(again)])
+    assert checked.exit_code == 0, checked.output
+    assert checked.output.endswith(f"ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))\n")
+
+
+def test_config_show_of_user_file_stages_round_trips_through_a_pipe(tmp_path):
+    """A `path` stage with a sourced input, a constant input (its `source` unset) and a file per backend: the
+    shown config is accepted by `config check -` (a constant used to come back as `value: null` beside a source)."""
+    for name in ("m.onnx", "m.pt", "m.json"):
+        (tmp_path / name).write_bytes(b"x")
+    config = write(
+        tmp_path,
+        "general: {model_type: S2S}\n"
+        "stage1:\n"
+        "  path: {onnxruntime: m.onnx, torch: m.pt, paddle: m.json}\n"
+        "  inputs: [{name: x, source: features, layout: BCT}, {name: scales, value: [0.667, 1.0]}]\n"
+        "  outputs: [y]\n",
+    )
+    done = _show_then_check(config, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "-: ok (S2S, 1 stage(s))\n"
+    shown = yaml_load(CliRunner().invoke(main, ["config", "show", str(config)]).output)
+    assert shown["stage1"]["inputs"] == [
+        {"name": "x", "source": "features", "dtype": "float32", "layout": "BCT"},
+        {"name": "scales", "dtype": "float32", "value": [0.667, 1.0]},
+    ]
+    assert shown["stage1"]["path"] == {"onnxruntime": "m.onnx", "torch": "m.pt", "paddle": "m.json"}
+
+
+def yaml_load(text: str):
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("{torhc: m.pt}", "stage1.path.torhc: unknown backend (did you mean 'torch'?); known backends:"),
+        ("{torch: 3}", "stage1.path.torch = 3; expected a file path"),
+        ("{}", "stage1.path = {} (dict); expected a file path or a mapping of backend name -> file path"),
+    ],
+)
+def test_a_bad_file_per_backend_is_one_line(tmp_path, path, message):
+    config = write(
+        tmp_path,
+        f"general: {{model_type: S2S}}\nstage1: {{path: {path}, inputs: [{{name: x, source: features}}], outputs: [y]}}\n",
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(config)
+    assert message in str(err.value) and "\n" not in str(err.value)

@@ -135,3 +135,24 @@ def test_a_range_from_step_0_or_1_records_the_same_steps_on_every_backend(tmp_pa
             int(m.group(1)) for e in events if (m := re.match(r"Profiler?Step#(\d+)", str(e.get("name", ""))))
         }
     assert recorded == {"torch": steps, "paddle": steps, "onnxruntime": steps}
+
+
+def test_the_input_hint_is_built_from_the_declared_shape(tmp_path):
+    """A speech-enhancement file declaring [1, frames, 161]: the hint's example shape is one it takes."""
+    pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("spec", TensorProto.FLOAT, [1, "frames", 161])
+    y = helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, "frames", 161])
+    graph = helper.make_graph([helper.make_node("Sigmoid", ["spec"], ["mask"])], "g", [x], [y])
+    path = tmp_path / "enhance.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    result = CliRunner().invoke(main, ["profile", "-b", "onnxruntime", "--model", str(path)])
+    assert result.exit_code == 2
+    hint = "e.g. --input spec:1x100x161"
+    assert hint in result.output
+    again = CliRunner().invoke(
+        main, ["profile", "-b", "onnxruntime", "--model", str(path), "--input", "spec:1x100x161"]
+    )
+    assert again.exit_code == 0, again.output

@@ -22,6 +22,10 @@ from speechperf.optimize.hook import QuantizationError, QuantizedModel, Quantize
 #: What each method quantizes. LSTM has only a dynamic int8 kernel in onnxruntime.
 DYNAMIC_OPS = ["MatMul", "Gemm", "LSTM"]
 STATIC_OPS = ["MatMul", "Gemm", "Conv"]
+#: quantize_static writes per-channel DequantizeLinear nodes with an ``axis``, which exists from opset 13 on.
+STATIC_MIN_OPSET = 13
+#: Calibration feeds the upgraded graph is checked on against the original.
+UPGRADE_CHECK_FEEDS = 4
 
 
 def _fmt(spec) -> str | None:
@@ -38,6 +42,60 @@ def _quiet():
         yield
     finally:
         root.setLevel(level)
+
+
+def upgrade_opset(src: Path, dst: Path, name: str, feeds) -> tuple[Path, list[str]]:
+    """``src`` itself when its opset is at least STATIC_MIN_OPSET; else the graph upgraded by
+    ``onnx.version_converter`` into ``dst``, used only if its outputs match the original's on calibration feeds
+    (speechperf.meters.fidelity's defaults). A one-line refusal naming the opset and the fix otherwise."""
+    import onnx
+    from onnx import version_converter
+
+    model = onnx.load(str(src))
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None or opset >= STATIC_MIN_OPSET:
+        return src, []
+    fix = f"re-export it with opset_version={STATIC_MIN_OPSET} or later (torch.onnx.export, paddle2onnx)"
+    need = f"ort-static-qdq needs opset >= {STATIC_MIN_OPSET} (DequantizeLinear's per-channel axis); {name} is opset {opset}"
+    try:
+        onnx.save(version_converter.convert_version(model, STATIC_MIN_OPSET), str(dst))
+    except Exception as exc:
+        raise QuantizationError(
+            f"{need} and onnx.version_converter cannot upgrade it ({first_line(exc)}): {fix}"
+        ) from None
+    from speechperf.meters.fidelity import FloatMeter, past_tolerance
+
+    original, upgraded = _plain_session(src), _plain_session(dst)
+    inputs = {i.name for i in original.get_inputs()}
+    names = [o.name for o in original.get_outputs()]
+    meters = {n: FloatMeter() for n in names}
+    checked = [{k: v for k, v in f.items() if k in inputs} for f in feeds[:UPGRADE_CHECK_FEEDS]]
+    for f in checked:
+        for n, a, b in zip(names, original.run(names, f), upgraded.run(names, f)):
+            if a.dtype.kind == "f":
+                meters[n].add(a, b)
+    figures = {n: m.result() for n, m in meters.items() if m.samples}
+    bad = {n: fid for n, fid in figures.items() if fid.differing}
+    if bad:
+        n, fid = next(iter(bad.items()))
+        raise QuantizationError(
+            f"{need}; the graph onnx.version_converter upgraded to {STATIC_MIN_OPSET} differs from it on "
+            f"{len(checked)} calibration feed(s) (output {n!r} {fid.describe()}: {past_tolerance(fid)}): {fix}"
+        )
+    shown = ", ".join(f"{n} {fid.describe()}" for n, fid in figures.items())
+    return dst, [
+        f"{name}: upgraded from opset {opset} to {STATIC_MIN_OPSET} with onnx.version_converter for ort-static-qdq; "
+        f"same outputs on {len(checked)} calibration feed(s): {shown}"
+    ]
+
+
+def _plain_session(path: Path):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def preprocess(src: Path, dst: Path) -> list[str]:
@@ -81,10 +139,14 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
     spec = source.spec_for(("onnx",), method, _fmt)
     out_dir.mkdir(parents=True, exist_ok=True)
     pre = out_dir / f"{source.name}.fp32-pre.onnx"
+    upgraded = out_dir / f"{source.name}.fp32-opset{STATIC_MIN_OPSET}.onnx"
     out = out_dir / f"{source.name}.onnx"
     try:
         with _quiet():
-            notes = preprocess(spec.path, pre)
+            fp32, notes = spec.path, []
+            if method == "ort-static-qdq":
+                fp32, notes = upgrade_opset(spec.path, upgraded, spec.path.name, source.calibration)
+            notes += preprocess(fp32, pre)
             if method == "ort-dynamic":
                 # EnableSubgraph: the silero VAD keeps its LSTMs inside If branches (one per sample rate).
                 quantize_dynamic(
@@ -117,6 +179,7 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
         raise QuantizationError(f"{method} on {spec.path.name}: {first_line(exc)}") from None
     finally:
         pre.unlink(missing_ok=True)
+        upgraded.unlink(missing_ok=True)
     if not quantized_ops(out):
         ops = DYNAMIC_OPS if method == "ort-dynamic" else STATIC_OPS
         raise QuantizationError(

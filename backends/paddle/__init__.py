@@ -45,6 +45,9 @@ class PaddleBackend(BackendBase):
     framework_module = "paddle"
     framework_package = "paddlepaddle"
     suffix_formats = SUFFIX_FORMATS
+    #: ``derive: onnx`` (speechperf.benchmark.derive): the exporter and its distribution, and the formats it reads.
+    onnx_exporter = ("paddle2onnx", "paddle2onnx")
+    onnx_export_formats = ("inference",)
     factory_format = "layer"
     options_class = PaddleOptions
     default_zoo_format = "paddle-inference"
@@ -92,6 +95,15 @@ class PaddleBackend(BackendBase):
                 f"(compiled with CUDA: {paddle.device.is_compiled_with_cuda()}); install paddlepaddle-gpu on a "
                 "machine with a GPU, or use device 'cpu'"
             )
+
+    def export_onnx(self, source, feeds, outputs, dynamic_axes, out):
+        """An ONNX file from the user's paddle inference program (paddle2onnx), for ``derive: onnx``."""
+        self.require_available()
+        from pathlib import Path
+
+        from speechperf.backends.paddle.export import export_onnx
+
+        return export_onnx(Path(source), feeds, outputs, dynamic_axes, Path(out))
 
     def build_reference(self, model, preset, folder, weights):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""

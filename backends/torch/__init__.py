@@ -37,6 +37,9 @@ class TorchBackend(BackendBase):
     framework_module = "torch"
     framework_package = "torch"
     suffix_formats = SUFFIX_FORMATS
+    #: ``derive: onnx`` (speechperf.benchmark.derive): the exporter and its distribution, and the formats it reads.
+    onnx_exporter = ("torch.onnx.export", "torch")
+    onnx_export_formats = ("torchscript",)
     factory_format = "module"
     options_class = TorchOptions
     default_zoo_format = "torch-eager"
@@ -96,6 +99,15 @@ class TorchBackend(BackendBase):
         from speechperf.backends.torch.weights import export_weights
 
         return export_weights(spec, out)
+
+    def export_onnx(self, source, feeds, outputs, dynamic_axes, out):
+        """An ONNX file from the user's TorchScript file (torch.onnx.export), for ``derive: onnx``."""
+        self.require_available()
+        from pathlib import Path
+
+        from speechperf.backends.torch.export import export_onnx
+
+        return export_onnx(Path(source), feeds, outputs, dynamic_axes, Path(out))
 
     def build_reference(self, model, preset, folder, weights=None):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder``, weights included (see

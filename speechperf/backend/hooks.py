@@ -11,8 +11,9 @@ Three groups (docs/architecture.md, "Optional hooks"):
   ``memory.py``, ``quantize.py``; see ``speechperf.backend.capabilities``): ``has_capability``, ``capability``,
   ``step_profiler``, ``count_flops``, ``known_session``, ``device_memory``, ``quantize``;
 - declarations the core reads: ``options_class``, ``suffix_formats``, ``zoo_formats``, ``builds_reference_weights``,
-  ``default_zoo_format``, ``silero_vad_port``, ``distribution``, ``profiles_training_loops``;
-- checks and builders: ``check_device``, ``check_format``, ``build_reference``, ``export_weights``.
+  ``default_zoo_format``, ``silero_vad_port``, ``distribution``, ``profiles_training_loops``, ``onnx_exporter``,
+  ``onnx_export_formats``;
+- checks and builders: ``check_device``, ``check_format``, ``build_reference``, ``export_weights``, ``export_onnx``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ class OptionalHooks(Protocol):
     #: PaddleSpeech drop-ins (speechperf.adapters.paddlespeech) pick it when its ``framework_module`` is the one such
     #: framework imported.
     profiles_training_loops: bool = False
+    #: (exporter, the distribution it comes from) when this backend exports its own model files to ONNX
+    #: (``("torch.onnx.export", "torch")``), for a stage's ``derive: onnx`` (speechperf.benchmark.derive); None: it
+    #: exports none. The distribution's version is part of the derived file's cache key.
+    onnx_exporter: tuple[str, str] | None = None
+    #: The formats of this backend's files that ``export_onnx`` reads (``("torchscript",)``); empty: none.
+    onnx_export_formats: tuple[str, ...] = ()
 
     # -- optional capabilities ---------------------------------------------------------------------------------
 
@@ -133,6 +140,19 @@ class OptionalHooks(Protocol):
         """The weights of the model file ``spec`` (in this framework's own format) written to ``out`` as
         ``.safetensors`` in the zoo's layout; the backend that ``builds_reference_weights`` has it."""
         raise SpeechperfError(f"backend {self.name!r} exports no weights")
+
+    def export_onnx(
+        self,
+        source: Path,
+        feeds: Mapping[str, Any],
+        outputs: list[str],
+        dynamic_axes: Mapping[str, Mapping[int, str]],
+        out: Path,
+    ) -> Path:
+        """The model file ``source`` (one of ``onnx_export_formats``) exported by ``onnx_exporter`` to the ONNX file
+        ``out``, traced on ``feeds`` with ``outputs`` named and ``dynamic_axes`` (input -> axis -> name) left
+        dynamic; returns ``out`` (``derive: onnx``, run in a child process of its own)."""
+        raise SpeechperfError(f"backend {self.name!r} exports no ONNX files")
 
 
 #: Every hook's name, in the order declared above (``name`` and ``capabilities`` are the Backend protocol's).

@@ -59,6 +59,13 @@ COLUMNS = (
     "cer",
     "bleu",
     "chrf",
+    # the run's context, so that an exported row stands on its own
+    "threads",
+    "warmup",
+    "repeat",
+    "load_s",
+    "first_call_s",
+    "flops_uncounted",
 )
 
 
@@ -197,8 +204,16 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
             result.quality_of(None),
         )
     )
-    # The backend on every row, so exports of several runs (torch, paddle, onnxruntime) can be concatenated.
-    return [{"backend": result.backend, **row} for row in out]
+    # The run's context on every row (cold start and uncounted ops per stage), so that exports of several runs
+    # (torch, paddle, onnxruntime) can be concatenated and still be read.
+    for row, s in zip(out, result.stages):
+        row.update(
+            load_s=round(s.load_s, 3),
+            first_call_s=None if s.first_call_s is None else round(s.first_call_s, 3),
+            flops_uncounted=" ".join(s.flops.uncounted) if s.flops and s.flops.uncounted else None,
+        )
+    context = {"threads": result.threads, "warmup": result.warmup, "repeat": result.repeat}
+    return [{"backend": result.backend, **row, **context} for row in out]
 
 
 def _row(
@@ -251,7 +266,7 @@ def to_csv(result: BenchResult) -> str:
 
 
 def to_markdown(result: BenchResult) -> str:
-    return tables.to_markdown(COLUMNS, ([row[c] for c in COLUMNS] for row in rows(result)))
+    return tables.to_markdown(COLUMNS, ([row.get(c) for c in COLUMNS] for row in rows(result)))
 
 
 def _cell(v: Any) -> str:

@@ -77,6 +77,11 @@ def run_benchmark(
         raise SpeechperfError(
             f"--save-text {text_path}: nothing is scored in this run ({quality_note or 'add quality to --meters'})"
         )
+    from speechperf.benchmark.derive import config_for_backend
+
+    # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in a
+    # child process (it imports the source framework, which must not sit in the measured one).
+    cfg = config_for_backend(cfg, general.backend, workdir)
     backend = require_backend(general.backend)  # imports the framework
     with build.stdout_to_stderr():
         build.prepare_stages(cfg, backend.name, workdir)

@@ -32,7 +32,8 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
         where = f"{cfg.source}: stage{index}"
         check_stage_model(stage, role, where)
         if stage.path:
-            _check_model_file(stage, stage.path, where, backend)
+            for file, fmt, loader in _files_to_check(stage, backend, where):
+                _check_model_file(file, fmt, where, loader)
         elif stage.model is not None and stage.model != SILERO:  # the config holds exactly one of model and path
             try:
                 _check_reference(stage, stage.model, role)
@@ -66,31 +67,62 @@ def _check_reference(stage: StageConfig, model: str, role: str) -> None:
         get_model(stage.vocoder)
 
 
-def _check_model_file(stage: StageConfig, file: str, where: str, backend) -> None:
+def _files_to_check(stage: StageConfig, backend, where: str) -> list[tuple[str, str | None, object]]:
+    """(file, format, backend that loads it) for each file of a ``path`` stage that a run could load: with a
+    backend, the one it runs (a derived file's source, checked on the backend that exports it); without, every
+    file of the stage, each on its own backend."""
+    from speechperf.benchmark.backend_files import (
+        derive_source,
+        derives_for,
+        files_by_backend,
+        require_derive_source,
+        stage_file,
+    )
+    from speechperf.registry import get_backend
+
+    single = isinstance(stage.path, str)
+    if stage.derive and derive_source(stage) is None:
+        from speechperf.benchmark.backend_files import source_suffixes
+
+        raise ModelFileError(
+            f"{where}: derive: {stage.derive} exports from a file that a backend's ONNX exporter reads (suffixes "
+            f"{', '.join(f'{k} = {v}' for k, v in source_suffixes().items())}); path is {stage.path}"
+        )
+    if backend is not None:
+        if derives_for(stage, backend.name):
+            source_backend, file = require_derive_source(stage)
+            return [(file, stage.format if single else None, get_backend(source_backend))]
+        return [(stage_file(stage, backend.name, where), stage.format if single else None, backend)]
+    return [
+        (file, stage.format if single else None, get_backend(name) if name else None)
+        for name, file in files_by_backend(stage).items()
+    ]
+
+
+def _check_model_file(file: str, fmt: str | None, where: str, backend) -> None:
     path = Path(file)
     if not path.exists():
         raise ModelFileError(f"{where}: model file not found: {path}")
     if backend is not None:
         suffixes = dict(hooks(backend).suffix_formats)
-        if stage.format is None and path.suffix not in suffixes:
+        if fmt is None and path.suffix not in suffixes:
             raise ModelFileError(
                 f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; backend "
                 f"{backend.name!r} loads: {', '.join(backend.capabilities.formats)} (suffixes "
                 f"{', '.join(f'{k} = {v}' for k, v in suffixes.items())}): set the stage's `format:` if the file "
                 "is one of them"
             )
-        hooks(backend).check_format(ModelSpec(path), stage.format or suffixes.get(path.suffix))
+        hooks(backend).check_format(ModelSpec(path), fmt or suffixes.get(path.suffix))
         return
     known_suffixes, formats = _known_formats()
-    if stage.format is None and path.suffix not in known_suffixes:
+    if fmt is None and path.suffix not in known_suffixes:
         raise ModelFileError(
             f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; known "
             f"suffixes: {', '.join(sorted(known_suffixes))} (or set the stage's `format:`)"
         )
-    if stage.format is not None and stage.format not in formats:
+    if fmt is not None and fmt not in formats:
         raise ModelFileError(
-            f"{where}: format {stage.format!r} is not loaded by any backend; known formats: "
-            f"{', '.join(sorted(formats))}"
+            f"{where}: format {fmt!r} is not loaded by any backend; known formats: {', '.join(sorted(formats))}"
         )
 
 

@@ -162,6 +162,7 @@ def compare(
     )
     for cell in cells:
         config_from_options(config_path, dict(overrides), cell.preset, cell.sets)
+    _check_backend_files(base, backends)
 
     from speechperf.compare.launch import RunResult, run_cells
     from speechperf.compare.report import CompareReport, render, to_csv, to_json, to_markdown
@@ -169,6 +170,7 @@ def compare(
     workdir = workdir or _default_workdir()
     options = {k: (str(v) if isinstance(v, Path) else v) for k, v in click.get_current_context().params.items()}
     config = base.to_dict()
+    tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(base.stages, 1) if s.tolerance}
     finished: list[RunResult] = []
     print(
         f"compare: {len(cells)} cell(s) x {runs} run(s), one child at a time"
@@ -179,7 +181,7 @@ def compare(
     print(f"compare: work folder {workdir}", file=sys.stderr)
 
     def write(complete: bool):
-        report = CompareReport.build(cells, finished)
+        report = CompareReport.build(cells, finished, tolerances)
         if output is not None:
             from speechperf.benchmark.report import write_json_atomic
 
@@ -203,6 +205,18 @@ def compare(
 
         plot_latency(report.summaries, plot_path)
     sys.exit(1 if report.failed else 0)
+
+
+def _check_backend_files(base, backends) -> None:
+    """Each backend's file of every ``path`` stage, before any child runs: a backend without one is one line, and
+    a derived file is exported and gated on parity here once (the children then take it from the cache)."""
+    from speechperf.benchmark.derive import config_for_backend
+    from speechperf.benchmark.validate import check_config
+    from speechperf.cache import cache_dir
+
+    for name in backends:
+        check_config(base, name)
+        config_for_backend(base, name, cache_dir())
 
 
 def _passthrough(overrides: dict) -> tuple[str, ...]:

@@ -31,25 +31,53 @@ def show(path: str | None) -> None:
 
 
 @config.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option(
     "--backend",
     "-b",
     "backend_name",
     metavar="NAME",
     default=None,
-    help="Also check what this backend loads (default: general.backend, if set).",
+    help="Also check what this backend loads (default: general.backend, if set): its formats, and each `path` "
+    "stage's file loaded, its declared input shapes against the inputs' layout and features.n_mels.",
 )
 def check(paths: tuple[str, ...], backend_name: str | None) -> None:
     """Check config files as bench does before measuring (keys, models, presets, model files, dataset path); print
-    one line per file and exit 2 on the first bad one."""
+    one line per file and exit 2 on the first bad one. ``-`` reads a config from stdin
+    (``speechperf config show X | speechperf config check -``)."""
+    import sys
+
     from speechperf.benchmark.validate import check_config
     from speechperf.config import load_config
+    from speechperf.config.load import parse_config
 
     for path in paths:
-        cfg = load_config(path)
+        cfg = parse_config(sys.stdin.read(), "<stdin>") if path == "-" else load_config(path)
         check_config(cfg, backend_name)
+        backend = backend_name or cfg.general.backend
+        if backend:
+            _load_files(cfg, backend)
         click.echo(f"{path}: ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))")
+
+
+def _load_files(cfg, backend_name: str) -> None:
+    """Load each ``path`` stage's file on the backend as bench would, so a layout or a feature size the model's
+    declared input shape does not take (80 mels fed to a model declaring 161) is refused here, in bench's line."""
+    from speechperf.benchmark import build
+    from speechperf.benchmark.backend_files import derives_for
+    from speechperf.benchmark.derive import config_for_backend
+    from speechperf.cache import cache_dir
+    from speechperf.registry import require_backend
+
+    if not any(s.path and not derives_for(s, backend_name) for s in cfg.stages):
+        return
+    resolved = config_for_backend(cfg, backend_name)
+    backend = require_backend(backend_name)
+    with build.stdout_to_stderr():
+        for index, (stage, role) in enumerate(zip(resolved.stages, resolved.roles), 1):
+            if cfg.stages[index - 1].path and not derives_for(cfg.stages[index - 1], backend_name):
+                general = resolved.general
+                build.build_stage(stage, role, index, resolved, backend, general.device, general.threads, cache_dir())
 
 
 def _plain(value):

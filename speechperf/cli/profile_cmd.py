@@ -164,8 +164,11 @@ def _profile_config(cfg, options) -> None:
     general = cfg.general
     check_config(cfg)
     dataset = load_dataset(general, cfg.roles[0])
-    backend = require_backend(general.backend)
+    from speechperf.benchmark.derive import config_for_backend
+
     workdir = cache_dir()
+    cfg = config_for_backend(cfg, general.backend, workdir)
+    backend = require_backend(general.backend)
     with build.stdout_to_stderr():
         build.prepare_stages(cfg, backend.name, workdir)
         backend.set_threads(general.threads)

@@ -56,6 +56,10 @@ class RunResult:
         return attrs.asdict(self)
 
 
+#: Given a child about to be launched, the RunResult to record in its place, or None to launch it.
+Skip = Callable[["ChildRun"], "RunResult | None"] | None
+
+
 @attrs.frozen
 class ChildRun:
     """One child to run: run ``run`` (from 0) of ``cell``, number ``index`` of ``total`` in the interleaved order."""
@@ -182,6 +186,22 @@ def wrote_complete_json(path: Path) -> bool:
         return json.loads(path.read_text(encoding="utf-8")).get("complete") is True
     except (OSError, ValueError):
         return False
+
+
+def not_run(child: ChildRun, because: str) -> RunResult:
+    """A child that was not launched because an earlier child of its cell (or of the run) was refused its input
+    (exit 2), which this one would be refused too."""
+    return RunResult(
+        label=child.cell.label,
+        run=child.run,
+        ok=False,
+        exit_code=2,
+        signal=None,
+        reason=f"not run: an earlier run exited 2 ({because})",
+        json_path=str(child.run_dir / "run.json"),
+        outputs_path=str(child.run_dir / "outputs.npz"),
+        stderr_path=str(child.run_dir / "stderr.txt"),
+    )
 
 
 def run_dir_of(workdir: Path, cell: Cell, run: int) -> Path:

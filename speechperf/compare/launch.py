@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from speechperf.benchmark.report import write_json_atomic
-from speechperf.compare.child import ChildRun, RunResult, run_dir_of
+from speechperf.compare.child import ChildRun, RunResult, not_run, run_dir_of
 from speechperf.compare.executors import get_executor
 from speechperf.compare.plan import Cell
 from speechperf.errors import SpeechperfError
@@ -31,11 +31,15 @@ def run_cells(
     timeout_s: float | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     jobs: int = 1,
+    bad_input_stops: str = "cell",
 ) -> list[RunResult]:
     """Run every cell ``runs`` times, interleaved; returns the results in (run, cell) order.
 
     ``on_result`` is called as each child finishes (in finishing order); ``runs.json`` in ``workdir`` is rewritten
     then too. ``jobs`` > 1 runs that many children at once (a warning says the timings then share the machine).
+    A child that exits 2 was refused its input, which every later run would be refused too: the cell's remaining
+    runs (``bad_input_stops="cell"``) or every remaining run (``"all"``: cells made from one config, as optimize's)
+    are not launched, and are recorded as failed with that child's line.
     """
     if runs < 1 or jobs < 1:
         raise SpeechperfError(f"runs and jobs must be at least 1, got runs={runs}, jobs={jobs}")
@@ -58,17 +62,26 @@ def run_cells(
             jobs,
         )
     done: list[RunResult] = []
+    refused: dict[str, str] = {}  # cell label (or "*": every cell) -> the line of the child that exited 2
     lock = threading.Lock()
 
     def record(result: RunResult) -> None:
         with lock:
             done.append(result)
+            if result.exit_code == 2 and result.signal is None and not (result.reason or "").startswith("not run"):
+                refused["*" if bad_input_stops == "all" else result.label] = result.reason or ""
+                which = "no further run" if bad_input_stops == "all" else f"no further run of {result.label}"
+                log.warning("compare: %s: bad input, %s is launched: %s", result.label, which, result.reason)
             write_json_atomic(workdir / "runs.json", {"runs": [r.to_dict() for r in done]})
             status = "ok" if result.ok else f"FAILED: {result.reason} (exit code {result.exit_code})"
             log.info("compare: %s run %d: %s", result.label, result.run + 1, status)
             if on_result is not None:
                 on_result(result)
 
-    run_children.run(children, timeout_s, jobs, record)
+    def skip(child: ChildRun) -> RunResult | None:
+        stop = refused.get("*") or refused.get(child.cell.label)
+        return None if stop is None else not_run(child, stop)
+
+    run_children.run(children, timeout_s, jobs, record, skip)
     position = {c.label: i for i, c in enumerate(cells)}
     return sorted(done, key=lambda r: (r.run, position[r.label]))

@@ -1,9 +1,10 @@
 """Do the cells' outputs agree? Every stage output of every sample against the reference cell's, run by run.
 
 The reference of a group (the cells that differ only by backend) is its first cell that finished. Token and unit
-sequences, sample rates and VAD segments must be identical; float outputs (waveforms, a model file's outputs) are
-reported as the max absolute difference, and called different when it exceeds ``FLOAT_TOLERANCE`` times the
-reference's largest magnitude, or when the shapes differ. A mismatch is reported, never hidden.
+sequences, sample rates and VAD segments must be identical; float outputs (waveforms, masks, a model file's
+outputs) get max absolute and relative difference, SNR and cosine similarity (speechperf.meters.fidelity), and a
+sample differs when one of them is past its tolerance (the stage's ``tolerance`` key, per output) or the shapes
+differ. A mismatch is reported, never hidden.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import attrs
 import numpy as np
 
 from speechperf.compare.child import RunResult
+from speechperf.meters.fidelity import FloatMeter, tolerance_for
 
-FLOAT_TOLERANCE = 1e-3
 EXACT_NAMES = ("segments",)  # float arrays that must still match exactly
 
 
@@ -29,13 +30,22 @@ class OutputDiff:
     samples: int
     differing: int  # samples whose output is not identical (exact) or past the tolerance / of another shape (float)
     max_abs: float | None  # float outputs of equal shapes
+    max_rel: float | None = None
+    snr_db: float | None = None
+    cosine: float | None = None
 
     def describe(self) -> str:
         what = f"{self.stage} {self.name}"
         if self.exact:
             state = "identical" if not self.differing else f"DIFFER in {self.differing}/{self.samples} samples"
             return f"{what} {state}"
-        delta = f"max |Δ| {self.max_abs:.2g}" if self.max_abs is not None else "shapes differ"
+        delta = "shapes differ"
+        if self.max_abs is not None:
+            from speechperf.meters.fidelity import FloatFidelity
+
+            delta = FloatFidelity(
+                self.samples, self.differing, self.max_abs, self.max_rel, self.snr_db, self.cosine
+            ).describe()
         return f"{what} {delta}" + (f" (DIFFER in {self.differing}/{self.samples} samples)" if self.differing else "")
 
 
@@ -58,48 +68,75 @@ class CellParity:
         return "; ".join(d.describe() for d in self.diffs) or "no outputs saved"
 
 
-def compare_outputs(reference: Mapping[tuple, np.ndarray], other: Mapping[tuple, np.ndarray]) -> list[OutputDiff]:
-    """Per (stage, name): how many samples differ, and the max abs difference of float outputs."""
+def compare_outputs(
+    reference: Mapping[tuple, np.ndarray],
+    other: Mapping[tuple, np.ndarray],
+    tolerances: Mapping[str, Mapping] | None = None,
+) -> list[OutputDiff]:
+    """Per (stage, name): how many samples differ, and the float figures of float outputs. ``tolerances`` maps a
+    stage (``stage1``) to its ``tolerance`` key."""
     merged: dict[tuple[str, str], dict] = {}
     for key in sorted(set(reference) | set(other)):
         stage, _, name = key
         ref, got = reference.get(key), other.get(key)
         ref_arr = None if ref is None else np.asarray(ref)
         exact = name in EXACT_NAMES or (ref_arr is not None and ref_arr.dtype.kind in "biu")
-        entry = merged.setdefault((stage, name), {"exact": exact, "samples": 0, "differing": 0, "max_abs": None})
-        entry["samples"] += 1
+        entry = merged.setdefault((stage, name), {"exact": exact, "samples": 0, "differing": 0})
         got_arr = None if got is None else np.asarray(got)
-        if ref_arr is None or got_arr is None or ref_arr.shape != got_arr.shape:
-            entry["differing"] += 1
-            if not exact:
-                entry["shape_differs"] = True
+        if not exact:
+            if "meter" not in entry:
+                entry["meter"] = FloatMeter(tolerance_for((tolerances or {}).get(stage), name))
+            entry["meter"].add(ref_arr, got_arr)
             continue
-        if exact:
-            entry["differing"] += int(not np.array_equal(ref_arr, got_arr))
-            continue
-        delta = float(np.max(np.abs(ref_arr.astype(np.float64) - got_arr.astype(np.float64)))) if ref_arr.size else 0.0
-        scale = float(np.max(np.abs(ref_arr))) if ref_arr.size else 0.0
-        entry["max_abs"] = max(entry["max_abs"] or 0.0, delta)
-        entry["differing"] += int(delta > FLOAT_TOLERANCE * max(scale, 1e-12))
-    return [
-        OutputDiff(
-            stage, name, e["exact"], e["samples"], e["differing"], None if e.get("shape_differs") else e["max_abs"]
+        entry["samples"] += 1
+        same = (
+            ref_arr is not None
+            and got_arr is not None
+            and ref_arr.shape == got_arr.shape
+            and np.array_equal(ref_arr, got_arr)
         )
-        for (stage, name), e in merged.items()
-    ]
+        entry["differing"] += int(not same)
+    diffs = []
+    for (stage, name), e in merged.items():
+        if e["exact"]:
+            diffs.append(OutputDiff(stage, name, True, e["samples"], e["differing"], None))
+            continue
+        fid = e["meter"].result()
+        whole = fid.shapes_differ == 0
+        diffs.append(
+            OutputDiff(
+                stage,
+                name,
+                False,
+                fid.samples,
+                fid.differing,
+                fid.max_abs if whole else None,
+                fid.max_rel if whole else None,
+                fid.snr_db if whole else None,
+                fid.cosine if whole else None,
+            )
+        )
+    return diffs
 
 
 def _worst(a: OutputDiff, b: OutputDiff) -> OutputDiff:
-    max_abs = None if a.max_abs is None or b.max_abs is None else max(a.max_abs, b.max_abs)
+    def pick(x, y, worst):
+        return None if a.exact or x is None or y is None else worst(x, y)
+
     return attrs.evolve(
         a,
         samples=max(a.samples, b.samples),
         differing=max(a.differing, b.differing),
-        max_abs=max_abs if not a.exact else None,
+        max_abs=pick(a.max_abs, b.max_abs, max),
+        max_rel=pick(a.max_rel, b.max_rel, max),
+        snr_db=pick(a.snr_db, b.snr_db, min),
+        cosine=pick(a.cosine, b.cosine, min),
     )
 
 
-def group_parity(labels: Sequence[str], results: Sequence[RunResult]) -> dict[str, CellParity]:
+def group_parity(
+    labels: Sequence[str], results: Sequence[RunResult], tolerances: Mapping[str, Mapping] | None = None
+) -> dict[str, CellParity]:
     """Parity of each cell of one group against the group's reference, the worst over the runs both finished."""
     from speechperf.benchmark.saved_outputs import load_stage_outputs
 
@@ -129,7 +166,7 @@ def group_parity(labels: Sequence[str], results: Sequence[RunResult]) -> dict[st
                 unreadable = ok[(reference, run)] if ref_out is None else result
                 parity[label] = CellParity(label, reference, (), f"outputs unreadable: {unreadable.outputs_path}")
                 break
-            for diff in compare_outputs(ref_out, got_out):
+            for diff in compare_outputs(ref_out, got_out, tolerances):
                 key = (diff.stage, diff.name)
                 worst[key] = _worst(worst[key], diff) if key in worst else diff
         if label in parity:

@@ -50,7 +50,9 @@ class Cell:
         """The ``speechperf bench`` arguments of this cell (without --output / --save-outputs)."""
         args = ["bench", "--backend", self.backend, "--threads", str(self.threads)]
         if isinstance(self.config, Mapping):
-            args += ["--config", str(_write_config(self.config, Path(workdir) / f"{self.slug}.config.yaml"))]
+            from speechperf.config import write_config
+
+            args += ["--config", str(write_config(self.config, Path(workdir) / f"{self.slug}.config.yaml"))]
         elif self.config is not None:
             args += ["--config", str(Path(self.config).resolve())]
         if self.preset is not None:
@@ -58,14 +60,6 @@ class Cell:
         for item in self.sets:
             args += ["--set", item]
         return args + list(self.args)
-
-
-def _write_config(config: Mapping[str, Any], path: Path) -> Path:
-    import yaml
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(dict(config), sort_keys=False), encoding="utf-8")
-    return path
 
 
 def split_list(text: str, what: str) -> list[str]:

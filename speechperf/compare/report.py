@@ -15,6 +15,7 @@ from speechperf.compare.parity import CellParity, group_parity
 from speechperf.compare.plan import Cell
 from speechperf.compare.quality import CellQuality, group_quality
 from speechperf.meters import first_call
+from speechperf.meters.fidelity import json_number
 
 SCHEMA_VERSION = 1
 UNIT_NOTE = (
@@ -65,13 +66,16 @@ class CompareReport:
     quality: dict[str, CellQuality] = attrs.Factory(dict)
 
     @classmethod
-    def build(cls, cells: Sequence[Cell], results: Sequence[RunResult]) -> CompareReport:
+    def build(
+        cls, cells: Sequence[Cell], results: Sequence[RunResult], tolerances: dict | None = None
+    ) -> CompareReport:
+        """``tolerances``: stage (``stage1``) -> its ``tolerance`` key, for the float outputs' parity."""
         summaries = summ.summarize(cells, results)
         parity: dict[str, CellParity] = {}
         quality: dict[str, CellQuality] = {}
         for group in summ.groups(summaries):
             if len({s.cell.backend for s in group}) > 1:  # outputs are compared between backends, not presets
-                parity.update(group_parity([s.label for s in group], results))
+                parity.update(group_parity([s.label for s in group], results, tolerances))
             quality.update(group_quality([s.label for s in group], results))
         return cls(
             tuple(cells),
@@ -86,6 +90,29 @@ class CompareReport:
     @property
     def failed(self) -> list[RunResult]:
         return [f for s in self.summaries for f in s.failures]
+
+    @property
+    def table_warnings(self) -> list[str]:
+        """The lines the console prints under the table: parity mismatches, quality that differs from the
+        reference's and quality notes, differing environments."""
+        lines = [
+            f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}"
+            for p in self.parity.values()
+            if p.mismatch
+        ]
+        for q in self.quality.values():
+            if q.differs:
+                lines.append(f"quality {q.differs}")
+            if q.note:
+                lines.append(f"quality: {q.label}: {q.note}")
+        return lines + [f"warning: the children's environments differ: {note}" for note in self.environment_notes]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning the console prints (a cell's outliers in its block, then those under the table), for the
+        JSON."""
+        outliers = [f"{s.label}: Warning: {s.outlier_warning}" for s in self.summaries if s.ok and s.outlier_warning]
+        return outliers + self.table_warnings
 
     def comparison_of(self, label: str) -> stats.Comparison | None:
         return next((c for ranking in self.rankings for c in ranking if c.slow == label), None)
@@ -149,6 +176,14 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
     return out
 
 
+def _diff_json(diff) -> dict:
+    """An output's parity in the JSON: identical-or-not for tokens, the float figures for float outputs."""
+    data = attrs.asdict(diff)
+    if diff.exact:
+        return {k: v for k, v in data.items() if k not in ("max_rel", "snr_db", "cosine")}
+    return {**data, "snr_db": json_number(diff.snr_db)}
+
+
 def to_json(
     report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int, complete: bool
 ) -> dict[str, Any]:
@@ -194,12 +229,13 @@ def to_json(
                 "reference": p.reference,
                 "mismatch": p.mismatch,
                 "note": p.note,
-                "outputs": [attrs.asdict(d) for d in p.diffs],
+                "outputs": [_diff_json(d) for d in p.diffs],
             }
             for label, p in report.parity.items()
         },
         "quality": {label: attrs.asdict(q) for label, q in report.quality.items()},
         "environment_notes": list(report.environment_notes),
+        "warnings": report.warnings,
         "runs": [
             {
                 **r.to_dict(),
@@ -308,14 +344,6 @@ def render(report: CompareReport) -> str:
     ]
     say("")
     say(tables.render_table("speechperf compare", headers, table, left=("cell", "parity", "quality")).rstrip("\n"))
-    mismatches = [p for p in report.parity.values() if p.mismatch]
-    for p in mismatches:
-        say(f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}")
-    for q in report.quality.values():
-        if q.differs:
-            say(f"quality {q.differs}")
-        if q.note:
-            say(f"quality: {q.label}: {q.note}")
-    for note in report.environment_notes:
-        say(f"warning: the children's environments differ: {note}")
+    for line in report.table_warnings:
+        say(line)
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ backend's ``options_class`` does, for ``key``) does not import the YAML loader a
 from speechperf.config.schema import MODEL_TYPES, BenchConfig, GeneralConfig, InputConfig, StageConfig
 from speechperf.values import ConfigError
 
-_FROM_LOAD = ("default_config", "load_config", "parse_config")
+_FROM_LOAD = ("default_config", "load_config", "parse_config", "write_config")
 
 __all__ = [
     "MODEL_TYPES",

@@ -251,6 +251,13 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
         raise ConfigError(
             f"{at}: {section}.features applies to your own model file (path); a reference model makes its own"
         )
+    if stage.derive and not stage.path:
+        raise ConfigError(f"{at}: {section}.derive = {stage.derive!r} applies to your own model file (path)")
+    if stage.derive and section != "stage1":
+        raise ConfigError(
+            f"{at}: {section}.derive: a derived file is checked on the stage's inputs from the dataset, which only "
+            "stage1 takes; derive the file of a later stage as stage1 of its own config"
+        )
     if stage.path and not stage.outputs:
         raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
 
@@ -265,9 +272,13 @@ def _build(cls, values: dict[str, Any], where, section: str):
 
 
 def _check(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
-    """``check_value``, plus the kinds that need this module's classes: a model file's declared inputs and a
-    stage's feature settings."""
+    """``check_value``, plus the kinds that need this module's classes: a model file's declared inputs, a
+    stage's feature settings, its file (or a file per registered backend) and its float tolerances."""
     kind = field.metadata["kind"]
+    if kind in ("path?", "tolerance?"):
+        if value is None:
+            return None
+        return _path(value, name, at) if kind == "path?" else _tolerance(value, name, at)
     if kind == "inputs":
         if not isinstance(value, list):
             raise bad_value(value, name, at, KIND_TEXT[kind])
@@ -279,6 +290,49 @@ def _check(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
             raise bad_value(value, name, at, KIND_TEXT[kind])
         return _features({"preset": value} if isinstance(value, str) else value, name, at)
     return check_value(field, value, name, at)
+
+
+def _path(value: Any, name: str, at: str) -> str | dict[str, str]:
+    """A model file, or a file per backend (``{torch: a.pt, onnxruntime: a.onnx}``), each backend a registered one."""
+    if isinstance(value, str):
+        return value
+    expected = "a file path or a mapping of backend name -> file path"
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f"{at}: {name} = {value!r} ({type(value).__name__}); expected {expected}")
+    from speechperf.registry import known_backends
+
+    known = known_backends()
+    for backend, file in value.items():
+        if backend not in known:
+            raise ConfigError(
+                f"{at}: {name}.{backend}: unknown backend{suggest(str(backend), known)}; known backends: "
+                f"{', '.join(known)}"
+            )
+        if not isinstance(file, str):
+            raise ConfigError(f"{at}: {name}.{backend} = {file!r}; expected a file path")
+    return dict(value)
+
+
+def _tolerance(value: Any, name: str, at: str) -> dict[str, dict[str, float]]:
+    """Per output name, the float-fidelity limits it replaces (speechperf.meters.fidelity.Tolerance)."""
+    from speechperf.meters.fidelity import Tolerance
+
+    allowed = list(Tolerance.fields_help())
+    if not isinstance(value, dict):
+        raise ConfigError(f"{at}: {name} = {value!r}; expected a mapping of output name -> {{{', '.join(allowed)}}}")
+    out = {}
+    for output, limits in value.items():
+        if not isinstance(limits, dict):
+            raise ConfigError(f"{at}: {name}.{output} = {limits!r}; expected a mapping with keys {', '.join(allowed)}")
+        for k, v in limits.items():
+            if k not in allowed:
+                raise ConfigError(
+                    f"{at}: unknown key {name}.{output}.{k}{suggest(str(k), allowed)}; allowed: {', '.join(allowed)}"
+                )
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError(f"{at}: {name}.{output}.{k} = {v!r}; expected a number")
+        out[str(output)] = {k: float(v) for k, v in limits.items()}
+    return out
 
 
 def _input(value: Any, name: str, at: str) -> InputConfig:
@@ -370,3 +424,13 @@ def _constant(value: Any, dtype: str, name: str, at: str) -> Any:
     if np.dtype(dtype).kind in "biu" and not np.array_equal(cast, given):
         raise ConfigError(f"{at}: {name} = {value!r} does not fit dtype {dtype} exactly")
     return given.tolist()  # as written (0.667, not float32's 0.6669999957); cast to dtype when fed
+
+
+def write_config(data: Mapping[str, Any], path: Path) -> Path:
+    """``data`` (a config as ``BenchConfig.to_dict`` gives it) as the YAML file ``path`` that a child process reads
+    (compare's dict cells, optimize's variants, a derived file's gate), written atomically."""
+    from speechperf.outputs import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, yaml.safe_dump(dict(data), sort_keys=False), "config")
+    return path

@@ -28,6 +28,8 @@ _KIND_DOC = {
     "inputs": "list of inputs",
     "array?": "number, nested list or null",
     "options?": "mapping or null",
+    "path?": "file, mapping of backend -> file, or null",
+    "tolerance?": "mapping or null",
     "features": "preset name or mapping",
 }
 

@@ -162,11 +162,20 @@ class StageConfig:
         "quantized variant written by `speechperf optimize`) instead of the zoo cache",
         "str?",
     )
-    path: str | None = key(
+    path: str | dict | None = key(
         None,
         "your own model file instead of a reference model: .onnx, TorchScript .pt / .ts / .jit, or a paddle "
-        "inference .json/.pdmodel (run once per sample; its first output is handed on)",
+        "inference .json/.pdmodel (run once per sample; its first output is handed on); or a file per backend, "
+        "{torch: enc.pt, paddle: enc.json, onnxruntime: enc.onnx}: each backend runs its own file",
+        "path?",
+    )
+    derive: str | None = key(
+        None,
+        "with `path`: make the onnxruntime file with the framework's own exporter (`onnx`: torch.onnx.export "
+        "from the torch file, or paddle2onnx from the paddle file), cached by the source's content hash and used "
+        "only if its outputs match the source's on the first samples",
         "str?",
+        ("onnx",),
     )
     format: str | None = key(
         None,
@@ -184,6 +193,13 @@ class StageConfig:
         "with `path`: how the log-mel `features` of its inputs are made: a preset name (kaldi-fbank, hifigan-22k, "
         "hifigan-16k, whisper) or a mapping of the settings below ({preset: hifigan-22k, n_mels: 100})",
         "features",
+    )
+    tolerance: dict | None = key(
+        None,
+        "float outputs: limits past which compare's parity, optimize and a `derive`d file's gate call a sample "
+        "different, per output name (`mask`, `waveform`, or `*` for all): {mask: {max_rel: 0.1, snr_db: 20}}; "
+        "keys max_rel (default 1e-3), snr_db (40), cosine (0.999), max_abs (no limit)",
+        "tolerance?",
     )
     beam: int = key(1, "beam size of the decoder; 1 is greedy", "int", minimum=1)
     max_len_a: float = key(0.0, "decoding stops after max_len_a * source_length + max_len_b steps", "float", minimum=0)
@@ -283,9 +299,15 @@ class BenchConfig:
         return MODEL_TYPES[self.general.model_type][0][: len(self.stages)]
 
     def to_dict(self) -> dict[str, Any]:
+        """Every key with its value, as the loader reads it back: ``config show`` prints this, optimize writes it,
+        and ``config check`` accepts it. An input's unset keys are left out: it takes exactly one of ``source``
+        and ``value``, so writing the other as null would be refused."""
         out: dict[str, Any] = {"general": attrs.asdict(self.general)}
         for i, stage in enumerate(self.stages, 1):
             out[f"stage{i}"] = attrs.asdict(stage)
+            out[f"stage{i}"]["inputs"] = [
+                {k: v for k, v in attrs.asdict(one).items() if v is not None} for one in stage.inputs
+            ]
         return out
 
 

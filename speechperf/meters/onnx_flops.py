@@ -48,7 +48,18 @@ KINDS = {
     "LSTM": "rnn",
     "GRU": "rnn",
     "RNN": "rnn",
+    # int8 kernels of onnxruntime.quantization: a multiply-add is 2 operations, integer or not, so an int8 graph
+    # counts the same work as its fp32 source (DynamicQuantizeLinear, QuantizeLinear and DequantizeLinear are
+    # elementwise and listed as uncounted).
+    "MatMulInteger": "matmul",
+    "QLinearMatMul": "matmul",
+    "ConvInteger": "conv",
+    "QLinearConv": "conv",
+    "DynamicQuantizeLSTM": "rnn",
 }
+#: Where the data and the weight are among an op's inputs, for the ops whose formula needs them.
+_DATA_WEIGHT = {"QLinearMatMul": (0, 3), "QLinearConv": (0, 3)}
+_AS = {"MatMulInteger": "MatMul", "QLinearMatMul": "MatMul", "ConvInteger": "Conv", "QLinearConv": "Conv"}
 # Ops with no floating point work at all: never listed as uncounted.
 NO_ARITHMETIC = {
     "Reshape",
@@ -349,9 +360,10 @@ def _skeleton(model):
 
 def _operands(node) -> list[str]:
     """The inputs (and for MatMul/Conv, the output) whose shapes the formula needs."""
-    if node.op_type in ("LSTM", "GRU", "RNN"):
+    if node.op_type in ("LSTM", "GRU", "RNN", "DynamicQuantizeLSTM"):
         return list(node.input[:3])
-    return [n for n in list(node.input[:2]) + [node.output[0]] if n]
+    data, weight = _DATA_WEIGHT.get(node.op_type, (0, 1))
+    return [n for n in (node.input[data], node.input[weight], node.output[0]) if n]
 
 
 def _infer_shapes(model, feeds: Mapping[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
@@ -395,16 +407,17 @@ def _node_flops(node, shapes: Mapping[str, tuple[int, ...]]) -> int:
         return shapes[name]
 
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    op = node.op_type
+    op = _AS.get(node.op_type, node.op_type)
+    data, weight = _DATA_WEIGHT.get(node.op_type, (0, 1))
     if op == "MatMul":
-        a = shape(node.input[0])
+        a = shape(node.input[data])
         return 2 * math.prod(shape(node.output[0])) * a[-1]
     if op == "Gemm":
         a = shape(node.input[0])
         k = a[0] if attrs.get("transA", 0) else a[1]
         return 2 * math.prod(shape(node.output[0])) * k
     if op == "Conv":
-        return 2 * math.prod(shape(node.output[0])) * math.prod(shape(node.input[1])[1:])
+        return 2 * math.prod(shape(node.output[0])) * math.prod(shape(node.input[weight])[1:])
     if op == "ConvTranspose":
         x = shape(node.input[0])
         return 2 * x[0] * math.prod(x[2:]) * math.prod(shape(node.input[1]))

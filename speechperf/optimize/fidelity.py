@@ -7,7 +7,9 @@
 - vad: decision agreement with fp32: the fraction of 32 ms windows (the silero hop) that both call speech or both
   call silence, over the whole dataset (speechperf.meters.vad_score).
 - speech output (tts, unit vocoder, s2s): SNR of the variant's waveform against fp32's, in dB, over the samples
-  both produced (a length difference is reported).
+  both produced (a length difference is reported), with the SNR formula of speechperf.meters.fidelity; every other
+  float output (and the waveforms again, as arrays) is compared by that meter itself (optimize's
+  ``float outputs vs fp32`` column).
 - every graph, every stage type: the max |variant - fp32| of each graph's outputs on held-back calibration feeds,
   relative to the fp32 output's max |value| (``graph_rel_diff``).
 """
@@ -22,6 +24,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from speechperf.meters.fidelity import snr_db_of
 from speechperf.meters.quality import QualityScore
 from speechperf.meters.vad_score import frame_agreement
 
@@ -112,14 +115,11 @@ def vad_agreement(
     return frame_agreement(reference, variant, seconds)[0]
 
 
-def snr_db(reference: np.ndarray, variant: np.ndarray) -> float:
+def snr_db(reference: np.ndarray, variant: np.ndarray) -> float | None:
+    """SNR of ``variant`` against ``reference`` over their common length (speechperf.meters.fidelity.snr_db_of)."""
     n = min(reference.size, variant.size)
     ref, var = reference[:n].astype(np.float64), variant[:n].astype(np.float64)
-    noise = float(np.sum((ref - var) ** 2))
-    signal = float(np.sum(ref**2))
-    if noise == 0:
-        return math.inf
-    return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
+    return snr_db_of(float(np.sum(ref**2)), float(np.sum((ref - var) ** 2)))
 
 
 def waveform_snr(reference_dir: Path, variant_dir: Path) -> tuple[float | None, str]:
@@ -142,7 +142,7 @@ def waveform_snr(reference_dir: Path, variant_dir: Path) -> tuple[float | None, 
     if signal == 0:
         return None, "no waveforms to compare"
     note = f"{differ} of {len(pairs)} waveforms differ in length" if differ else ""
-    return (math.inf if noise == 0 else 10 * math.log10(signal / noise)), note
+    return snr_db_of(signal, noise), note
 
 
 def outputs_of(run_data: dict, key: str) -> dict[str, Any]:  # token lists, texts, segments: by key

@@ -30,6 +30,7 @@ class VariantRun:
     returncode: int | None
     data: dict | None
     error: str = ""
+    outputs_path: str | None = None  # every stage output per sample, as `bench --save-outputs` wrote them
 
     @property
     def ok(self) -> bool:
@@ -56,10 +57,23 @@ def measure(
     def view(result: RunResult) -> VariantRun:
         path = Path(result.json_path)
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        return VariantRun(result.label, result.run, result.exit_code, data, "" if result.ok else result.reason or "")
+        return VariantRun(
+            result.label,
+            result.run,
+            result.exit_code,
+            data,
+            "" if result.ok else result.reason or "",
+            result.outputs_path,
+        )
 
     def report(result: RunResult) -> None:
         if on_result is not None:
             on_result(view(result))
 
-    return [view(r) for r in launch.run_cells(cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report)]
+    # The variants are made from one config: a child refused its input (exit 2) means every one would be.
+    return [
+        view(r)
+        for r in launch.run_cells(
+            cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report, bad_input_stops="all"
+        )
+    ]

@@ -113,15 +113,21 @@ class _Report:
 
 def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=None) -> int:
     from speechperf.benchmark import build, report
+    from speechperf.config import write_config
     from speechperf.data import load_dataset
     from speechperf.optimize.calibration import record_feeds
-    from speechperf.optimize.variants import config_dict, plan_stage, write_config
+    from speechperf.optimize.variants import config_dict, plan_stage
     from speechperf.registry import require_backend
 
     out = out or sys.stdout
     for what, path in (("--output", opts.output), ("--csv", opts.csv_path), ("--markdown", opts.md_path)):
         if path is not None:  # before quantizing: a bad path must not cost the whole study
             check_output_path(path, what)
+    from speechperf.benchmark.derive import config_for_backend
+    from speechperf.benchmark.validate import check_config
+
+    check_config(cfg, opts.backend)  # as bench would, before the first quantization
+    cfg = config_for_backend(cfg, opts.backend, workdir)  # the stage's file of this backend
     backend = require_backend(opts.backend)
     check_methods(backend, opts.methods)
     general = cfg.general
@@ -162,7 +168,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         start = time.perf_counter()
         try:
             with build.stdout_to_stderr():
-                data, size, diff, notes = _make_variant(
+                data, size, diff, notes, op_shares = _make_variant(
                     backend, method, plans, stages, calibration, held_out, base, out_dir, general
                 )
         except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
@@ -171,6 +177,10 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
             log.warning("%s: %s", method, row.status)
             continue
         row.size_bytes, row.graph_rel_diff, row.notes = size, diff, notes
+        row.fp32_ops = op_shares
+        for index, shares in op_shares:
+            text = shares if isinstance(shares, str) else shares.text()
+            log.info("%s: stage%d ops after quantization: %s", method, index, text)
         row.status = "measuring"
         for note in notes:
             if note not in shown_notes:
@@ -240,7 +250,7 @@ def _make_variant(backend, method, plans, stages, calibration, held_out, base, o
     from speechperf.optimize.variants import write_variant
 
     data = json.loads(json.dumps(base))
-    size, diffs, notes = 0, [], []
+    size, diffs, notes, op_shares = 0, [], [], []
     scratch = out_dir / ".scratch" / method
     for plan, stage, feeds, check in zip(plans, stages, calibration, held_out):
         quantized = {}
@@ -253,15 +263,19 @@ def _make_variant(backend, method, plans, stages, calibration, held_out, base, o
         keys, files = write_variant(plan, backend.name, method, quantized, out_dir / method / f"stage{plan.index}")
         data[f"stage{plan.index}"].update(keys)
         size += sum(f.stat().st_size for f in files)
-        diffs.append(_graph_diff(backend, plan, stage, keys, check, general))
-    return data, size, max(diffs), notes
+        diff, shares = _graph_diff(backend, plan, stage, keys, check, general, scratch / f"stage{plan.index}")
+        diffs.append(diff)
+        op_shares.append((plan.index, shares))
+    return data, size, max(diffs), notes, op_shares
 
 
-def _graph_diff(backend, plan, stage, keys, check, general) -> float:
-    """Load the stage's int8 graphs back and compare them with fp32 on the held-out sample's feeds."""
+def _graph_diff(backend, plan, stage, keys, check, general, scratch: Path):
+    """Load the stage's int8 graphs back and compare them with fp32 on the held-out sample's feeds; then profile
+    them on those feeds for the ops that stayed fp32 (speechperf.optimize.fp32_ops). Returns (the worst relative
+    difference, the op shares or the one-line reason they are missing)."""
     from speechperf.optimize.fidelity import graph_difference
 
-    worst = 0.0
+    worst, sessions = 0.0, {}
     for graph in plan.graphs:
         if "model_dir" in keys and plan.folder is not None:
             from speechperf.zoo.build import model_spec
@@ -277,7 +291,15 @@ def _graph_diff(backend, plan, stage, keys, check, general) -> float:
         fp32 = [stage.sessions[graph.session](c) for c in calls]
         variant = [session(c) for c in calls]
         worst = max(worst, graph_difference(fp32, variant))
-    return worst
+        sessions[graph.session] = session
+    from speechperf.optimize.fp32_ops import profile_op_shares
+
+    calls = [(name, c) for name in sessions for c in check[name]]
+    try:
+        shares = profile_op_shares(backend, sessions, calls, scratch)
+    except Exception as exc:  # a profiler that cannot run here costs the list, never the variant
+        shares = f"fp32 ops not listed: the {backend.name} profiler failed ({type(exc).__name__}: {first_line(exc)})"
+    return worst, shares
 
 
 def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech_out: bool, budget) -> None:
@@ -334,9 +356,33 @@ def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech
         if over:  # faster or not, a variant that lost this much is not "ok"
             speed = "" if row.status.startswith("ok") else f"; {row.status}"
             row.status = f"over quality budget ({', '.join(over)}){speed}"
+    _float_outputs(rep, cfg, by_cell)
     for row in rep.rows.values():
         if row.status in ("quantizing", "measuring"):
             row.status = "failed: not measured"
+
+
+def _float_outputs(rep: _Report, cfg, by_cell) -> None:
+    """Every float output of every stage (a mask, a waveform, a user file's outputs), each variant against fp32
+    over the whole dataset, from the outputs their first finished runs saved (speechperf.meters.fidelity)."""
+    from speechperf.benchmark.saved_outputs import load_stage_outputs
+    from speechperf.compare.parity import compare_outputs
+
+    def saved(name):
+        path = next((r.outputs_path for r in by_cell.get(name, []) if r.ok and r.outputs_path), None)
+        try:
+            return load_stage_outputs(path) if path else None
+        except (OSError, ValueError, KeyError):
+            return None
+
+    reference = saved(FP32)
+    if reference is None:
+        return
+    tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(cfg.stages, 1) if s.tolerance}
+    for name, row in rep.rows.items():
+        other = saved(name) if name != FP32 else None
+        if other is not None:
+            row.float_outputs = [d for d in compare_outputs(reference, other, tolerances) if not d.exact]
 
 
 def _speed_status(ratio: float, p_value: float | None) -> str:

@@ -36,6 +36,8 @@ COLUMNS = (
     "normalizer",
     "agreement_or_snr",
     "graph_max_rel_diff",
+    "float_outputs",
+    "fp32_ops",
 )
 
 
@@ -53,6 +55,22 @@ class Row:
     fidelity: Fidelity | None = None
     graph_rel_diff: float | None = None
     notes: list[str] = attrs.Factory(list)
+    #: every float output of every stage against fp32 over the dataset (speechperf.compare.parity.OutputDiff)
+    float_outputs: list = attrs.Factory(list)
+    #: per stage, (index, speechperf.optimize.fp32_ops.OpShares or why they are missing)
+    fp32_ops: list = attrs.Factory(list)
+
+    def fp32_text(self) -> str | None:
+        if not self.fp32_ops:
+            return None
+        return "; ".join(
+            f"stage{i} " + (shares if isinstance(shares, str) else shares.text()) for i, shares in self.fp32_ops
+        )
+
+    def float_text(self) -> str | None:
+        if not self.float_outputs:
+            return None
+        return "; ".join(d.describe() for d in self.float_outputs)
 
     @property
     def latency_ms(self) -> float | None:
@@ -89,6 +107,8 @@ class Row:
             "normalizer": fid.quality.normalizer if fid and fid.quality else None,
             "agreement_or_snr": _round(fid.value, 4) if fid else None,
             "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
+            "float_outputs": self.float_text(),
+            "fp32_ops": self.fp32_text(),
         }
 
 
@@ -127,6 +147,8 @@ def _display(row: Row) -> list[str]:
         _cell(p["peak_rss_mib"]),
         p["fidelity"] or "-",
         "-" if row.graph_rel_diff is None else f"{row.graph_rel_diff:.2g}",
+        row.float_text() or "-",
+        row.fp32_text() or "-",
     ]
 
 
@@ -139,6 +161,8 @@ HEADERS = (
     "peak RSS MiB",
     "fidelity vs fp32",
     "graph max rel diff",
+    "float outputs vs fp32",
+    "ops not int8 (share of op time)",
 )
 
 
@@ -152,5 +176,5 @@ def print_table(rows: list[Row], title: str, file=None) -> None:
         HEADERS,
         (_display(row) for row in rows),
         file or sys.stdout,
-        left=("variant", "status", "fidelity vs fp32"),
+        left=("variant", "status", "fidelity vs fp32", "float outputs vs fp32", "ops not int8 (share of op time)"),
     )

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import attrs
 import numpy as np
-import yaml
 
 from speechperf.backend import ModelSpec, TensorInfo, hooks
+from speechperf.benchmark.backend_files import files_of
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import SpeechperfError
 from speechperf.optimize.hook import QuantizedModel
@@ -58,17 +58,6 @@ def zoo_formats_on(backend_name: str, variants: bool = False) -> list[str]:
     return runnable_formats(get_backend(backend_name), variants)
 
 
-def files_of(spec: ModelSpec) -> list[Path]:
-    """The files a spec loads: the model file (plus a paddle program's ``.pdiparams``), or a factory's weights."""
-    if spec.path is None:
-        weights = spec.weights or spec.factory_kwargs.get("weights")
-        return [Path(weights)] if weights is not None else []
-    files = [spec.path]
-    if spec.path.suffix in (".json", ".pdmodel"):
-        files.append(spec.path.with_suffix(".pdiparams"))
-    return files
-
-
 def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str) -> StagePlan:
     if stage_cfg.path:
         spec = ModelSpec(
@@ -77,7 +66,7 @@ def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str)
             inputs=tuple(TensorInfo(i.name, i.dtype) for i in stage_cfg.inputs),
             outputs=tuple(TensorInfo(n) for n in stage_cfg.outputs),
         )
-        return StagePlan(index, role, stage_cfg.path, (Graph("model", (spec,)),), tuple(files_of(spec)))
+        return StagePlan(index, role, str(spec.path), (Graph("model", (spec,)),), tuple(files_of(spec)))
     if stage_cfg.model == SILERO:
         from speechperf.adapters.vad import silero_model_spec
         from speechperf.registry import get_backend
@@ -214,9 +203,3 @@ def config_dict(cfg: BenchConfig, backend_name: str) -> dict:
             if stage.get(key):
                 stage[key] = str(Path(stage[key]).resolve())
     return data
-
-
-def write_config(data: dict, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path

@@ -83,6 +83,15 @@ def parse_input_spec(text: str) -> tuple[str, tuple[int, ...], str | None]:
     return parts[0], shape, dtype
 
 
+def example_shape(declared) -> str:
+    """An --input SHAPE that fits a declared shape: its fixed axes as declared, a dynamic one (time) 100, a batch
+    axis 1; without a declared shape, features [1, 80, 100]."""
+    if declared is None:
+        return "1x80x100"
+    sizes = [d if isinstance(d, int) and d > 0 else (1 if i == 0 else 100) for i, d in enumerate(declared)]
+    return "x".join(map(str, sizes))
+
+
 def random_feeds(
     inputs: Sequence[TensorInfo], given: Mapping[str, tuple[tuple[int, ...], str | None]], seed: int = 0
 ) -> dict[str, np.ndarray]:
@@ -106,7 +115,7 @@ def random_feeds(
                 )
                 raise SpeechperfError(
                     f"input {info.name!r} has no fixed shape ({shown}); give it with --input {info.name}:SHAPE, "
-                    f"e.g. --input {info.name}:1x80x100"
+                    f"e.g. --input {info.name}:{example_shape(info.shape)}"
                 )
             shape = fixed
         dtype = np.dtype(dtype_name or info.dtype or "float32")

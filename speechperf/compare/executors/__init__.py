@@ -6,7 +6,7 @@
   bench code stops there); its timings share one interpreter, so they are not measurements.
 
 Every executor gets the same children (``ChildRun``: a cell, a run number, its bench arguments and folder) and calls
-``record`` with one ``RunResult`` per child as it finishes; progress lines go to the ``speechperf`` logger. Adding
+``record`` with one ``RunResult`` per child as it finishes (or the one ``skip`` gives in place of launching it); progress lines go to the ``speechperf`` logger. Adding
 one: a module here with ``run(children, timeout_s, jobs, record)`` and ``check(jobs)``, and a line in ``EXECUTORS`` (see docs/architecture.md, "Where to add things").
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from speechperf.compare.child import ChildRun, RunResult
+from speechperf.compare.child import ChildRun, RunResult, Skip
 from speechperf.compare.executors import inprocess, local, ray
 from speechperf.errors import SpeechperfError
 
@@ -32,8 +32,11 @@ class Executor(Protocol):
         timeout_s: float | None,
         jobs: int,
         record: Callable[[RunResult], None],
+        skip: Skip = None,
     ) -> None:
-        """Run every child (at most ``jobs`` at once) and ``record`` each one's RunResult as it finishes."""
+        """Run every child (at most ``jobs`` at once) and ``record`` each one's RunResult as it finishes. Just
+        before launching a child, ``skip(child)`` may return the RunResult to record instead (a run not launched
+        because an earlier one was refused its input)."""
 
 
 #: Executor name -> the module that runs the children. The ``--executor`` choices are these names.

@@ -19,7 +19,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from speechperf.compare.child import ChildRun, RunResult, child_command, last_line, wrote_complete_json
+from speechperf.compare.child import ChildRun, RunResult, Skip, child_command, last_line, wrote_complete_json
 from speechperf.errors import SpeechperfError
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ def run(
     timeout_s: float | None,
     jobs: int,
     record: Callable[[RunResult], None],
+    skip: Skip = None,
 ) -> None:
     check(jobs)
     log.warning(
@@ -43,7 +44,8 @@ def run(
         "; --timeout is not enforced" if timeout_s is not None else "",
     )
     for child in children:
-        record(run_one(child))
+        instead = skip(child) if skip is not None else None
+        record(instead if instead is not None else run_one(child))
 
 
 def run_one(child: ChildRun) -> RunResult:

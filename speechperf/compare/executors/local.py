@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from speechperf.compare.child import ChildRun, RunResult, child_command, run_child
+from speechperf.compare.child import ChildRun, RunResult, Skip, child_command, run_child
 
 log = logging.getLogger(__name__)
 
@@ -20,8 +20,13 @@ def run(
     timeout_s: float | None,
     jobs: int,
     record: Callable[[RunResult], None],
+    skip: Skip = None,
 ) -> None:
     def one(child: ChildRun) -> RunResult:
+        instead = skip(child) if skip is not None else None
+        if instead is not None:
+            return instead
+
         def started(pid: int) -> None:
             log.info(
                 "compare: [%d/%d] %s run %d: started pid %d",

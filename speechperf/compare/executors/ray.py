@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from speechperf.compare.child import ChildRun, RunResult, child_command, run_child
+from speechperf.compare.child import ChildRun, RunResult, Skip, child_command, run_child
 from speechperf.errors import SpeechperfError
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ def run(
     timeout_s: float | None,
     jobs: int,
     record: Callable[[RunResult], None],
+    skip: Skip = None,
 ) -> None:
     ray = require_ray()
     if not ray.is_initialized():
@@ -86,11 +87,17 @@ def run(
     while queue or pending:
         while queue and free_slots:
             child = queue.pop(0)
+            instead = skip(child) if skip is not None else None
+            if instead is not None:
+                record(instead)
+                continue
             slot = free_slots.pop(0)
             ref = task.options(num_cpus=child.cell.threads).remote(
                 list(child.argv), str(child.run_dir), child.cell.label, child.run, timeout_s, child.cell.threads, slot
             )
             pending[ref] = slot
+        if not pending:  # every child left in the queue was skipped
+            continue
         ready, _ = ray.wait(list(pending), num_returns=1)
         free_slots.append(pending.pop(ready[0]))
         data, files = ray.get(ready[0])
