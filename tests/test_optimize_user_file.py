@@ -113,7 +113,7 @@ def test_int8_graphs_count_the_flops_of_their_fp32_source(optimized):
 
 
 def _single_op(op: str, fp_inputs: list, feeds: dict, **attrs) -> int:
-    from speechperf.backends.onnxruntime.flops import count_model_flops
+    from speechperf.meters.onnx_flops import count_onnx_flops
 
     node = helper.make_node(op, list(fp_inputs), ["y"], **attrs)
     inputs = [
@@ -121,7 +121,7 @@ def _single_op(op: str, fp_inputs: list, feeds: dict, **attrs) -> int:
     ]
     graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    count = count_model_flops(model, feeds)
+    count = count_onnx_flops(model, feeds)
     assert op not in count.uncounted
     return count.total
 
