@@ -25,7 +25,14 @@ from speechperf.backend.session import Session, check_feeds
 from speechperf.backend.spec import ModelSpec, TensorInfo
 from speechperf.backend.zoo import ZooFormat
 
+# The errors a backend raises, importable from where a plugin takes everything else (docs/backends.md).
+from speechperf.errors import BackendUnavailableError, DeviceError, FeedError, ModelFileError
+
 __all__ = [
+    "BackendUnavailableError",
+    "DeviceError",
+    "FeedError",
+    "ModelFileError",
     "HOOKS",
     "KNOWN_DEVICES",
     "OPTIONAL_CAPABILITIES",
