@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from speechperf.cli.config_options import config_from_options, config_options
+from speechperf.cli.options import FiniteFloatRange
 from speechperf.compare.executors import EXECUTORS, get_executor
 from speechperf.config.schema import METERS
 
@@ -67,7 +68,7 @@ def _path_option(*names, help):
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=None,
     help="Seconds after which a child is killed and reported as timed out.",
 )

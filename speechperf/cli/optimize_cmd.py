@@ -9,7 +9,7 @@ import click
 
 from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_options, config_options
-from speechperf.cli.options import export_options
+from speechperf.cli.options import FiniteFloatRange, export_options
 
 
 def _methods_table(backend_name: str | None) -> str:
@@ -64,13 +64,13 @@ def _methods_table(backend_name: str | None) -> str:
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=1),
+    type=FiniteFloatRange(min=1),
     default=None,
     help="Seconds one bench process may take before it counts as failed.",
 )
 @click.option(
     "--max-wer-increase",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=1.0,
     show_default=True,
     metavar="POINTS",
@@ -78,7 +78,7 @@ def _methods_table(backend_name: str | None) -> str:
 )
 @click.option(
     "--max-bleu-drop",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=1.0,
     show_default=True,
     metavar="POINTS",
@@ -86,7 +86,7 @@ def _methods_table(backend_name: str | None) -> str:
 )
 @click.option(
     "--min-agreement",
-    type=click.FloatRange(min=0, max=1),
+    type=FiniteFloatRange(min=0, max=1),
     default=None,
     metavar="FRACTION",
     help="A variant whose token or VAD agreement with fp32 is below this (e.g. 0.98) is over its quality budget.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -26,6 +27,18 @@ threads_option = click.option(
     show_default=True,
     help="CPU threads for the framework; the same on every backend for a fair comparison.",
 )
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that also refuses nan and inf: nan passes every comparison click's range makes."""
+
+    name = "finite float range"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; {self._describe_range()}", param, ctx)
+        return number
 
 
 def export_options(json_help: str):

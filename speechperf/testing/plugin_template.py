@@ -244,6 +244,10 @@ def write_plugin(name: str, into: Path) -> Path:
     """Write the skeleton of plugin ``name`` into ``into/speechperf-<name>``; return that folder."""
     check_name(name)
     folder = Path(into) / f"speechperf-{name}"
+    if Path(into).exists() and not Path(into).is_dir():
+        raise SpeechperfError(
+            f"--dir {into} is not a folder; give a folder (or a new path) to write {folder.name}/ into"
+        )
     if folder.exists():
         raise SpeechperfError(f"{folder} exists already; give another --dir or remove it")
     values = {"name": name, "cls": class_name(name), "guide": GUIDE}
