@@ -1,9 +1,13 @@
 """Autoregressive decoding in numpy over an encoder session and a decoder-step session, shared by every backend.
 
 The decoder-step session takes the prefix ``tokens`` (batch, t), ``encoder_out`` and ``encoder_lengths`` and
-returns ``log_probs`` (batch, vocab) of the next token; the prefix starts with EOS, as in fairseq. Both greedy and
-beam search stop at fairseq's bound ``max_len = int(max_len_a * src_len + max_len_b)`` (``src_len`` the longest
-source in the batch) and force EOS there: with random weights EOS may never come, and the bound keeps runs finite.
+returns ``log_probs`` (batch, vocab) of the next token; the prefix starts with EOS, as in fairseq. The searches
+themselves (``greedy_search``, ``beam_search_over``) run over any ``SearchStep``, so a decoder with a recurrent
+state (``speechperf.adapters.marian``) decodes with the same code. Both greedy and
+beam search stop at fairseq's bound ``max_len = int(max_len_a * src_len + max_len_b)`` and force EOS there: with
+random weights EOS may never come, and the bound keeps runs finite. The bound is per item (``src_len`` each item's
+own source length, not fairseq's padded batch length), so an item decodes the same in a batch as alone
+(``general.batch_size``); a finished item is fed PAD until the batch's last item stops.
 Because the loop is the same numpy code on every backend, the same model decodes identically everywhere.
 """
 
@@ -19,6 +23,11 @@ from speechperf.errors import FeedError
 BOS, PAD, EOS, UNK = 0, 1, 2, 3
 
 StepFn = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
+#: One step of a search: (the prefixes so far (rows, t), for each row the row of the previous step it continues,
+#: None at the first step) -> log-probabilities (rows, vocab) of the next token. A decoder that keeps a state
+#: (Marian's SSRU) reorders it by the parent rows and reads only the last token; one that reads the whole prefix
+#: ignores them.
+SearchStep = Callable[[np.ndarray, "np.ndarray | None"], np.ndarray]
 
 
 def check_tokens(name: str, tokens: np.ndarray, vocab_size: int) -> None:
@@ -34,6 +43,12 @@ def max_length(src_len: int, max_len_a: float, max_len_b: int) -> int:
     return max(1, int(max_len_a * src_len + max_len_b))
 
 
+def item_limits(max_len: int | np.ndarray, batch: int) -> np.ndarray:
+    """``max_len`` (one bound for all, or one per item) as an int64 array of ``batch`` bounds, each at least 1."""
+    limits = np.broadcast_to(np.asarray(max_len, dtype=np.int64), (batch,))
+    return np.maximum(limits, 1)
+
+
 def _step(decoder_step: StepFn, tokens, encoder_out, encoder_lengths) -> np.ndarray:
     out = decoder_step({"tokens": tokens, "encoder_out": encoder_out, "encoder_lengths": encoder_lengths})
     log_probs = np.asarray(out["log_probs"], dtype=np.float32).copy()
@@ -45,25 +60,50 @@ def greedy(
     decoder_step: StepFn,
     encoder_out: np.ndarray,
     encoder_lengths: np.ndarray,
-    max_len: int,
+    max_len: int | np.ndarray,
 ) -> list[np.ndarray]:
-    """The argmax token at each step, until EOS or ``max_len`` tokens; one int64 array per item, EOS stripped."""
-    batch = encoder_out.shape[0]
-    tokens = np.full((batch, 1), EOS, dtype=np.int64)
+    """The argmax token at each step, until EOS or ``max_len`` tokens (one bound, or one per item); one int64
+    array per item, EOS stripped."""
+    step = prefix_step(decoder_step, encoder_out, encoder_lengths)
+    return greedy_search(step, encoder_out.shape[0], max_len)
+
+
+def prefix_step(decoder_step: StepFn, encoder_out: np.ndarray, encoder_lengths: np.ndarray) -> SearchStep:
+    """A search step over a decoder-step session that reads the whole prefix (it keeps no state, so the rows a
+    step continues from do not matter): ``memory`` rows are repeated to the number of rows searched."""
+
+    def step(tokens: np.ndarray, parents: np.ndarray | None) -> np.ndarray:
+        repeat = tokens.shape[0] // encoder_out.shape[0]
+        memory = np.repeat(encoder_out, repeat, axis=0) if repeat > 1 else encoder_out
+        lengths = np.repeat(encoder_lengths, repeat, axis=0) if repeat > 1 else encoder_lengths
+        return _step(decoder_step, tokens, memory, lengths)
+
+    return step
+
+
+def greedy_search(
+    step: SearchStep, batch: int, max_len: int | np.ndarray, start: int = EOS, eos: int = EOS, pad: int = PAD
+):
+    """Greedy decoding over any search ``step`` (see ``SearchStep``): the argmax at each step until ``eos`` or
+    ``max_len`` tokens (one bound, or one per item; ``eos`` forced there); finished rows continue with ``pad``.
+    Tokens per item, ``eos`` stripped."""
+    limits = item_limits(max_len, batch)
+    tokens = np.full((batch, 1), start, dtype=np.int64)
     finished = np.zeros(batch, dtype=bool)
-    for step in range(max_len):
-        log_probs = _step(decoder_step, tokens, encoder_out, encoder_lengths)
-        nxt = log_probs.argmax(axis=1) if step < max_len - 1 else np.full(batch, EOS)
-        nxt = np.where(finished, PAD, nxt).astype(np.int64)
+    rows = np.arange(batch)
+    for i in range(int(limits.max())):
+        log_probs = step(tokens, None if i == 0 else rows)
+        nxt = np.where(i < limits - 1, log_probs.argmax(axis=1), eos)
+        nxt = np.where(finished, pad, nxt).astype(np.int64)
         tokens = np.concatenate([tokens, nxt[:, None]], axis=1)
-        finished |= nxt == EOS
+        finished |= nxt == eos
         if finished.all():
             break
-    return [_strip(row[1:]) for row in tokens]
+    return [_strip(row[1:], eos) for row in tokens]
 
 
-def _strip(row: np.ndarray) -> np.ndarray:
-    end = np.flatnonzero(row == EOS)
+def _strip(row: np.ndarray, eos: int = EOS) -> np.ndarray:
+    end = np.flatnonzero(row == eos)
     return row[: end[0]] if len(end) else row
 
 
@@ -71,38 +111,54 @@ def beam_search(
     decoder_step: StepFn,
     encoder_out: np.ndarray,
     encoder_lengths: np.ndarray,
-    max_len: int,
+    max_len: int | np.ndarray,
     beam: int = 5,
     len_penalty: float = 1.0,
 ) -> list[tuple[np.ndarray, float]]:
-    """Beam search as fairseq's: (tokens without EOS, score) of the best hypothesis per item.
+    """Beam search as fairseq's over a decoder-step session that reads the whole prefix (``beam_search_over``)."""
+    step = prefix_step(decoder_step, encoder_out, encoder_lengths)
+    return beam_search_over(step, encoder_out.shape[0], max_len, beam, len_penalty)
 
-    A hypothesis ends when it emits EOS among the step's top ``beam`` candidates; its score is its summed
-    log-probability divided by its length (EOS included) to the power ``len_penalty``. An item is done when it has
-    ``beam`` finished hypotheses; at ``max_len`` every live hypothesis is ended with EOS. Ties go to the lower beam
-    and token index.
+
+def beam_search_over(
+    step: SearchStep,
+    batch: int,
+    max_len: int | np.ndarray,
+    beam: int = 5,
+    len_penalty: float = 1.0,
+    start: int = EOS,
+    eos: int = EOS,
+    pad: int = PAD,
+) -> list[tuple[np.ndarray, float]]:
+    """Beam search as fairseq's: (tokens without ``eos``, score) of the best hypothesis per item.
+
+    ``step`` scores ``batch * beam`` rows (see ``SearchStep``); a stateful step reorders its state by the parent
+    rows it is given. A hypothesis ends when it emits ``eos`` among the step's top ``beam`` candidates; its score
+    is its summed log-probability divided by its length (``eos`` included) to the power ``len_penalty``. An item
+    is done when it has ``beam`` finished hypotheses; at its ``max_len`` (one bound, or one per item) every live
+    hypothesis is ended with ``eos``. Ties go to the lower beam and token index.
     """
     if beam < 1:
         raise FeedError(f"beam size {beam} is not allowed; it must be >= 1")
-    batch = encoder_out.shape[0]
-    memory = np.repeat(encoder_out, beam, axis=0)
-    memory_lengths = np.repeat(encoder_lengths, beam, axis=0)
-    tokens = np.full((batch * beam, 1), EOS, dtype=np.int64)
+    limits = item_limits(max_len, batch)
+    tokens = np.full((batch * beam, 1), start, dtype=np.int64)
     scores = np.zeros((batch, beam), dtype=np.float64)
     scores[:, 1:] = -np.inf  # all beams start identical; keep one
     finished: list[list[tuple[float, np.ndarray]]] = [[] for _ in range(batch)]
     done = np.zeros(batch, dtype=bool)
-    for step in range(max_len):
-        log_probs = _step(decoder_step, tokens, memory, memory_lengths).astype(np.float64)
+    parents: np.ndarray | None = None
+    for i in range(int(limits.max())):
+        log_probs = np.array(step(tokens, parents), dtype=np.float64)
         vocab = log_probs.shape[1]
-        if step == max_len - 1:
-            forced = np.full_like(log_probs, -np.inf)
-            forced[:, EOS] = log_probs[:, EOS]
-            log_probs = forced
+        at_limit = np.repeat(i >= limits - 1, beam)  # the rows of the items at their bound
+        if at_limit.any():
+            forced = np.full_like(log_probs[at_limit], -np.inf)
+            forced[:, eos] = log_probs[at_limit, eos]
+            log_probs[at_limit] = forced
         total = (scores.reshape(-1, 1) + log_probs).reshape(batch, beam * vocab)
         order = np.argsort(-total, axis=1, kind="stable")[:, : 2 * beam]
         next_rows = np.zeros(batch * beam, dtype=np.int64)
-        next_tokens = np.full(batch * beam, PAD, dtype=np.int64)
+        next_tokens = np.full(batch * beam, pad, dtype=np.int64)
         next_scores = np.full((batch, beam), -np.inf)
         for b in range(batch):
             kept = 0
@@ -112,7 +168,7 @@ def beam_search(
                     break
                 src, tok = divmod(int(flat), vocab)
                 row = b * beam + src
-                if tok == EOS:
+                if tok == eos:
                     if rank >= beam:  # fairseq finalises EOS only among the top `beam` candidates
                         continue
                     hyp = tokens[row, 1:]
@@ -131,7 +187,7 @@ def beam_search(
         if done.all():
             break
         tokens = np.concatenate([tokens[next_rows], next_tokens[:, None]], axis=1)
-        scores = next_scores
+        scores, parents = next_scores, next_rows
     best = []
     for hyps in finished:
         score, hyp = max(hyps, key=lambda h: h[0]) if hyps else (-np.inf, np.zeros(0, dtype=np.int64))
@@ -153,7 +209,7 @@ def generate(
     """Encode ``feeds``, then decode greedily (``beam`` 1) or with beam search; token ids per item.
 
     ``src_lengths`` names the feed holding the source lengths (``feature_lengths``, ``src_lengths``), which sets
-    the bound ``max_len_a * src_len + max_len_b``. With ``vocab_size``, every feed named ``*tokens`` is checked
+    each item's bound ``max_len_a * src_len + max_len_b``. With ``vocab_size``, every feed named ``*tokens`` is checked
     to hold ids of that vocabulary (an exported graph would otherwise read out of its embedding table).
     """
     if vocab_size is not None:
@@ -163,7 +219,7 @@ def generate(
     if src_lengths not in feeds:
         raise FeedError(f"feed {src_lengths!r} (the source lengths) is missing; feeds: {', '.join(feeds)}")
     encoded = encoder(feeds)
-    limit = max_length(int(np.max(feeds[src_lengths])), max_len_a, max_len_b)
+    limit = np.array([max_length(int(n), max_len_a, max_len_b) for n in np.asarray(feeds[src_lengths]).reshape(-1)])
     out, lengths = encoded["encoder_out"], encoded["encoder_lengths"]
     if beam == 1:
         return greedy(decoder_step, out, lengths, limit)

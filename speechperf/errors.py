@@ -1,6 +1,7 @@
 """Errors a user can fix. The CLI prints their message as one line, without a traceback, and exits with 2."""
 
 import re
+import reprlib
 
 
 class SpeechperfError(Exception):
@@ -17,6 +18,10 @@ class BackendUnavailableError(SpeechperfError):
 
 class ModelFileError(SpeechperfError):
     """A model file that is missing, or of a format the backend cannot load."""
+
+
+class DeclarationError(ModelFileError):
+    """A model file that loads, but does not match what is declared for it (how many outputs it returns)."""
 
 
 class FeedError(SpeechperfError):
@@ -85,3 +90,42 @@ def error_detail(exc: BaseException, limit: int = DETAIL_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[: limit // 4]}\n... [{len(text) - limit} characters cut] ...\n{text[-(limit - limit // 4) :]}"
+
+
+#: The most characters of a user's value an error line shows: a megabyte-long string or a huge nested list in a
+#: config must not become a megabyte-long line.
+SHOWN_LIMIT = 200
+
+_SHORT_REPR = reprlib.Repr()  # attributes, not keywords: Python 3.11's Repr takes none
+_SHORT_REPR.maxlevel = 4
+_SHORT_REPR.maxdict = _SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = _SHORT_REPR.maxset = 8
+_SHORT_REPR.maxstring = SHOWN_LIMIT
+_SHORT_REPR.maxother = 80
+
+
+def shorten(value: object, limit: int = SHOWN_LIMIT) -> str:
+    """``repr(value)`` for an error line, at most ``limit`` characters. ``reprlib`` visits a bounded number of items
+    per level and levels, so a value built from YAML aliases (billions of items sharing a few lists) is shown in
+    microseconds instead of hanging; a long result keeps its start and end, with the number of characters cut."""
+    try:
+        text = _SHORT_REPR.repr(value)
+    except ValueError:  # an int past Python's 4300-digit conversion limit
+        text = f"<{type(value).__name__} too large to show>"
+    return cut_text(text, limit)
+
+
+def shorten_path(path: object, limit: int = SHOWN_LIMIT) -> str:
+    """A path (or any text) for an error line, at most ``limit`` characters: a 5,000-character name is cut."""
+    return cut_text(str(path), limit)
+
+
+#: The longest error line the CLI prints: the last guard, after every message has cut the values it shows.
+LINE_LIMIT = 2000
+
+
+def cut_text(text: str, limit: int = LINE_LIMIT) -> str:
+    """``text`` if it is at most ``limit`` characters, else its start and end with the number of characters cut."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 30, 8)
+    return f"{text[: keep * 2 // 3]}...[{len(text) - keep} chars cut]...{text[-(keep - keep * 2 // 3) :]}"

@@ -33,6 +33,7 @@ EXTRAS = {
         Extra("pypapi", "python-papi", "papi"),
         Extra("memory_profiler", "memory_profiler", "memory"),
         Extra("matplotlib", "matplotlib", "plot"),
+        Extra("mlperf_loadgen", "mlcommons-loadgen", "loadgen"),
     )
 }
 

@@ -11,7 +11,9 @@ Used as a library without ``configure``, warnings still reach stderr through Pyt
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
 import click
 
@@ -51,3 +53,16 @@ def configure(level: int = logging.INFO) -> logging.Logger:
     logger.setLevel(level)
     logger.propagate = False  # a root handler (Ray's, an application's) must not print every line a second time
     return logger
+
+
+@contextlib.contextmanager
+def silenced(name: str) -> Iterator[None]:
+    """Nothing from the logger ``name`` (a framework's) inside the block: for a call that logs a whole traceback and
+    then raises, where speechperf's one line says what went wrong (torch.export.load on a file that is no archive)."""
+    logger = logging.getLogger(name)
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was

@@ -100,6 +100,8 @@ class BackendStatus:
     capabilities: Capabilities
     #: The optional capabilities (speechperf.backend.OPTIONAL_CAPABILITIES) the backend has.
     optional: tuple[str, ...] = ()
+    #: The variants the backend declares (its ``variants()`` hook), each described: name (format; options).
+    variants: tuple[str, ...] = ()
 
 
 def backend_table() -> list[BackendStatus]:
@@ -111,7 +113,8 @@ def backend_table() -> list[BackendStatus]:
             status = backend.availability()
             caps = backend.capabilities
             optional = tuple(c for c in OPTIONAL_CAPABILITIES if hooks(backend).has_capability(c))
+            variants = tuple(v.describe() for v in hooks(backend).variants())
         except Exception as exc:
-            status, caps, optional = Availability(False, str(exc)), Capabilities(devices=()), ()
-        rows.append(BackendStatus(name, status.ok, status.reason, status.version, caps, optional))
+            status, caps, optional, variants = Availability(False, str(exc)), Capabilities(devices=()), (), ()
+        rows.append(BackendStatus(name, status.ok, status.reason, status.version, caps, optional, variants))
     return rows

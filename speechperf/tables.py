@@ -35,7 +35,7 @@ def to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def render_table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], left: Collection[str] = ()) -> str:
     """The terminal table (rich) as text: the headers named in ``left`` are left-aligned (text), the others right
-    (numbers); a missing value shows as ``-``. Wide enough (240 columns) that a pipe or a log never wraps a row."""
+    (numbers); a missing value shows as ``-``. Wide enough (480 columns) that a pipe or a log never wraps a row."""
     from rich.console import Console
     from rich.table import Table
 
@@ -45,7 +45,7 @@ def render_table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any
     for row in rows:
         table.add_row(*("-" if v is None else str(v) for v in row))
     buf = io.StringIO()
-    Console(file=buf, soft_wrap=False, width=240).print(table)
+    Console(file=buf, soft_wrap=False, width=480).print(table)
     return buf.getvalue()
 
 

@@ -56,3 +56,14 @@ def measure_thread_use(
 def cpu_wall_ratio(work: Callable[[], object], min_seconds: float = 0.5) -> float:
     """Process CPU time divided by wall time over repeated calls of ``work``."""
     return measure_thread_use(work, min_seconds).cpu_wall_ratio
+
+
+def free_cores(sample_s: float = 0.5) -> float:
+    """Cores no other process kept busy over ``sample_s`` seconds, measured as ``speechperf check`` measures the
+    other processes' load (psutil's machine-wide CPU times, less this process's own): ``cpu_count`` minus that."""
+    system0, own0 = _busy_cpu_seconds(), time.process_time()
+    start = time.perf_counter()
+    time.sleep(sample_s)
+    wall = time.perf_counter() - start
+    others = max(0.0, _busy_cpu_seconds() - system0 - (time.process_time() - own0))
+    return max(0.0, (psutil.cpu_count() or 1) - others / wall)

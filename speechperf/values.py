@@ -9,15 +9,56 @@ config loader and the backend contract both use it, and it imports neither (see 
 from __future__ import annotations
 
 import difflib
+import math
+import os
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, shorten
 
 
 class ConfigError(SpeechperfError):
     """A config that cannot be used; the message names file, line, key, value and what is allowed."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask; a container or ``taskset`` gives fewer than the
+    machine has): more threads than this only oversubscribe them, and thousands hang the machine."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+@attrs.frozen
+class Limit:
+    """A bound known only on the machine that runs (the usable cores): ``text`` says it in the docs, ``value``
+    gives it here."""
+
+    text: str
+    value: Callable[[], float]
+
+
+#: The upper bound of every thread count: a config's ``threads``, ``--threads``, and a backend's ``load``.
+CORES = Limit("the cores this process may use", usable_cores)
+#: The largest seed: numpy's RandomState takes seeds below 2**32, and every framework's seed fits it.
+SEED_MAX = 2**32 - 1
+#: The highest audio sample rate a setting may name (Hz): 384 kHz is the highest rate audio hardware records.
+SAMPLE_RATE_MAX = 384_000
+#: The most samples a dataset (generated, synthesized or a subset of one) may be asked to hold.
+DATASET_MAX = 1_000_000
+#: The most process runs a command may be asked for (compare/optimize ``--runs``, ``--best-runs``): each run is a
+#: fresh process of seconds at least, so 10,000 is already days; a larger count is a typo, not a plan.
+RUNS_MAX = 10_000
+#: The most children ``compare --jobs`` may start at once: more only share the same cores (and the warning says so).
+JOBS_MAX = 256
+#: The most elements one generated input array may hold (``profile --input x:4x80x100``): 2**28 float32 values are
+#: 1 GiB, beyond any speech model's input; a larger shape would fail to allocate, or swap the machine.
+ELEMENTS_MAX = 2**28
+#: The highest step a profiler's ``batch_range`` may end at: each step is a forward, and 100,000 of them is hours.
+PROFILE_STEPS_MAX = 100_000
 
 
 def key(
@@ -26,7 +67,7 @@ def key(
     kind: str,
     choices: tuple[str, ...] | None = None,
     minimum: float | None = None,
-    maximum: float | None = None,
+    maximum: float | Limit | None = None,
     exclusive: bool = False,
 ):
     """An attrs field with what the loader checks (``kind``, ``choices``, ``minimum`` / ``maximum``, both bounds
@@ -44,11 +85,51 @@ def key(
     )
 
 
-def bounds_text(meta) -> str:
-    """The allowed range of a number key, as the docs and the loader's errors both say it: ``> 0 and < 1``."""
+def bounds_text(meta, here: bool = False) -> str:
+    """The allowed range of a number key, as the docs and the loader's errors both say it: ``> 0 and < 1``;
+    ``here`` adds a machine's bound's value on this machine (``<= the cores this process may use (2)``)."""
     low, high = (">", "<") if meta.get("exclusive") else (">=", "<=")
-    parts = [f"{op} {meta[k]:g}" for op, k in ((low, "minimum"), (high, "maximum")) if meta.get(k) is not None]
+    parts = []
+    for op, k in ((low, "minimum"), (high, "maximum")):
+        bound = meta.get(k)
+        if isinstance(bound, Limit):
+            parts.append(f"{op} {bound.text}" + (f" ({bound.value():g} here)" if here else ""))
+        elif bound is not None:  # an int exactly (the largest seed is 4294967295, not 4.29497e+09)
+            parts.append(f"{op} {bound:g}" if isinstance(bound, float) else f"{op} {bound}")
     return " and ".join(parts)
+
+
+def check_range(value: Any, name: str, minimum: float | Limit | None = None, maximum: float | Limit | None = None):
+    """``value`` if it is a finite number inside [minimum, maximum], else a ConfigError: ``{name} = {value!r};
+    must be ...``. The one range check of a number from a config, an option or a file (its bounds may be a
+    ``Limit``: the usable cores)."""
+    meta = {"minimum": minimum, "maximum": maximum}
+    if not in_bounds(value, meta):
+        raise ConfigError(f"{name} = {value!r}; must be {bounds_text(meta, here=True) or 'a finite number'}")
+    return value
+
+
+def in_bounds(value: Any, meta) -> bool:
+    """Whether the number ``value`` is finite and inside the bounds of ``meta`` (a field's, or ``check_range``'s)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    low, high = (b.value() if isinstance(b, Limit) else b for b in (meta.get("minimum"), meta.get("maximum")))
+    if meta.get("exclusive"):
+        return (low is None or value > low) and (high is None or value < high)
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
+def split_items(text: str, name: str) -> tuple[str, ...]:
+    """A comma-separated list (``"runtime, memory"``) as its items: the one parser of every comma list (a config's
+    list keys, ``--meters``, ``--backends``, ``--threads``, sweep values). An empty item (``runtime,,memory``,
+    ``a,``) is refused, never dropped: it is a typo, and a dropped one would change what runs. A text with no item
+    at all (``''``, ``' , '``) is ``()``, which each caller refuses in its own words ("no meter named")."""
+    if not text.replace(",", "").strip():
+        return ()
+    items = tuple(item.strip() for item in text.split(","))
+    if not all(items):
+        raise ConfigError(f"{name} = {text!r}: an empty item; expected a comma-separated list such as a,b")
+    return items
 
 
 def suggest(word: str, options: list[str]) -> str:
@@ -62,11 +143,11 @@ KIND_TEXT = {
     "str?": "a string or null",
     "int": "an integer",
     "int?": "an integer or null",
-    "float": "a number",
-    "float?": "a number or null",
+    "float": "a finite number",
+    "float?": "a finite number or null",
     "bool": "true or false",
     "list[str]": "a list of strings",
-    "list[float]": "a list of numbers",
+    "list[float]": "a list of finite numbers",
     "inputs": "a list of {name, source, dtype} mappings",
     "array?": "a number or a nested list of numbers",
     "options": "a mapping of backend name -> options",
@@ -78,7 +159,7 @@ KIND_TEXT = {
 
 
 def bad_value(value: Any, name: str, at: str, allowed: str) -> ConfigError:
-    return ConfigError(f"{at}: {name} = {value!r} ({type(value).__name__}); expected {allowed}")
+    return ConfigError(f"{at}: {name} = {shorten(value)} ({type(value).__name__}); expected {allowed}")
 
 
 def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
@@ -108,7 +189,7 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
             raise bad(KIND_TEXT[kind])
         out = value
     elif base == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise bad(KIND_TEXT[kind])
         out = float(value)
     elif base == "bool":
@@ -117,13 +198,13 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         out = value
     elif base == "list[str]":
         if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
+            value = list(split_items(value, f"{at}: {name}"))
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise bad(KIND_TEXT[kind])
         out = tuple(value)
     elif base == "list[float]":
         if not isinstance(value, (list, tuple)) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
         ):
             raise bad(KIND_TEXT[kind])
         out = tuple(float(v) for v in value)
@@ -137,18 +218,14 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         raise AssertionError(kind)
     if choices is not None:
         if out == ():  # e.g. --meters "": a run that measures nothing is a mistake, not a request
-            raise ConfigError(f"{at}: {name} = {given!r} is empty; allowed: one or more of {', '.join(choices)}")
+            raise ConfigError(f"{at}: {name} = {shorten(given)} is empty; allowed: one or more of {', '.join(choices)}")
         for item in out if isinstance(out, tuple) else (out,):
             if item not in choices:
                 raise ConfigError(
-                    f"{at}: {name} = {value!r}; allowed: {', '.join(choices)}{suggest(str(item), list(choices))}"
+                    f"{at}: {name} = {shorten(value)}; allowed: {', '.join(choices)}{suggest(str(item), list(choices))}"
                 )
     if minimum is not None or meta.get("maximum") is not None:
-        low, high = meta["minimum"], meta.get("maximum")
-        if meta.get("exclusive"):
-            inside = (low is None or out > low) and (high is None or out < high)
-        else:
-            inside = (low is None or out >= low) and (high is None or out <= high)
-        if not inside:
-            raise ConfigError(f"{at}: {name} = {value!r}; must be {bounds_text(meta)}")
+        for item in out if isinstance(out, tuple) else (out,):  # a list of numbers: each one
+            if not in_bounds(item, meta):
+                raise ConfigError(f"{at}: {name} = {shorten(value)}; must be {bounds_text(meta, here=True)}")
     return out

@@ -27,8 +27,8 @@ def vad_config(tmp_path: Path, options: str) -> Path:
         (
             "{onnxruntime: {graph_optimisation_level: basic}}",
             "stage1.options.onnxruntime: unknown option 'graph_optimisation_level' of backend 'onnxruntime' (did you mean "
-            "'graph_optimization_level'?); allowed: graph_optimization_level, providers, log_severity_level, "
-            "enable_profiling, profile_file_prefix",
+            "'graph_optimization_level'?); allowed: graph_optimization_level, providers, intra_op_spinning, "
+            "log_severity_level, enable_profiling, profile_file_prefix",
         ),
         (
             "{onnxruntime: {graph_optimization_level: max}}",

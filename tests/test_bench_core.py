@@ -115,6 +115,7 @@ def run(stages, **kw):
     return bench, bench.gather_all_metrics(dataset())
 
 
+@pytest.mark.slow
 def test_cascade_totals_sum_runtime_and_flops_and_take_max_memory():
     stages = [
         FakeStage("s2t", flops_per_call=10, seconds=0.001),

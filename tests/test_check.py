@@ -23,6 +23,7 @@ from speechperf.meters.flops import FlopCount
 from speechperf.meters.memory import hwm_status
 from speechperf.meters.papi import papi_status
 from speechperf.registry import register_backend, unregister_backend
+from tests.test_outputs import one_line_error
 
 
 def run(*args):
@@ -111,7 +112,7 @@ def test_unknown_meter_is_one_line_exit_2():
     result = run("--meters", "runtime,flopz")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "Error: unknown meter 'flopz' (did you mean 'flops'?); known meters: runtime, memory, flops, papi, threads"
+        "Error: unknown meter 'flopz' (did you mean 'flops'?); known meters: runtime, memory, flops, papi, threads, roofline"
     ]
 
 
@@ -144,3 +145,12 @@ def test_check_passes_here_for_runtime_memory_flops_on_every_backend():
         assert f"{backend}: matmul" in result.stdout and f"{backend}: conv1d" in result.stdout
     assert "verdict: memory: trustworthy; flops: trustworthy" in result.stdout
     assert np.all([" FAIL" not in line for line in result.stdout.splitlines() if line.startswith("flops")])
+
+
+def test_an_unknown_backend_is_refused_even_when_no_meter_asked_for_uses_a_backend():
+    line = one_line_error(run("--quick", "--meters", "runtime", "--backend", "nosuch"), "unknown backend 'nosuch'")
+    assert "known backends: " in line and "onnxruntime" in line
+
+
+def test_an_empty_meters_list_is_refused_instead_of_checking_the_defaults():
+    one_line_error(run("--quick", "--meters", ""), "no meter named; known meters: runtime")

@@ -178,6 +178,7 @@ def test_svg_plot_parses(three_backends, tmp_path):
     assert all(label in text for label in ("torch", "paddle", "onnxruntime"))
 
 
+@pytest.mark.slow
 def test_a_child_killed_with_sigkill_is_reported_and_the_others_are_written(tmp_path):
     out = tmp_path / "c.json"
     proc = subprocess.Popen(
@@ -249,6 +250,7 @@ def test_a_child_past_the_timeout_is_killed_and_reported(tmp_path):
     assert run["ok"] is False and run["reason"] == "timed out after 0.5 s" and run["wall_s"] < 10
 
 
+@pytest.mark.slow
 def test_threads_and_sweep_make_one_cell_each_with_the_threads_recorded(tmp_path):
     out = tmp_path / "c.json"
     result = CliRunner().invoke(
@@ -274,15 +276,25 @@ def test_threads_and_sweep_make_one_cell_each_with_the_threads_recorded(tmp_path
             str(tmp_path / "w"),
             "-o",
             str(out),
+            "--plot",
+            str(tmp_path / "p.png"),
         ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert [c["label"] for c in data["cells"]] == ["onnxruntime t=1 preset=tiny", "onnxruntime t=2 preset=tiny"]
-    threads = [json.loads(Path(r["json_path"]).read_text())["result"]["threads"] for r in data["runs"]]
-    assert threads == [1, 2]
+    children = [json.loads(Path(r["json_path"]).read_text()) for r in data["runs"]]
+    assert [c["result"]["threads"] for c in children] == [1, 2]
     # one backend: the thread counts are ranked against each other
     assert len(data["comparisons"]) == 1 and len(data["comparisons"][0]) == 1
+    # thread scaling, recomputed from the children's own per-sample runtimes: speed-up over 1 thread, efficiency
+    one, two = (statistics.fmean(c["result"]["totals"]["per_sample_s"].values()) for c in children)
+    rows = data["summary"]
+    assert rows[0]["speedup_vs_1t"] == 1.0 and rows[0]["efficiency"] == 1.0
+    assert rows[1]["speedup_vs_1t"] == pytest.approx(one / two, abs=1e-3)
+    assert rows[1]["efficiency"] == pytest.approx(one / two / 2, abs=1e-3)
+    assert "speed-up" in result.output and "efficiency" in result.output
+    assert (tmp_path / "p.scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize(
@@ -345,6 +357,7 @@ def test_bench_save_outputs_holds_every_stage_output(tmp_path):
     assert bad.exit_code == 2 and "--save-outputs" in bad.output and ".npz" in bad.output
 
 
+@pytest.mark.slow
 def test_jobs_above_one_warns_and_still_runs_every_child(tmp_path):
     out = tmp_path / "c.json"
     result = CliRunner().invoke(

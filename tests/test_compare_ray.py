@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
-from speechperf.compare.executors.ray import pinned_cores
+from speechperf.compare.executors.ray import claim_cores
 from speechperf.compare.launch import run_cells
 from speechperf.compare.plan import build_cells
+from speechperf.errors import SpeechperfError
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["general.dataset_size=1", "general.repeat=1", "general.warmup=1", "general.meters=[runtime]"]
@@ -29,10 +32,30 @@ def local_ray():
     ray.shutdown()
 
 
-def test_pinned_cores_give_concurrent_slots_disjoint_cores():
-    assert pinned_cores(0, 1, [0, 1]) == [0] and pinned_cores(1, 1, [0, 1]) == [1]
-    assert pinned_cores(1, 2, [0, 1, 2, 3]) == [2, 3]
-    assert pinned_cores(0, 4, [0, 1]) == [0, 1]  # never more cores than there are
+def test_claimed_cores_are_never_held_twice_and_a_dead_holder_frees_them(tmp_path):
+    with claim_cores(1, [0, 1], tmp_path) as first, claim_cores(1, [0, 1], tmp_path) as second:
+        assert first != second and sorted(first + second) == [0, 1]
+        with pytest.raises(SpeechperfError, match=r"no 1 free core\(s\) among \[0, 1\] after 0.2 s"):
+            with claim_cores(1, [0, 1], tmp_path, timeout_s=0.2):
+                pass
+    with claim_cores(2, [0, 1], tmp_path) as both:  # released at the end of the block
+        assert both == [0, 1]
+    # A process killed while it holds a core (a Ray worker OOM-killed) gives it back.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(tmp_path / "0.lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "held"
+    with claim_cores(1, [0, 1], tmp_path) as cores:
+        assert cores == [1]
+    holder.kill()
+    holder.wait()
+    with claim_cores(2, [0, 1], tmp_path, timeout_s=5) as cores:
+        assert cores == [0, 1]
+    with pytest.raises(SpeechperfError, match=r"threads = 3: this node lets the task use 2 core\(s\)"):
+        with claim_cores(3, [0, 1], tmp_path):
+            pass
 
 
 @pytest.mark.slow

@@ -32,14 +32,14 @@ general:
   model_type: 3StageS2ST
   max_len_b: 50
   beam: 2
-  threads: 3
+  threads: 2  # no more than the cores a test machine may have
 stage1: {model: s2t, max_len_b: 7}
 stage2: {model: mt}
 stage3: {model: tts, preset: tiny}
 """,
         )
     )
-    assert cfg.general.threads == 3 and cfg.general.warmup == 2  # general over defaults
+    assert cfg.general.threads == 2 and cfg.general.warmup == 2  # general over defaults
     assert [s.max_len_b for s in cfg.stages] == [7, 50, 50]  # stage over general
     assert [s.beam for s in cfg.stages] == [2, 2, 2]
     assert [s.preset for s in cfg.stages] == ["base", "base", "tiny"]
@@ -98,7 +98,7 @@ def test_run_level_key_in_a_stage_says_where_it_belongs(tmp_path):
             "general: {meters: [runtime, flop]}\nstage1: {model: s2t}",
             "allowed: runtime, memory, flops, quality (did you mean 'flops'?)",
         ),
-        ("stage1: {model: s2t, max_len_a: abc}", "stage1.max_len_a = 'abc' (str); expected a number"),
+        ("stage1: {model: s2t, max_len_a: abc}", "stage1.max_len_a = 'abc' (str); expected a finite number"),
         ("stage1: {model: s2t, dur_prediction: 1}", "stage1.dur_prediction = 1 (int); expected true or false"),
         ("stage1: [1, 2]", "section 'stage1' is a list; a mapping is required"),
         ("stage4: {model: s2t}", "unknown section 'stage4'"),
@@ -378,6 +378,7 @@ def test_config_show_round_trips_through_check(preset, tmp_path):
     assert checked.output.endswith(f"ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))\n")
 
 
+@pytest.mark.slow
 def test_config_show_of_user_file_stages_round_trips_through_a_pipe(tmp_path):
     """A `path` stage with a sourced input, a constant input (its `source` unset) and a file per backend: the
     shown config is accepted by `config check -` (a constant used to come back as `value: null` beside a source)."""

@@ -59,4 +59,4 @@ class TestOnnxRuntimeConformance(BackendConformance):
         assert str(bad_key.value) == (
             f"backend 'onnxruntime': unknown option 'intra_threads' of backend 'onnxruntime'; allowed: {allowed}"
         )
-        assert allowed.startswith("graph_optimization_level, providers, log_severity_level")
+        assert allowed.startswith("graph_optimization_level, providers, intra_op_spinning, log_severity_level")

@@ -226,11 +226,15 @@ def test_binary_files_read_as_raw_are_one_line(tmp_path):
     np.savez(npz, a=np.zeros(3))
     for path in (npz, Path(shutil.which("ls") or "/bin/ls")):
         _one_line_exit_2(
-            ["data", "stats", "--type", "raw", str(path)], f"{path} is not a raw manifest", "--dataset-type npz"
+            ["data", "stats", "--type", "raw", str(path)],
+            f"{path}:1: manifest is not UTF-8",
+            "not a raw manifest",
+            "--dataset-type npz",
         )
         _one_line_exit_2(
             ["bench", "-b", "onnxruntime", "--dataset-type", "raw", "--dataset-path", str(path)],
-            f"{path} is not a raw manifest",
+            f"{path}:1: manifest is not UTF-8 text",
+            "so not a raw manifest",
         )
 
 

@@ -81,7 +81,8 @@ def test_max_len_bounds_a_decoder_that_never_ends():
 
     for beam in (1, 3):
         out = generate(encoder, never, feeds, "src_lengths", beam=beam, max_len_a=a, max_len_b=b)
-        assert [len(t) for t in out] == [limit - 1, limit - 1]  # max_len counts the forced EOS
+        # Each item's own bound (so it decodes as it does alone); max_len counts the forced EOS.
+        assert [len(t) for t in out] == [limit - 1, max_length(4, a, b) - 1] == [7, 4]
         assert all((t == A).all() for t in out)
 
 
@@ -128,3 +129,17 @@ def test_ctc_greedy_collapses_repeats_and_drops_blanks_within_length():
     logits = np.eye(8)[path]
     assert ctc_greedy(logits, np.array([8]))[0].tolist() == [5, 5, 6, 7]
     assert ctc_greedy(logits, np.array([5]))[0].tolist() == [5, 5]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_batch_with_its_own_bound_per_item_decodes_each_item_as_alone(beam):
+    """general.batch_size: items of a batch end at different steps (their own EOS or their own bound) and each
+    gets exactly the hypothesis it gets decoded alone."""
+    step = table_step({B: dist(EOS=0.9, A=0.1)}, dist(A=0.5, B=0.3, EOS=0.2))
+    memory = np.zeros((3, 3, 4), np.float32)
+    limits = np.array([1, 6, 4])
+    decode = (lambda *a: greedy(step, *a)) if beam == 1 else (lambda *a: [h for h, _ in beam_search(step, *a, beam)])
+    batched = decode(memory, np.array([3, 3, 3]), limits)
+    alone = [decode(memory[i : i + 1], np.array([3]), int(limits[i]))[0] for i in range(3)]
+    assert [t.tolist() for t in batched] == [t.tolist() for t in alone]
+    assert len({len(t) for t in batched}) > 1  # they did stop at different steps

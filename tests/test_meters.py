@@ -197,6 +197,7 @@ print(json.dumps({"np.ones": reused.delta_mib, "alloc": fresh.delta_mib}))
 
 
 @needs_hwm
+@pytest.mark.slow
 def test_the_known_allocation_is_new_memory_even_when_the_heap_holds_freed_pages():
     import json
     import subprocess

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 
 from speechperf.cli import main
 
+VAD = Path(__file__).resolve().parents[1] / "configs" / "VAD.yaml"  # absolute: the tests run from any folder
+
 TINY = [
     "--preset",
     "tiny",
@@ -88,7 +90,7 @@ def test_a_method_that_fails_is_a_row_with_its_reason_and_exit_1(tmp_path):
         "-b",
         "torch",
         "--config",
-        "configs/VAD.yaml",
+        str(VAD),
         "--method",
         "torchao-dynamic,legacy-dynamic",
         "--runs",

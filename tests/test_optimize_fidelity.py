@@ -15,6 +15,8 @@ from speechperf.cli import main
 from speechperf.optimize import fidelity
 from speechperf.optimize.calibration import spread
 
+VAD = Path(__file__).resolve().parents[1] / "configs" / "VAD.yaml"  # absolute: the tests run from any folder
+
 SPEECH = Path(__file__).parent / "data" / "speech_16k.wav"
 
 
@@ -80,7 +82,7 @@ def test_vad_on_real_speech_agrees_with_fp32(tmp_path):
             "-b",
             "onnxruntime",
             "--config",
-            "configs/VAD.yaml",
+            str(VAD),
             "--dataset-path",
             str(tmp_path / "manifest.tsv"),
             "--calibration-size",

@@ -49,6 +49,7 @@ def optimized(tmp_path_factory):
     return done, json.loads(out.read_text()), folder
 
 
+@pytest.mark.slow
 def test_both_methods_complete_their_runs_on_an_opset_11_gru(optimized):
     done, doc, _ = optimized
     assert done.returncode == 0, done.stderr
@@ -93,6 +94,7 @@ def test_every_config_optimize_writes_passes_config_check(optimized):
     assert done.stdout.count(": ok (S2S, 1 stage(s))") == 3
 
 
+@pytest.mark.slow
 def test_int8_graphs_count_the_flops_of_their_fp32_source(optimized):
     """The dynamic variant's MatMulInteger is counted as the MatMul it replaced; the elementwise quantize op is
     named as left out (bench prints that note on the console)."""

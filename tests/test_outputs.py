@@ -60,7 +60,7 @@ def test_check_output_path_refuses_what_is_not_a_regular_file(tmp_path, fifo):
     with pytest.raises(OutputError, match=r"its folder /proc is not writable"):
         check_output_path("/proc/x.json", "--output")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(OutputError, match="cannot be written: Not a directory"):  # a path under a regular file
+    with pytest.raises(OutputError, match="cannot be written: .*/file is a file, not a folder"):  # under a file
         check_output_path(tmp_path / "file" / "r.json", "--output")
     new = tmp_path / "new" / "dir" / "r.json"
     assert check_output_path(new, "--output") == new and new.parent.is_dir() and not new.exists()

@@ -88,6 +88,7 @@ def speechperf(*args: str) -> subprocess.CompletedProcess:
 
 
 @needs_librivox
+@pytest.mark.slow
 def test_vocoder_resynthesises_real_speech_channels_first(tmp_path, speech):
     manifest, lengths = speech
     vocoder = build_vocoder(tmp_path / "vocoder.ts")  # .ts: TorchScript without `format:`
@@ -126,6 +127,7 @@ def test_vocoder_resynthesises_real_speech_channels_first(tmp_path, speech):
 
 
 @needs_librivox
+@pytest.mark.slow
 def test_wrong_layout_fails_with_the_channel_message_on_one_console_line(tmp_path, speech):
     manifest, _ = speech
     vocoder = build_vocoder(tmp_path / "vocoder.jit")  # .jit: TorchScript without `format:`
@@ -145,6 +147,7 @@ def test_wrong_layout_fails_with_the_channel_message_on_one_console_line(tmp_pat
     assert failure["detail"].rstrip().endswith("channels instead")
 
 
+@pytest.mark.slow
 def test_a_pt_file_that_is_no_torchscript_names_the_suffix_and_the_format_key(tmp_path):
     import torch
 

@@ -170,6 +170,7 @@ def speechperf(plugin_path: Path, *args: str, timeout: int = 600) -> subprocess.
     return subprocess.run([*SPEECHPERF, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
 
 
+@pytest.mark.slow
 def test_backends_lists_the_plugin_with_its_capabilities_and_install_hints(plugin_path):
     result = speechperf(plugin_path, "backends", "--json")
     assert result.returncode == 0, result.stderr
@@ -190,6 +191,7 @@ def test_backends_lists_the_plugin_with_its_capabilities_and_install_hints(plugi
     assert "ortwrap" in text
 
 
+@pytest.mark.slow
 def test_check_threads_needs_no_flops_module_and_flops_says_unavailable(plugin_path):
     result = speechperf(plugin_path, "check", "--meters", "threads", "--backend", "ortwrap", "--quick")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -249,7 +251,7 @@ def test_vad_preset_runs_the_silero_onnx_on_the_plugin(plugin_path, tmp_path):
         "--backend",
         "ortwrap",
         "--config",
-        "configs/VAD.yaml",
+        str(REPO / "configs" / "VAD.yaml"),
         "--dataset-size",
         "2",
         "--warmup",
@@ -297,6 +299,7 @@ def test_s2t_preset_runs_the_onnx_exports_on_the_plugin(plugin_path, tmp_path):
     assert len(data["result"]["stages"][0]["runtime"]["samples"]) == 2
 
 
+@pytest.mark.slow
 def test_plugin_options_are_checked_by_the_plugin(plugin_path, tmp_path):
     config = tmp_path / "vad.yaml"
     base = (REPO / "configs" / "VAD.yaml").read_text()

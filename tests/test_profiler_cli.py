@@ -69,7 +69,10 @@ def test_timer_only(tmp_path, tiny_onnx):  # noqa: F811
         ([], "input 'x' has no fixed shape (?x80x?); give it with --input x:SHAPE"),
         (["--input", "x:2by80"], "--input 'x:2by80' is not NAME:SHAPE[:DTYPE]"),
         (["--input", "y:2x80x30"], "--input 'y': the model has no such input; its inputs: x"),
-        (["--input", "x:2x80x30", "--seed", "-5"], "Invalid value for '--seed': -5 is not in the range x>=0"),
+        (
+            ["--input", "x:2x80x30", "--seed", "-5"],
+            "Invalid value for '--seed': -5 is not in the range 0<=x<=4294967295",
+        ),
         (
             ["--input", "x:2x80x30", "--profiler-options", "profile_path=/proc/t.json"],
             "profile_path /proc/t.json: its folder /proc is not writable",

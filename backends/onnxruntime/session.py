@@ -42,6 +42,13 @@ class OnnxRuntimeSession(Session):
         names = self.output_names
         return dict(zip(names, self.session.run(names, dict(feeds))))
 
+    def parameter_bytes(self, feeds=None) -> int | None:
+        from speechperf.meters.onnx_flops import onnx_parameter_bytes
+
+        if self.spec is None or self.spec.path is None:
+            return None
+        return onnx_parameter_bytes(self.spec.path)
+
 
 def _info(arg) -> TensorInfo:
     shape = tuple(d if isinstance(d, int) else (d or None) for d in arg.shape)
@@ -59,6 +66,9 @@ def session_options(spec: ModelSpec, threads: int | None) -> ort.SessionOptions:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     # ORT logs graph-optimizer notes (e.g. UnsqueezeElimination) as warnings on stderr at every load; errors stay.
     options.log_severity_level = int(spec.options.get("log_severity_level", 3))
+    options.add_session_config_entry(
+        "session.intra_op.allow_spinning", "1" if spec.options.get("intra_op_spinning", True) else "0"
+    )
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1

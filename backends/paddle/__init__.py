@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, ZooFormat, check_threads
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, Variant, ZooFormat, check_threads
 from speechperf.backends.paddle.framework import import_paddle
 from speechperf.errors import DeviceError
 from speechperf.values import key
@@ -29,6 +29,42 @@ class PaddleOptions:
         "`speechperf optimize` sets for its paddle-ptq variants)",
         "bool",
     )
+    layer_api: str = key(
+        "eager",
+        "how a layer (paddle-eager, the silero VAD port) runs: eager, or `predictor`: exported once with "
+        "paddle.jit.to_static into <speechperf cache>/paddle_predictor (keyed by the factory, its weights' hash and "
+        "paddle's version) and run by the inference predictor with the settings below",
+        "str",
+        ("eager", "predictor"),
+    )
+    mkldnn: bool = key(
+        True,
+        "predictor on cpu: run fp32 kernels with oneDNN (Config.enable_mkldnn) or not (disable_mkldnn); set "
+        "explicitly either way, since a fresh Config's own default differs between paddle versions",
+        "bool",
+    )
+    ir_optim: bool = key(
+        True,
+        "predictor: apply paddle's IR graph passes (fusions) when the predictor is made (Config.switch_ir_optim)",
+        "bool",
+    )
+
+
+#: The ways this backend runs a model (``speechperf backends``, ``compare --best``), the default first; the
+#: predictor ones run a layer-only stage (the silero VAD port) through the predictor too (``layer_api``).
+PREDICTOR_SWITCHES = (  # name, oneDNN, IR passes, what it is
+    ("predictor", True, True, "inference predictor, oneDNN, IR passes"),
+    ("predictor-no-onednn", False, True, "predictor, no oneDNN"),
+    ("predictor-no-ir", True, False, "predictor, no IR passes"),
+    ("predictor-plain", False, False, "predictor, neither"),
+)
+VARIANTS = (
+    *(
+        Variant(name, "paddle-inference", {"mkldnn": onednn, "ir_optim": ir, "layer_api": "predictor"}, note)
+        for name, onednn, ir, note in PREDICTOR_SWITCHES
+    ),
+    Variant("eager", "paddle-eager", note="nn.Layer under paddle.no_grad"),
+)
 
 
 class PaddleBackend(BackendBase):
@@ -63,6 +99,9 @@ class PaddleBackend(BackendBase):
 
     def __init__(self) -> None:
         self._threads: int | None = None
+
+    def variants(self) -> tuple[Variant, ...]:
+        return VARIANTS
 
     def import_framework(self):
         return import_paddle()

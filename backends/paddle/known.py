@@ -9,8 +9,13 @@ paddle = import_paddle()
 
 def known_session(graph, threads: int | None = None):
     """A LayerSession computing a KnownGraph (matmul via ``paddle.matmul``, conv via ``nn.Conv1D`` without bias)."""
-    from speechperf.backend import TensorInfo
+    from speechperf.backend import CapabilityUnavailableError, TensorInfo
     from speechperf.backends.paddle.session import LayerSession
+
+    if graph.dtype != "float32":
+        raise CapabilityUnavailableError(
+            f"backend 'paddle': no {graph.dtype} GEMM kernel outside a quantized inference program"
+        )
 
     if threads is not None:
         paddle.base.core.set_num_threads(threads)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
 import numpy as np
 
-from speechperf.backend import ModelSpec, Session, TensorInfo
+from speechperf.backend import ModelSpec, Session, TensorInfo, check_output_count
 from speechperf.backends.paddle.framework import import_paddle
 from speechperf.backends.paddle.weights import load_weights
-from speechperf.errors import ModelFileError, SpeechperfError, decisive_line
+from speechperf.errors import ModelFileError, SpeechperfError, decisive_line, first_line
 
 paddle = import_paddle()
 from paddle import inference  # noqa: E402
@@ -44,6 +46,7 @@ class PredictorSession(Session):
         self.inputs = tuple(declared.get(n) or TensorInfo(n, _dtype(predictor.get_input_handle(n))) for n in names)
         self._fetch = predictor.get_output_names()
         self.outputs = tuple(TensorInfo(n) for n in spec.output_names(self._fetch))
+        check_output_count(self.outputs, len(self._fetch), spec.path)
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         for info in self.inputs:
@@ -52,10 +55,15 @@ class PredictorSession(Session):
             handle.reshape(value.shape)
             handle.copy_from_cpu(value)
         self.predictor.run()
-        return {
-            out.name: self.predictor.get_output_handle(fetch).copy_to_cpu()
-            for out, fetch in zip(self.outputs, self._fetch)
-        }
+        return self.named_outputs([self.predictor.get_output_handle(fetch).copy_to_cpu() for fetch in self._fetch])
+
+    def parameter_bytes(self, feeds=None) -> int | None:
+        # The predictor lists no parameters; the .pdiparams file is the tensors' bytes plus a few dozen bytes of
+        # header each, close enough for a lower bound on traffic.
+        if self.spec is None or self.spec.path is None:
+            return None
+        params = Path(self.spec.weights or Path(self.spec.path).with_suffix(".pdiparams"))
+        return params.stat().st_size if params.is_file() else None
 
 
 def _declared_inputs(spec: ModelSpec) -> dict[str, TensorInfo]:
@@ -121,12 +129,58 @@ class LayerSession(Session):
             result = (result,)
         elif isinstance(result, Mapping):
             result = tuple(result.values())
-        return {t.name: value.numpy() for t, value in zip(self.outputs, result)}
+        return {name: value.numpy() for name, value in self.named_outputs(result).items()}
+
+
+def check_program(model: Path) -> None:
+    """Refuse a legacy ``.pdmodel`` that is not a paddle program before paddle parses it: its C++ parser crashes the
+    whole process on some garbage (SIGSEGV on 3 kB of random bytes, paddlepaddle 3.3.1), where the same
+    ``ProgramDesc`` protobuf parsed in Python raises. A PIR ``.json`` program is left to paddle, whose JSON parser
+    raises a clear error on anything that is not one."""
+    if model.suffix == ".json":
+        return
+    with warnings.catch_warnings():  # the generated module warns about its protobuf runtime's version
+        warnings.simplefilter("ignore")
+        from paddle.base.proto import framework_pb2
+
+    program = framework_pb2.ProgramDesc()
+    try:
+        program.ParseFromString(model.read_bytes())
+    except Exception as exc:  # google.protobuf.message.DecodeError; the module is paddle's dependency, not ours
+        raise ModelFileError(
+            f"cannot load {model} as a paddle inference model: it is not a paddle program (a ProgramDesc "
+            f"protobuf): {first_line(exc)}"
+        ) from None
+    if not program.blocks or not program.blocks[0].ops:
+        raise ModelFileError(f"cannot load {model} as a paddle inference model: it holds no operators")
+
+    def parameter_bytes(self, feeds=None) -> int | None:
+        # Reference-model components share one parent layer, so the layer's parameters are the whole model's: count
+        # those of the sublayers a call runs (a lower bound: a weight read without calling its layer is missed).
+        if feeds is None or not hasattr(self.layer, "sublayers"):
+            return None
+        ran: dict[int, object] = {}
+
+        def seen(layer, _inputs) -> None:  # a pre-hook that returns something replaces the inputs
+            ran[id(layer)] = layer
+
+        hooks = [sub.register_forward_pre_hook(seen) for sub in [self.layer, *self.layer.sublayers()]]
+        try:
+            self.run(feeds)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        tensors = {}
+        for layer in ran.values():
+            for tensor in [*layer.parameters(include_sublayers=False), *layer.buffers(include_sublayers=False)]:
+                tensors[id(tensor)] = int(np.prod(tensor.shape)) * tensor.element_size()
+        return sum(tensors.values()) or None
 
 
 def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session:
     model = spec.existing(spec.path)
     params = _params_path(spec, model)
+    check_program(model)
     if spec.options.get("api", "predictor") == "jit":
         return _load_jit(spec, model, device, threads)
     config = inference.Config(str(model), str(params))
@@ -137,16 +191,28 @@ def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session
         config.disable_gpu()
     if threads is not None:
         config.set_cpu_math_library_num_threads(threads)
-    if spec.options.get("mkldnn_int8") and device == "cpu":
-        # A quantized program (speechperf optimize, paddle-ptq): oneDNN runs its int8 kernels.
-        config.enable_mkldnn()
-        config.enable_mkldnn_int8()
+    predictor_switches(config, spec.options, device)
     # Config.enable_memory_optim() breaks predictor creation on PIR models; it is left off on purpose.
     try:
         predictor = inference.create_predictor(config)
     except Exception as exc:
         raise ModelFileError(f"cannot load {model} as a paddle inference model: {decisive_line(exc)}") from None
     return PredictorSession(predictor, spec, device)
+
+
+def predictor_switches(config, options: Mapping, device: str) -> None:
+    """oneDNN and the IR passes, each set explicitly both ways: a fresh Config's defaults are not what the docs of
+    every paddle version say (3.3.1's ``mkldnn_enabled()`` is already True), so a variant states what it runs."""
+    config.switch_ir_optim(bool(options.get("ir_optim", True)))
+    if device != "cpu":
+        return
+    if options.get("mkldnn", True) or options.get("mkldnn_int8"):
+        config.enable_mkldnn()
+    else:
+        config.disable_mkldnn()
+    if options.get("mkldnn_int8"):
+        # A quantized program (speechperf optimize, paddle-ptq): oneDNN runs its int8 kernels.
+        config.enable_mkldnn_int8()
 
 
 def _load_jit(spec: ModelSpec, model: Path, device: str, threads: int | None) -> Session:
@@ -199,7 +265,50 @@ def load_layer(spec: ModelSpec, device: str, threads: int | None) -> Session:
 
         inputs = tuple(TensorInfo(n) for n in inspect.signature(layer.forward).parameters)
     outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)
+    if spec.options.get("layer_api", "eager") == "predictor":
+        program = exported_program(spec, layer, inputs)
+        return load_inference(attrs.evolve(spec, path=program, format="inference", weights=None), device, threads)
     return LayerSession(layer, inputs, outputs, device)
+
+
+def exported_program(spec: ModelSpec, layer, inputs: tuple[TensorInfo, ...]) -> Path:
+    """The layer saved as an inference program (``paddle.jit.to_static`` + ``jit.save``) in the speechperf cache,
+    once per factory, factory arguments, weights content and paddle version; the ``.json`` path."""
+    import hashlib
+    import json
+
+    from paddle.static import InputSpec
+
+    from speechperf.cache import cache_dir
+    from speechperf.outputs import atomic_folder, file_sha256
+
+    if any(t.dtype is None or t.shape is None for t in inputs):
+        raise ModelFileError(
+            f"option layer_api='predictor': {spec.factory} must declare every input's dtype and shape to be exported"
+        )
+    identity = {
+        "factory": spec.factory,
+        "kwargs": {k: str(v) for k, v in sorted(spec.factory_kwargs.items())},
+        "weights": None if spec.weights is None else file_sha256(spec.weights),
+        "inputs": [(t.name, t.dtype, [d if isinstance(d, int) else None for d in t.shape]) for t in inputs],
+        "paddle": paddle.__version__,
+    }
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    folder = cache_dir() / "paddle_predictor" / key
+    program = folder / "model.json"
+    if program.exists():
+        return program
+    specs = [InputSpec([d if isinstance(d, int) else None for d in t.shape], t.dtype, t.name) for t in inputs]
+    with atomic_folder(folder, "paddle predictor export") as work:
+        try:
+            static = paddle.jit.to_static(layer, input_spec=specs, full_graph=True)
+            paddle.jit.save(static, str(work / "model"))
+        except Exception as exc:
+            raise ModelFileError(
+                f"option layer_api='predictor': cannot export {spec.factory} to an inference program: "
+                f"{decisive_line(exc)}"
+            ) from None
+    return program
 
 
 LOADERS = {"inference": load_inference, "layer": load_layer}

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import attrs
 
-from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, ZooFormat, check_threads
+from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, Variant, ZooFormat, check_threads
 from speechperf.errors import DeviceError
 from speechperf.values import key
 
 #: File suffix -> format. ``.pt`` is TorchScript; weights for a factory are given as ``weights``.
 SUFFIX_FORMATS = {".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscript", ".pt2": "export"}
+
+
+#: ``compile`` values: off, torch.compile's modes that run on every device (no CUDA graphs), and ahead of time:
+#: torch.export + AOTInductor.
+COMPILE_MODES = ("off", "default", "max-autotune-no-cudagraphs", "aot-inductor")
 
 
 @attrs.frozen
@@ -21,6 +26,60 @@ class TorchOptions:
         "TorchScript: freeze the module and apply torch.jit.optimize_for_inference (fuses conv+bn, folds constants)",
         "bool",
     )
+    compile: str = key(
+        "off",
+        "module or export format: run it through torch.compile (Inductor) in this mode, or `aot-inductor`: "
+        "torch.export on the first call's inputs (every axis dynamic) compiled by AOTInductor into a package kept "
+        "in <speechperf cache>/torch_aoti; either compiles on the first call, so its cost is in the cold start "
+        "(load + first call), never in the timings; Inductor's cache is <speechperf cache>/torchinductor unless "
+        "TORCHINDUCTOR_CACHE_DIR is set",
+        "str",
+        COMPILE_MODES,
+    )
+    compile_dynamic: bool = key(
+        True,
+        "torch.compile: compile for dynamic shapes (speech varies in length, a decoder step in its prefix), so a "
+        "new input length does not compile again; false: one graph per input shape",
+        "bool",
+    )
+    compile_freezing: bool = key(
+        False,
+        "torch.compile: Inductor freezing (weights become constants, prepacked for oneDNN), which the int8 "
+        "kernels of a pt2e-static graph need",
+        "bool",
+    )
+
+
+#: The ways this backend runs a model (``speechperf backends``, ``compare --best``), the default first.
+VARIANTS = (
+    Variant("eager", "torch-eager", note="nn.Module under torch.inference_mode"),
+    Variant("torchscript", "torchscript", note="torch.jit.trace file"),
+    Variant(
+        "torchscript-frozen",
+        "torchscript",
+        {"optimize_for_inference": True},
+        "torch.jit.freeze + optimize_for_inference",
+    ),
+    Variant("compile", "torch-eager", {"compile": "default"}, "torch.compile, Inductor, dynamic shapes"),
+    Variant(
+        "compile-frozen",
+        "torch-eager",
+        {"compile": "default", "compile_freezing": True},
+        "torch.compile with Inductor freezing (weights prepacked for oneDNN)",
+    ),
+    Variant(
+        "aot-inductor",
+        "torch-eager",
+        {"compile": "aot-inductor"},
+        "torch.export + AOTInductor package, compiled once into the cache",
+    ),
+    Variant(
+        "compile-max-autotune",
+        "torch-eager",
+        {"compile": "max-autotune-no-cudagraphs"},
+        "torch.compile mode max-autotune-no-cudagraphs (slow to compile)",
+    ),
+)
 
 
 class TorchBackend(BackendBase):
@@ -51,6 +110,9 @@ class TorchBackend(BackendBase):
         "onnx-torch": ZooFormat("onnx", "torch/{component}.onnx"),
         "torch-export": ZooFormat("export", "torch/{component}.pt2", variant=True),
     }
+
+    def variants(self) -> tuple[Variant, ...]:
+        return VARIANTS
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         from speechperf.backends.torch import session

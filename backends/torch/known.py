@@ -13,6 +13,8 @@ def known_session(graph, threads: int | None = None):
     if threads is not None:
         torch.set_num_threads(threads)
     weight = torch.from_numpy(graph.weight())
+    if graph.dtype == "int8":  # torch's int8 GEMM kernel (int8 x int8 -> int32)
+        return TorchSession(_IntMatMul(weight).eval(), (TensorInfo("x", "uint8"),), (TensorInfo("y"),), "cpu")
     if graph.kind == "matmul":
         module = _MatMul(weight)
     else:
@@ -28,3 +30,17 @@ class _MatMul(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.matmul(x, self.weight)
+
+
+class _IntMatMul(torch.nn.Module):
+    """uint8 x int8 -> int32 through torch's int8 x int8 kernel: ``x = (x - 128) + 128``, so ``x @ w`` is
+    ``(x - 128) @ w`` plus ``128`` times each column sum of ``w`` (exact in int32)."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.register_buffer("offset", 128 * weight.to(torch.int32).sum(0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shifted = (x.to(torch.int16) - 128).to(torch.int8)
+        return torch._int_mm(shifted, self.weight) + self.offset

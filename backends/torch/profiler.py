@@ -73,7 +73,8 @@ class TorchStepProfiler(StepProfiler):
             activities=self._activities,
             schedule=schedule(skip_first=step, wait=0, warmup=warmup, active=self._end - self._start, repeat=1),
             on_trace_ready=lambda p: p.export_chrome_trace(str(self._trace)),
-            record_shapes=detail != "Default",
+            record_shapes=True,  # with_flops needs the shapes
+            with_flops=True,  # FLOPs per op, for the ops furthest below the roof
             profile_memory=detail == "AllOpDetail",
             with_stack=detail == "AllOpDetail",
         )
@@ -113,7 +114,7 @@ class TorchStepProfiler(StepProfiler):
         prof.stop()  # in the last active step this saves the trace (on_trace_ready) and keeps the events
         events = prof.events() or []
         ops = aggregate(
-            (e.name, round(e.time_range.elapsed_us() * 1000))
+            (e.name, round(e.time_range.elapsed_us() * 1000), _flops_within(e))
             for e in events
             if not e.name.startswith("ProfilerStep") and _top_level(e)
         )
@@ -123,6 +124,13 @@ class TorchStepProfiler(StepProfiler):
         return Recorded(
             ops=ops, steps=steps, trace_path=self._trace, categories=_categories(events, steps, self.step_num)
         )
+
+
+def _flops_within(event) -> int:
+    """torch counts FLOPs on the kernels' ops (aten::mm, aten::addmm, aten::convolution): a top-level op's are its
+    own plus its descendants'."""
+    own = int(getattr(event, "flops", 0) or 0)
+    return own or sum(_flops_within(child) for child in event.cpu_children)
 
 
 _WHOLE = {"Optimizer.": "optimizer", "enumerate(DataLoader)": "data movement"}

@@ -6,8 +6,8 @@
   ``.pt2`` holds raw tensors only.
 - ``pt2e-static``: ``torch.export`` -> ``prepare_pt2e`` with ``X86InductorQuantizer`` (torchao.quantization.pt2e) ->
   calibration on real feeds -> ``convert_pt2e``; saved as a ``.pt2``. The converted graph keeps explicit
-  quantize/dequantize ops that only ``torch.compile`` (Inductor) fuses into int8 kernels; run as exported, it is
-  expected to be slower than fp32, and the table shows what it is.
+  quantize/dequantize ops that only ``torch.compile`` (Inductor, with freezing) fuses into int8 kernels, so its
+  load options say ``compile: default, compile_freezing: true`` (the compile is the variant's cold start).
 - ``legacy-dynamic``: ``torch.ao.quantization.quantize_dynamic`` (nn.Linear -> dynamic int8 linear with fbgemm
   kernels), traced and frozen to TorchScript. torch deprecates this API; its warning is passed on once.
 
@@ -122,14 +122,9 @@ def _pt2e(module, spec, source, out: Path) -> QuantizedModel:
     program = _export(converted, spec, source)
     path = out.with_suffix(".pt2")
     torch.export.save(program, str(path))
-    return QuantizedModel(
-        (path,),
-        "export",
-        notes=(
-            "pt2e-static: the int8 graph is built for torch.compile (Inductor); run as exported its quantize/dequantize "
-            "ops are not fused",
-        ),
-    )
+    # Loaded through torch.compile with Inductor freezing, which fuses its quantize/dequantize ops into oneDNN int8
+    # kernels; run as exported they are not fused and the graph is slower than fp32.
+    return QuantizedModel((path,), "export", options={"compile": "default", "compile_freezing": True})
 
 
 def _legacy(module, spec, source, out: Path) -> QuantizedModel:

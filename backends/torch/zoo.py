@@ -26,7 +26,7 @@ def init_components(model: ReferenceModel, preset: str) -> dict[str, torch.nn.Mo
     weights for a pretrained model."""
     torch.manual_seed(model.seed)
     components = build(model.name, model.hparams(preset))
-    if model.pretrained is not None:
+    if model.pretrained is not None and model.is_pretrained(preset):
         arrays = model.pretrained(model.hparams(preset))
         parent_of(components).load_state_dict({k: torch.from_numpy(v) for k, v in arrays.items()})
     for module in components.values():

@@ -9,6 +9,7 @@
 - ``options``: a backend's ``options_class`` and the check of a stage's ``options`` against it;
 - ``zoo``: ``ZooFormat``, a format a backend builds the reference models in;
 - ``quantization``: the check of a quantization method name;
+- ``variants``: ``Variant``, one way a backend runs a model (a zoo format and options), declared by its ``variants()``;
 - ``base``: ``BackendBase``, the shared shape of a backend.
 
 This package is the public facade: ``from speechperf.backend import BackendBase, ModelSpec, Session, ...`` is how
@@ -21,8 +22,9 @@ from speechperf.backend.contract import KNOWN_DEVICES, Availability, Backend, Ca
 from speechperf.backend.hooks import HOOKS, OptionalHooks, hooks
 from speechperf.backend.options import OptionError, check_options
 from speechperf.backend.quantization import check_method
-from speechperf.backend.session import Session, check_feeds
+from speechperf.backend.session import Session, check_feeds, check_output_count
 from speechperf.backend.spec import ModelSpec, TensorInfo
+from speechperf.backend.variants import Variant
 from speechperf.backend.zoo import ZooFormat
 
 # The errors a backend raises, importable from where a plugin takes everything else (docs/backends.md).
@@ -46,8 +48,10 @@ __all__ = [
     "OptionalHooks",
     "Session",
     "TensorInfo",
+    "Variant",
     "ZooFormat",
     "check_feeds",
+    "check_output_count",
     "check_method",
     "check_options",
     "check_threads",

@@ -21,6 +21,7 @@ from speechperf.backend.quantization import check_method
 from speechperf.backend.session import Session
 from speechperf.backend.spec import ModelSpec
 from speechperf.errors import BackendUnavailableError, DeviceError, SpeechperfError
+from speechperf.values import CORES, check_range
 
 
 class BackendBase(OptionalHooks):
@@ -142,8 +143,10 @@ class BackendBase(OptionalHooks):
 
 
 def check_threads(n: int | None) -> int | None:
+    """A thread count: an integer from 1 to the cores this process may use (``speechperf.values.CORES``, the bound
+    of a config's ``threads`` too), so thousands of threads are refused here instead of hanging the machine."""
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, int):
         raise SpeechperfError(f"threads must be an integer >= 1, got {n!r}")
-    return n
+    return check_range(n, "threads", 1, CORES)

@@ -12,7 +12,7 @@ Three groups (docs/architecture.md, "Optional hooks"):
   ``step_profiler``, ``count_flops``, ``known_session``, ``device_memory``, ``quantize``;
 - declarations the core reads: ``options_class``, ``suffix_formats``, ``zoo_formats``, ``builds_reference_weights``,
   ``default_zoo_format``, ``silero_vad_port``, ``distribution``, ``profiles_training_loops``, ``onnx_exporter``,
-  ``onnx_export_formats``;
+  ``onnx_export_formats``, ``variants``;
 - checks and builders: ``check_device``, ``check_format``, ``build_reference``, ``export_weights``, ``export_onnx``.
 """
 
@@ -27,6 +27,7 @@ from speechperf.backend.capabilities import OPTIONAL_CAPABILITIES, unavailable
 from speechperf.backend.contract import KNOWN_DEVICES, Capabilities
 from speechperf.backend.session import Session
 from speechperf.backend.spec import ModelSpec
+from speechperf.backend.variants import Variant
 from speechperf.backend.zoo import ZooFormat
 from speechperf.errors import DeviceError, ModelFileError, SpeechperfError
 
@@ -69,6 +70,12 @@ class OptionalHooks(Protocol):
     onnx_exporter: tuple[str, str] | None = None
     #: The formats of this backend's files that ``export_onnx`` reads (``("torchscript",)``); empty: none.
     onnx_export_formats: tuple[str, ...] = ()
+
+    def variants(self) -> tuple[Variant, ...]:
+        """The ways this backend can run a model (speechperf.backend.variants.Variant: a name, a zoo format, its
+        options), its default path first; ``speechperf backends`` lists them and ``compare --best`` measures each.
+        Declarations only: must not import the framework. Default: none beyond the stage's own path."""
+        return ()
 
     # -- optional capabilities ---------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 
 from speechperf.backend.hooks import hooks
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, shorten
 from speechperf.values import ConfigError, check_value, suggest
 
 
@@ -40,14 +40,14 @@ def check_options(backend, options: Mapping[str, Any], where: str = "") -> dict[
     """``options`` with every key known to ``backend`` and every value converted and checked."""
     at = where or f"backend {backend.name!r}"
     if not isinstance(options, Mapping):
-        raise OptionError(f"{at}: options of backend {backend.name!r} = {options!r}; expected a mapping")
+        raise OptionError(f"{at}: options of backend {backend.name!r} = {shorten(options)}; expected a mapping")
     fields = {f.name: f for f in option_fields(backend)}
     out = {}
     for name, value in options.items():
         if name not in fields:
             allowed = ", ".join(fields) or "none (it takes no options)"
             raise OptionError(
-                f"{at}: unknown option {name!r} of backend {backend.name!r}"
+                f"{at}: unknown option {shorten(name)} of backend {backend.name!r}"
                 f"{suggest(str(name), list(fields))}; allowed: {allowed}"
             )
         try:

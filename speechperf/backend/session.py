@@ -8,12 +8,13 @@ backends comparable (see docs/architecture.md, "The Backend contract").
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from speechperf.backend.spec import ModelSpec, TensorInfo
-from speechperf.errors import FeedError
+from speechperf.errors import DeclarationError, FeedError
 
 
 class Session(abc.ABC):
@@ -35,6 +36,12 @@ class Session(abc.ABC):
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run on feeds already checked by ``__call__``."""
 
+    def parameter_bytes(self, feeds: Mapping[str, np.ndarray]) -> int | None:
+        """Bytes of the weights (parameters and buffers) a call on ``feeds`` reads, for the roofline's lower bound
+        on memory traffic (speechperf.meters.roofline); None where the backend cannot tell (the default). Asked once
+        per session in the untimed FLOPs pass; an eager session may run ``feeds`` once to see what is used."""
+        return None
+
     @property
     def input_names(self) -> list[str]:
         return [t.name for t in self.inputs]
@@ -43,11 +50,36 @@ class Session(abc.ABC):
     def output_names(self) -> list[str]:
         return [t.name for t in self.outputs]
 
+    def named_outputs(self, values: Sequence[Any]) -> dict[str, Any]:
+        """``values`` (what the framework returned, in order) under the declared output names; a model that returns
+        more or fewer outputs than declared is one line naming it and both counts, never a silent truncation."""
+        values = list(values)
+        check_output_count(self.outputs, len(values), self.model_name())
+        return dict(zip(self.output_names, values, strict=True))
+
+    def model_name(self) -> str:
+        """What the session was loaded from (a file, or a factory), for messages; the backend where not known."""
+        spec = self.spec
+        if spec is not None and (spec.path or spec.factory):
+            return str(spec.path or spec.factory)
+        return f"{self.backend} model"
+
     def __repr__(self) -> str:
         def fmt(ts: tuple[TensorInfo, ...]) -> str:
             return ", ".join(f"{t.name}:{t.dtype or '?'}{list(t.shape) if t.shape is not None else ''}" for t in ts)
 
         return f"<{type(self).__name__} {self.backend}/{self.device} in({fmt(self.inputs)}) out({fmt(self.outputs)})>"
+
+
+def check_output_count(declared: Sequence[TensorInfo], returned: int, model: object) -> None:
+    """Raise DeclarationError, naming ``model`` and both counts, when it returns another number of outputs than the
+    names declared for them (a loader calls it where the file says its count; ``named_outputs`` on every call)."""
+    if returned != len(declared):
+        names = ", ".join(t.name for t in declared) or "none"
+        raise DeclarationError(
+            f"{model}: {len(declared)} output(s) declared ({names}) but the model returns {returned}; "
+            "declare one name per output it returns, in order"
+        )
 
 
 def check_feeds(inputs: tuple[TensorInfo, ...], feeds: Mapping[str, np.ndarray]) -> None:

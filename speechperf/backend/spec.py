@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,20 @@ class ModelSpec:
     options: Mapping[str, Any] = attrs.field(factory=dict)
 
     def existing(self, path: Path | None, what: str = "model file") -> Path:
-        """Return ``path`` if it exists, else raise a one-line error naming it."""
+        """Return ``path`` if it is a regular file, else raise a one-line error naming it and what it is."""
         if path is None:
             raise ModelFileError(f"no {what} given in the model spec")
-        if not path.exists():
-            raise ModelFileError(f"{what} not found: {path}")
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            raise ModelFileError(f"{what} not found: {path}") from None
+        except OSError as exc:
+            raise ModelFileError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(mode):  # said here: a framework would say "Protobuf parsing failed" or worse
+            raise ModelFileError(f"{what} {path} is a folder; give the model file itself")
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise ModelFileError(f"{what} {path} is {kind}, not a regular file")
         return path
 
     def build_from_factory(self) -> Any:

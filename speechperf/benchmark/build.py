@@ -22,6 +22,7 @@ from speechperf.benchmark.reference import backend_options
 from speechperf.benchmark.stage import Stage, StageError
 from speechperf.benchmark.validate import SILERO, check_stage_model
 from speechperf.config.schema import BenchConfig, StageConfig
+from speechperf.outputs import check_output_path
 
 log = logging.getLogger(__name__)
 
@@ -30,21 +31,25 @@ def reference_models(cfg: BenchConfig, backend=None) -> list[tuple[str, str, tup
     """(model, preset, zoo formats) of every reference model the stages of ``cfg`` load on ``backend``, vocoders
     included: the format each stage runs, and the one its FLOPs are counted on (``counted_as``). Without a
     backend the formats are empty (every format)."""
-    from speechperf.benchmark.reference import DEFAULT_VOCODER, zoo_format, zoo_format_of
+    from speechperf.benchmark.reference import DEFAULT_VOCODER, END_TO_END_TTS, zoo_format, zoo_format_of
+    from speechperf.registry import get_backend
     from speechperf.zoo.build import runnable_formats
 
     needed: dict[tuple[str, str], list[str]] = {}
+    run_backend = backend
     for index, (stage_cfg, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         if stage_cfg.path or stage_cfg.model_dir or stage_cfg.model in (None, SILERO):
             continue
         formats = []
+        backend = get_backend(stage_cfg.backend) if stage_cfg.backend and run_backend is not None else run_backend
         if backend is not None:
             where = f"stage{index}"
             formats.append(zoo_format(backend, stage_cfg.format, where))
             counted_as = zoo_format_of(backend, stage_cfg.format, where).counted_as
             if counted_as is not None and counted_as in runnable_formats(backend):
                 formats.append(counted_as)
-        models = [stage_cfg.model] + ([stage_cfg.vocoder or DEFAULT_VOCODER] if role == "tts" else [])
+        vocoder = role == "tts" and stage_cfg.model not in END_TO_END_TTS
+        models = [stage_cfg.model] + ([stage_cfg.vocoder or DEFAULT_VOCODER] if vocoder else [])
         for model in models:
             needed.setdefault((model, stage_cfg.preset), []).extend(formats)
     return [(model, preset, tuple(dict.fromkeys(fmts))) for (model, preset), fmts in needed.items()]
@@ -66,13 +71,14 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path) -> None:
         start = time.perf_counter()
         _build_in_child(model, preset, formats)
         log.info("built %s/%s in %.1f s", model, preset, time.perf_counter() - start)
-    if any(s.model == SILERO for s in cfg.stages):
-        from speechperf.adapters.vad import silero_model_spec
+    for stage_cfg in cfg.stages:
+        if stage_cfg.model == SILERO:
+            from speechperf.adapters.vad import silero_model_spec
 
-        workdir.mkdir(parents=True, exist_ok=True)
-        # Writes whatever the backend's silero files need written once (a port's weights, exported from the TorchScript
-        # file), before any memory is measured.
-        silero_model_spec(backend, workdir)
+            workdir.mkdir(parents=True, exist_ok=True)
+            # Writes whatever the backend's silero files need written once (a port's weights, exported from the
+            # TorchScript file), before any memory is measured.
+            silero_model_spec(get_backend(stage_cfg.runs_on(backend_name)), workdir)
 
 
 #: The child that builds one reference model: argv = model, preset, formats (comma-separated; empty: all).
@@ -89,7 +95,7 @@ def _build_in_child(model: str, preset: str, formats: tuple[str, ...]) -> None:
 
     logs = cache_dir(preset)
     logs.mkdir(parents=True, exist_ok=True)
-    log_path = logs / f"{model}.build.log"
+    log_path = check_output_path(logs / f"{model}.build.log", "build log")
     with open(log_path, "w") as out:
         done = subprocess.run(
             [sys.executable, "-c", BUILD_CHILD, model, preset, ",".join(formats)], stdout=out, stderr=subprocess.STDOUT
@@ -122,11 +128,21 @@ def stdout_to_stderr():
 
 
 def build_stages(cfg: BenchConfig, backend, device: str, threads: int, workdir: Path) -> list[Stage]:
+    """Every stage loaded on ``backend``, or on the backend it is pinned to (``stageN.backend``), which is set to
+    ``threads`` and seeded as ``backend`` is, so a hybrid run keeps the thread count and seed on every framework."""
+    from speechperf.registry import require_backend
+
     stages = []
     for index, (stage_cfg, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         start = time.perf_counter()
-        stage = build_stage(stage_cfg, role, index, cfg, backend, device, threads, workdir)
+        on = backend
+        if stage_cfg.backend and stage_cfg.backend != backend.name:
+            on = require_backend(stage_cfg.backend)
+            on.set_threads(threads)
+            on.seed(cfg.general.seed)
+        stage = build_stage(stage_cfg, role, index, cfg, on, device, threads, workdir)
         stage.load_seconds = time.perf_counter() - start
+        stage.backend = on
         stages.append(stage)
     return stages
 
@@ -171,10 +187,12 @@ def build_stage(
 def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, section: str):
     """Load a user's file; when its format was guessed from the suffix and loading fails, say so and name the key
     that sets it (a ``.pt`` may be a TorchScript archive or a pickled checkpoint)."""
-    from speechperf.errors import ModelFileError
+    from speechperf.errors import DeclarationError, ModelFileError
 
     try:
         return backend.load(spec, device=device, threads=threads)
+    except DeclarationError as exc:  # the file loaded: its format was right
+        raise DeclarationError(f"{where}: {exc}") from None
     except ModelFileError as exc:
         path = spec.path  # a user's file always has one
         guessed = None if spec.format or path is None else dict(hooks(backend).suffix_formats).get(path.suffix)

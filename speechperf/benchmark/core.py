@@ -14,11 +14,16 @@ Measurement rules (docs/architecture.md, "Measurements"; fairseq's aggregation):
   ``max(1, warmup)`` untimed forwards too, so its repeats hold no first-call-per-shape cost
   (``speechperf.meters.first_call``; that cost is reported either way);
 - totals: runtime and FLOPs summed over stages per sample, memory the max over stages;
-- a sample that fails is recorded with a one-line reason and the others still run; its later stages are skipped.
+- a sample that fails is recorded with a one-line reason and the others still run; its later stages are skipped;
+- with ``batch_size`` > 1 (not fairseq's benchmark, but its batching by size), samples are grouped by length once
+  (``speechperf.benchmark.batching``) and every pass, the hand-off included, runs batches: the warm-up runs the
+  first batch, runtime and memory are measured per batch, a batch's time is shared out among its samples; FLOPs
+  stay counted per sample unbatched (the work a sample needs, without the padding).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from speechperf.backend import hooks
+from speechperf.benchmark import batching
 from speechperf.benchmark.results import BenchResult, StageResult, totals
 from speechperf.benchmark.stage import Stage, StageIO, describe_output
 from speechperf.data.sample import Sample
@@ -39,6 +45,8 @@ if TYPE_CHECKING:
     from speechperf.meters.memory import MemoryMeter
     from speechperf.meters.runtime import RuntimeMeter
 
+log = logging.getLogger(__name__)
+
 
 @attrs.define
 class _StageMeters:
@@ -47,6 +55,8 @@ class _StageMeters:
     runtime: RuntimeMeter | None = None
     memory: MemoryMeter | None = None
     flops: FlopsMeter | None = None
+    #: batch key -> its sample ids, when the runtime meter timed batches
+    batches: dict[str, tuple[str, ...]] | None = None
 
 
 METERS = ("runtime", "memory", "flops")
@@ -74,6 +84,7 @@ class BenchmarkingBase:
         memory_method: str = "hwm",
         preload_mib: float | None = None,
         progress: Progress | None = None,
+        batch_size: int = 1,
     ):
         roles = tuple(s.role for s in stages)
         if self.ROLE_CHAINS and roles not in self.ROLE_CHAINS:
@@ -82,6 +93,14 @@ class BenchmarkingBase:
         for name in meters:
             if name not in METERS:
                 raise SpeechperfError(f"unknown meter {name!r}; allowed: {', '.join(METERS)}")
+        if batch_size > 1:
+            for index, stage in enumerate(stages, 1):
+                if stage.batch_refusal is not None:
+                    raise SpeechperfError(
+                        f"general.batch_size = {batch_size}: stage{index} ({stage.label}) cannot batch: "
+                        f"{stage.batch_refusal}; allowed for it: 1"
+                    )
+        self.batch_size = batch_size
         self.stages = tuple(stages)
         self.backend = backend
         self.model_type = model_type or type(self).__name__
@@ -107,16 +126,22 @@ class BenchmarkingBase:
         self._meters = [_StageMeters() for _ in self.stages]
         self._first_call: list[float | None] = [None for _ in self.stages]
         self._warm_shapes: list[set] = [set() for _ in self.stages]  # input shapes each stage's warm-up ran
+        self._groups: dict[str, tuple[str, ...]] = {}  # batch key -> sample ids, from the first stage's lengths
+        self._batch_size = self.batch_size  # capped to the dataset's size by gather_all_metrics
 
     # -- fairseq's methods -----------------------------------------------------------------------------------------
 
-    def warm_up(self, stage: int, inp: StageIO, repeat: int) -> float | None:
-        """``repeat`` untimed forwards of stage ``stage`` on ``inp``; returns the first one's seconds (cold call)."""
+    def warm_up(self, stage: int, inp: StageIO | list[StageIO], repeat: int) -> float | None:
+        """``repeat`` untimed forwards of stage ``stage`` on ``inp`` (a list: a batch); returns the first one's
+        seconds (cold call)."""
         first = None
+        s = self.stages[stage]
+        backend = self.backend_of(stage)
+        forward = s.forward_batch if isinstance(inp, list) else s.forward
         for i in range(repeat):
             start = time.perf_counter()
-            self.stages[stage].forward(inp)
-            self.backend.synchronize(self.device)
+            forward(inp)  # type: ignore[arg-type]
+            backend.synchronize(self.device)
             if i == 0:
                 first = time.perf_counter() - start
         return first
@@ -125,7 +150,7 @@ class BenchmarkingBase:
         from speechperf.meters.runtime import RuntimeMeter
 
         meter = RuntimeMeter(
-            self.backend,
+            self.backend_of(stage),
             self.device,
             warmup=0,
             repeat=self.repeat,
@@ -135,6 +160,20 @@ class BenchmarkingBase:
         self._meters[stage].runtime = meter
         last = stage == len(self.stages) - 1
         s = self.stages[stage]
+        if self.batched:
+            self._meters[stage].batches = {}
+
+            def batch_pass(key, ids, inps):
+                def forward():
+                    outs = s.forward_batch(inps)
+                    if last:
+                        self.final_outputs.update(zip(ids, outs))
+
+                self._meters[stage].batches[key] = ids
+                return meter.measure(key, forward, shape=tuple(shape_key(inp) for inp in inps))
+
+            self._each_batch(stage, "runtime", batch_pass)
+            return meter.result()
 
         def pass_(sid, inp):
             def forward():
@@ -150,28 +189,32 @@ class BenchmarkingBase:
     def max_memory(self, stage: int):
         from speechperf.meters.memory import MemoryMeter
 
-        meter = MemoryMeter(self.backend, self.device, method=self.memory_method)
+        meter = MemoryMeter(self.backend_of(stage), self.device, method=self.memory_method)
         meter.preload_mib = self.preload_mib
         self._meters[stage].memory = meter
         s = self.stages[stage]
-        self._each(stage, "memory", lambda sid, inp: meter.measure(sid, lambda: s.forward(inp)))
+        if self.batched:  # the peak of a batch's forward, keyed by the batch
+            self._each_batch(stage, "memory", lambda key, ids, inps: meter.measure(key, lambda: s.forward_batch(inps)))
+        else:
+            self._each(stage, "memory", lambda sid, inp: meter.measure(sid, lambda: s.forward(inp)))
         return meter.result()
 
     def count_flops(self, stage: int):
         from speechperf.meters.flops import FlopsMeter
         from speechperf.meters.flops_cache import DiskFlopCache
 
-        disk = DiskFlopCache(self.backend)
+        backend = self.backend_of(stage)
+        disk = DiskFlopCache(backend)
         meter = FlopsMeter(_ShapeCachedFlops(disk), source="auto")
         self._meters[stage].flops = meter
         s = self.stages[stage]
-        if meter.source == "analytic" and not hooks(self.backend).has_capability("flops"):
+        if meter.source == "analytic" and not hooks(backend).has_capability("flops"):
             self.progress(
-                s.label, f"FLOPs not counted: backend {self.backend.name!r}: capability 'flops' is unavailable", 0, 0
+                s.label, f"FLOPs not counted: backend {backend.name!r}: capability 'flops' is unavailable", 0, 0
             )
             return meter.result()
         # Counting is often the long part of a run: say so before it starts.
-        what = f"counting FLOPs ({meter.source}, {self.backend.name})"
+        what = f"counting FLOPs ({meter.source}, {backend.name})"
         self.progress(s.label, what + " ...", 0, 0)
         self._each(
             stage,
@@ -190,13 +233,25 @@ class BenchmarkingBase:
         if len(set(self.sample_ids)) != len(self.sample_ids):
             dup = next(i for i in self.sample_ids if self.sample_ids.count(i) > 1)
             raise SpeechperfError(f"the dataset has sample id {dup!r} more than once; ids must be unique")
+        if self.batch_size > len(dataset) > 0:
+            log.warning(
+                "note: general.batch_size = %d is more than the dataset's %d samples; batches of %d are run",
+                self.batch_size,
+                len(dataset),
+                len(dataset),
+            )
+        self._batch_size = max(1, min(self.batch_size, len(dataset)))
         self.generate_stage_inputs(dataset)
         for index, stage in enumerate(self.stages):
-            first = next(iter(self.inputs[index].values()), None)
+            first: StageIO | list[StageIO] | None = next(iter(self.inputs[index].values()), None)
+            if self.batched:
+                first = next(([self.inputs[index][sid] for sid in ids] for _, ids in self._batches(index)), None)
             if first is not None and self.warmup:
                 try:
                     self._first_call[index] = self.warm_up(index, first, self.warmup)
-                    self._warm_shapes[index].add(shape_key(first))
+                    self._warm_shapes[index].add(
+                        tuple(shape_key(i) for i in first) if isinstance(first, list) else shape_key(first)
+                    )
                 except Exception as exc:  # the first sample is broken; the meters record it, the others run
                     self.progress(stage.label, "warm-up failed: " + failure("", "warm-up", exc).error, 0, 0)
             if "runtime" in self.meters:
@@ -231,6 +286,10 @@ class BenchmarkingBase:
 
     # -- helpers ---------------------------------------------------------------------------------------------------
 
+    def backend_of(self, stage: int):
+        """The backend stage ``stage`` runs on: the one it is pinned to (``stageN.backend``), else the run's."""
+        return getattr(self.stages[stage], "backend", None) or self.backend
+
     def generate_stage_inputs(self, dataset: Sequence[Sample]) -> None:
         """Every stage's input for every sample, made before anything is timed (fairseq's generate_*_outputs)."""
         for sample in dataset:
@@ -238,6 +297,12 @@ class BenchmarkingBase:
                 self.inputs[0][sample.id] = self.stages[0].from_sample(sample)
             except Exception as exc:
                 self._fail(0, sample.id, "input preparation", exc)
+        if self.batched:
+            first = self.stages[0]
+            lengths = {sid: first.batch_length(inp) for sid, inp in self.inputs[0].items()}
+            self._groups = batching.group_by_length(lengths, self._batch_size)
+            self._batched_handoff()
+            return
         for index in range(1, len(self.stages)):
             previous, stage = self.stages[index - 1], self.stages[index]
             for n, (sid, inp) in enumerate(self.inputs[index - 1].items()):
@@ -250,6 +315,58 @@ class BenchmarkingBase:
                     self._fail(index - 1, sid, "the hand-off to the next stage", exc)
             total = len(self.inputs[index - 1])
             self.progress(previous.label, "inputs for the next stage", total, total)
+
+    @property
+    def batched(self) -> bool:
+        """Whether the passes run batches (``batch_size`` > 1 on a dataset of more than one sample)."""
+        return self._batch_size > 1
+
+    def _batches(self, stage: int) -> list[tuple[str, tuple[str, ...]]]:
+        """(batch key, its sample ids) of stage ``stage``: the groups, less the samples without an input there or
+        that failed."""
+        inputs = self.inputs[stage]
+        out = []
+        for key, ids in self._groups.items():
+            kept = tuple(sid for sid in ids if sid in inputs and sid not in self.failed)
+            if kept:
+                out.append((key, kept))
+        return out
+
+    def _batched_handoff(self) -> None:
+        for index in range(1, len(self.stages)):
+            previous, stage = self.stages[index - 1], self.stages[index]
+            batches = self._batches(index - 1)
+            for n, (_, ids) in enumerate(batches):
+                self.progress(previous.label, "inputs for the next stage", n, len(batches))
+                try:
+                    outs = previous.forward_batch([self.inputs[index - 1][sid] for sid in ids])
+                except Exception as exc:
+                    for sid in ids:
+                        self._fail(index - 1, sid, "the hand-off to the next stage", exc)
+                    continue
+                for sid, out in zip(ids, outs):
+                    try:
+                        self.handoff_outputs[index - 1][sid] = out
+                        self.inputs[index][sid] = stage.from_previous(out)
+                    except Exception as exc:
+                        self._fail(index - 1, sid, "the hand-off to the next stage", exc)
+            self.progress(previous.label, "inputs for the next stage", len(batches), len(batches))
+
+    def _each_batch(self, stage: int, meter_name: str, measure) -> None:
+        """``measure(batch key, sample ids, inputs)`` per batch; a failed batch fails each of its samples."""
+        label = self.stages[stage].label
+        batches = self._batches(stage)
+        total = sum(len(ids) for _, ids in batches)
+        done = 0
+        for key, ids in batches:
+            self.progress(label, meter_name, done, total)
+            record = measure(key, ids, [self.inputs[stage][sid] for sid in ids])
+            if isinstance(record, SampleFailure):
+                for one in batching.expand_failures([record], {key: ids}):
+                    self._stage_failures[stage].append(one)
+                    self.failed.setdefault(one.sample_id, f"stage{stage + 1} ({label}): {one.message}")
+            done += len(ids)
+        self.progress(label, meter_name, total, total)
 
     def _each(
         self, stage: int, meter_name: str, measure: Callable[[str, StageIO], object], display: str | None = None
@@ -272,6 +389,16 @@ class BenchmarkingBase:
     def _final_pass(self, stage: int) -> None:
         if stage != len(self.stages) - 1:
             return
+        if self.batched:
+            for _, ids in self._batches(stage):
+                try:
+                    self.final_outputs.update(
+                        zip(ids, self.stages[stage].forward_batch([self.inputs[stage][s] for s in ids]))
+                    )
+                except Exception as exc:
+                    for sid in ids:
+                        self._fail(stage, sid, "the forward", exc)
+            return
         for sid, inp in self.inputs[stage].items():
             if sid not in self.failed:
                 try:
@@ -293,6 +420,14 @@ class BenchmarkingBase:
         for index, stage in enumerate(self.stages):
             live = self._meters[index]
             runtime = live.runtime.result() if live.runtime is not None else None
+            batch_figures = None
+            if runtime is not None and live.batches is not None:
+                batch_figures = batching.figures(runtime, live.batches, self._batch_size)
+                runtime = batching.amortized(runtime, live.batches)
+            elif runtime is not None:  # each sample its own batch
+                batch_figures = batching.BatchFigures(
+                    1, tuple(batching.BatchTiming(t.sample_id, (t.sample_id,), t.seconds) for t in runtime.samples)
+                )
             memory = live.memory.result() if live.memory is not None else None
             flops = live.flops.result() if live.flops is not None else None
             rtf = self._rtf(index, runtime)
@@ -308,6 +443,8 @@ class BenchmarkingBase:
                     tuple(self._stage_failures[index]),
                     stage.load_seconds,
                     self._first_call[index],
+                    batch_figures,
+                    self.backend_of(index).name,
                 )
             )
         finished = tuple(stage_results)
@@ -323,6 +460,7 @@ class BenchmarkingBase:
             samples=self.sample_ids,
             stages=finished,
             totals=totals(finished, self.sample_ids, audio_s, side),
+            batch_size=self._batch_size,
             failed=dict(self.failed),
             outputs={sid: describe_output(out) for sid, out in self.final_outputs.items()},
             complete=complete,

@@ -129,7 +129,8 @@ def derived_file(cfg: BenchConfig, index: int) -> Path:
 
 
 def config_for_backend(cfg: BenchConfig, backend_name: str, workdir: Path | None = None) -> BenchConfig:
-    """``cfg`` with each ``path`` stage pointing at the one file ``backend_name`` runs. With ``workdir``, a derived
+    """``cfg`` with each ``path`` stage pointing at the one file ``backend_name`` (or the stage's pinned backend)
+    runs. With ``workdir``, a derived
     file is made (or taken from the cache) and gated on parity; without, a stage that derives keeps its source
     file, as ``config check`` needs (nothing is exported to check a config)."""
     stages = []
@@ -138,10 +139,11 @@ def config_for_backend(cfg: BenchConfig, backend_name: str, workdir: Path | None
             stages.append(stage)
             continue
         where = f"{cfg.source}: stage{index}"
-        if workdir is not None and derives_for(stage, backend_name):
+        runs_on = stage.runs_on(backend_name)  # a pinned stage runs its pinned backend's file
+        if workdir is not None and derives_for(stage, runs_on):
             stages.append(attrs.evolve(stage, path=str(derived_file(cfg, index)), format="onnx"))
             continue
-        file = stage_file(stage, backend_name, where)
+        file = stage_file(stage, runs_on, where)
         stages.append(attrs.evolve(stage, path=file, format=stage.format if isinstance(stage.path, str) else None))
     return attrs.evolve(cfg, stages=tuple(stages))
 

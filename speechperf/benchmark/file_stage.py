@@ -23,6 +23,11 @@ class FileStage(Stage):
     ``channels`` is the feature size the inputs are checked with at load against the shapes the model declares
     (None where the dataset holds features of its own size)."""
 
+    batch_refusal = (
+        "a model file's declared inputs carry no lengths speechperf can set (its layout's B is 1), so padding "
+        "could change its outputs"
+    )
+
     def __init__(
         self,
         role: str,
@@ -34,12 +39,14 @@ class FileStage(Stage):
         channels: int | None = None,
     ):
         self.role = role
-        self.label = config.path
+        self.label = _label(config.path)
         self.sessions = {"model": session}
         self.config = config
         self.sample_rate = sample_rate
         self.output_rate = config.output_sample_rate or sample_rate
         self.feature_fn = feature_fn  # audio -> (frames, bins) features, needed only for a `features` input
+        self.frontend = text_frontend(config)  # text -> tokens (and style), for a TTS file that says text
+        _check_names(config, session, where or self.label)
         self.constants = _constants(config.inputs, session, where or self.label)
         _check_layouts(config, session, channels, where or self.label)
 
@@ -58,9 +65,18 @@ class FileStage(Stage):
             inp["features"] = self.feature_fn(sample.audio, sample.sample_rate)
         if sample.tokens is not None:
             inp["tokens"] = sample.tokens
+        elif self.frontend is not None and sample.text:
+            inp.update(self.frontend(sample.text))
         return inp
 
     def from_previous(self, output: StageIO) -> StageIO:
+        if self.frontend is not None:  # says the previous stage's text (transcript, translation)
+            if "text" not in output:
+                raise StageError(
+                    f"{self.label}: text_frontend {self.config.text_frontend} says text; the previous stage gave "
+                    f"{sorted(output)} and no text"
+                )
+            return self.frontend(str(output["text"]))
         if "waveform" in output:
             return {
                 "audio": resample(output["waveform"], output["sample_rate"], self.sample_rate),
@@ -73,9 +89,14 @@ class FileStage(Stage):
 
     def _array(self, source: str, inp: StageIO) -> np.ndarray:
         base = source.removesuffix("_length")
-        key = {"audio": "audio", "features": "features", "feature": "features", "tokens": "tokens", "token": "tokens"}[
-            base
-        ]
+        key = {
+            "audio": "audio",
+            "features": "features",
+            "feature": "features",
+            "tokens": "tokens",
+            "token": "tokens",
+            "style": "style",
+        }[base]
         if key not in inp:
             raise StageError(
                 f"{self.label}: input source {source!r} needs {key}, which this sample does not have "
@@ -92,7 +113,7 @@ class FileStage(Stage):
         for i in self.config.inputs:
             if i.source:
                 value = self._array(i.source, inp)
-                if not i.source.endswith("_length"):
+                if not i.source.endswith("_length") and i.source != "style":  # style comes in the model's shape
                     value = arrange(value, i.source, i.layout)
                 feeds[i.name] = np.ascontiguousarray(value.astype(i.dtype))
         return feeds
@@ -109,6 +130,25 @@ class FileStage(Stage):
         return result
 
 
+def _label(path: str) -> str:
+    """The file as the user named it; a file speechperf keeps in its cache (the assembled Kokoro) by its name."""
+    from pathlib import Path
+
+    from speechperf.cache import cache_dir
+
+    return Path(path).name if Path(path).resolve().is_relative_to(cache_dir().resolve()) else path
+
+
+def text_frontend(config):
+    """The stage's text front-end (``text_frontend``), or None: text -> {tokens, style, phonemes}."""
+    if config.text_frontend != "kokoro":
+        return None
+    from speechperf.adapters.kokoro import KokoroFrontend
+    from speechperf.zoo import kokoro
+
+    return KokoroFrontend(kokoro.vocabulary(), kokoro.voice_pack(config.speaker), config.voice)
+
+
 def feature_maker(settings):
     """audio, rate -> (frames, n_mels) features made with a stage's ``features`` settings (a FeatureConfig)."""
     from speechperf.adapters import features
@@ -121,11 +161,31 @@ def feature_maker(settings):
     return make
 
 
+def _check_names(config, session: Session, where: str) -> None:
+    """The declared input and output names against those the loaded model has (where its file names them: ONNX,
+    a paddle program; a TorchScript file is fed by position), before any sample runs."""
+    for what, declared, has in (
+        ("inputs", [i.name for i in config.inputs], session.input_names),
+        ("outputs", list(config.outputs), session.output_names),
+    ):
+        unknown = [name for name in declared if name not in has]
+        if unknown:
+            raise StageError(
+                f"{where}.{what}: the model has no {what[:-1]} {unknown[0]!r}; its {what}: {', '.join(has) or 'none'}"
+            )
+    missing = [name for name in session.input_names if name not in [i.name for i in config.inputs]]
+    if missing:
+        raise StageError(
+            f"{where}.inputs: the model's input {missing[0]!r} is not declared; declare each of its inputs: "
+            f"{', '.join(session.input_names)}"
+        )
+
+
 def _check_layouts(config, session: Session, channels: int | None, where: str) -> None:
     """Each sourced input's layout against the shape the loaded model declares for it, before any sample runs."""
     declared = {t.name: t for t in session.inputs}
     for index, i in enumerate(config.inputs):
-        if not i.source or i.source.endswith("_length") or i.name not in declared:
+        if not i.source or i.source.endswith("_length") or i.source == "style" or i.name not in declared:
             continue
         check_layout(
             declared[i.name],
@@ -162,6 +222,7 @@ class VadStage(Stage):
     """The real silero VAD, streamed 512 samples at a time (``speechperf.adapters.vad``), then cut into segments."""
 
     role = "vad"
+    batch_refusal = "the silero stream carries its LSTM state chunk by chunk within one sample; it is not batched"
 
     def __init__(self, session: Session, threshold: float = 0.5):
         from speechperf.adapters import vad

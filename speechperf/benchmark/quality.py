@@ -76,8 +76,8 @@ def measure(bench, samples, refs, general, backend, workdir) -> QualityResult:
                         "so there is nothing to compare with the references"
                     )
                 continue
-            metric = "bleu" if stage.role == "mt" else "wer"
-            translation = stage.role == "mt" or (not before_mt and refs.translation)
+            metric = "bleu" if stage.role == "mt" or stage.translates else "wer"
+            translation = stage.role == "mt" or stage.translates or (not before_mt and refs.translation)
             scored = score_texts(name, metric, ids, refs_here, texts, refs, general.language, translation)
             if scored is not None:
                 scores.append(scored)

@@ -12,12 +12,12 @@ model's vocabulary (``fold_tokens``); both are deterministic, so every backend s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from speechperf.backend import Session, hooks
-from speechperf.benchmark.stage import Stage, StageError, StageIO
+from speechperf.benchmark.stage import Stage, StageError, StageIO, pad_stack
 from speechperf.data.audio import resample
 from speechperf.data.sample import Sample
 
@@ -32,13 +32,15 @@ MAX_REPEATS_PER_UNIT = 10
 
 #: Roles -> reference models that can fill them.
 ROLE_MODELS = {
-    "s2t": ("s2t", "whisper-tiny-en"),
+    "s2t": ("s2t", "whisper-tiny-en", "whisper-base"),
     "s2u": ("s2ut",),
-    "mt": ("mt",),
-    "tts": ("tts",),
+    "mt": ("mt", "marian-tiny-en-pt", "marian-tiny-pt-en"),
+    "tts": ("tts", "piper-joe-medium"),
     "unit_vocoder": ("unit_vocoder",),
 }
 DEFAULT_VOCODER = "mel_vocoder"
+#: TTS models that synthesize the waveform themselves (no separate vocoder stage model).
+END_TO_END_TTS = ("piper-joe-medium",)
 
 
 def text_to_tokens(text: str, vocab_size: int) -> np.ndarray:
@@ -97,23 +99,27 @@ class Seq2SeqStage(Stage):
             raise StageError(f"stage {self.label} ({self.role}) cannot take {sorted(output)} from a previous stage")
         return {"tokens": fold_tokens(output["tokens"], self.vocab_size)}
 
-    def encoder_feeds(self, inp: StageIO) -> dict[str, np.ndarray]:
+    #: batches: sources are padded (PAD tokens, zero frames) and their lengths fed; every graph masks by them
+    batch_refusal = None
+
+    def encoder_feeds(self, inps: Sequence[StageIO]) -> dict[str, np.ndarray]:
+        """The encoder's feeds of a batch of inputs, padded to the longest, with their lengths."""
         if self.role == "mt":
-            tokens = inp["tokens"]
-            return {"src_tokens": tokens[None], "src_lengths": np.array([tokens.size], dtype=np.int64)}
-        features = inp["features"]
-        return {
-            "features": features[None].astype(np.float32),
-            "feature_lengths": np.array([features.shape[0]], dtype=np.int64),
-        }
+            tokens, lengths = pad_stack([inp["tokens"] for inp in inps], PAD)
+            return {"src_tokens": tokens, "src_lengths": lengths}
+        features, lengths = pad_stack([inp["features"].astype(np.float32) for inp in inps], 0.0)
+        return {"features": features, "feature_lengths": lengths}
 
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
+        return self.run_batch(sessions, [inp])[0]
+
+    def run_batch(self, sessions: Mapping[str, Session], inps: Sequence[StageIO]) -> list[StageIO]:
         from speechperf.adapters.decoding import generate
 
-        feeds = self.encoder_feeds(inp)
+        feeds = self.encoder_feeds(inps)
         lengths = "src_lengths" if self.role == "mt" else "feature_lengths"
         step = min_len_step(sessions["decoder_step"], self.min_len)
-        (hypothesis,) = generate(
+        hypotheses = generate(
             sessions["encoder"],
             step,
             feeds,
@@ -122,11 +128,12 @@ class Seq2SeqStage(Stage):
             max_len_a=self.max_len_a,
             max_len_b=self.max_len_b,
         )
-        ids = np.asarray(hypothesis, dtype=np.int64).reshape(-1)
-        ids = ids[ids >= NUM_SPECIAL]
-        if self.role == "s2u":
-            return {"units": ids - NUM_SPECIAL}
-        return {"tokens": ids}
+        outputs = []
+        for hypothesis in hypotheses:
+            ids = np.asarray(hypothesis, dtype=np.int64).reshape(-1)
+            ids = ids[ids >= NUM_SPECIAL]
+            outputs.append({"units": ids - NUM_SPECIAL} if self.role == "s2u" else {"tokens": ids})
+        return outputs
 
 
 def min_len_step(decoder_step, min_len: int):
@@ -151,6 +158,10 @@ class TTSStage(Stage):
     """FastSpeech2-like TTS: encoder -> durations -> length regulation -> decoder -> mel -> mel vocoder."""
 
     role = "tts"
+    batch_refusal = (
+        "its encoder and decoder take no lengths (padding would enter their attention) and its vocoder's "
+        "convolutions would read the padding into each waveform's last samples"
+    )
 
     def __init__(self, label: str, sessions: Mapping[str, Session], hparams, vocoder_hparams):
         self.label, self.sessions = label, dict(sessions)
@@ -185,6 +196,10 @@ class UnitVocoderStage(Stage):
     """CodeHiFiGAN-like: units -> (predicted durations -> repeated units) -> waveform."""
 
     role = "unit_vocoder"
+    batch_refusal = (
+        "its duration predictor and generator take no lengths, so padding would enter their convolutions and "
+        "change each waveform's last samples"
+    )
 
     def __init__(self, label: str, sessions: Mapping[str, Session], hparams, dur_prediction: bool):
         self.label, self.sessions = label, dict(sessions)
@@ -245,7 +260,7 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
 
     def sessions_in(fmt: str | None) -> dict[str, Session]:
         sessions = load_sessions(model.name, preset, backend, device, threads, fmt, where, options, stage_cfg.model_dir)
-        if role == "tts":
+        if role == "tts" and model.name not in END_TO_END_TTS:
             sessions["vocoder"] = load_sessions(vocoder_name, preset, backend, device, threads, fmt, where, options)[
                 "generator"
             ]
@@ -257,6 +272,15 @@ def reference_stage(stage_cfg, role: str, where: str, backend, device: str, thre
         from speechperf.benchmark.whisper_stage import WhisperStage
 
         stage = WhisperStage(label, sessions, stage_cfg)
+    elif model.name in END_TO_END_TTS:  # Piper VITS (speechperf.zoo.piper): phonemes in, waveform out
+        from speechperf.benchmark.piper_stage import PiperStage
+
+        stage = PiperStage(label, sessions, hparams)
+    elif role == "mt" and "positions" in model.component("decoder_step").input_names:  # Marian: SSRU state
+        # (speechperf.zoo.marian); only an MT model is asked: the reference TTS and vocoders have no decoder_step
+        from speechperf.benchmark.marian_stage import MarianStage
+
+        stage = MarianStage(label, sessions, hparams, stage_cfg)
     elif role in ("s2t", "s2u", "mt"):
         stage = Seq2SeqStage(role, label, sessions, hparams, stage_cfg)
     elif role == "tts":
@@ -302,6 +326,33 @@ def zoo_format_of(backend, fmt: str | None, where: str):
     return zoo_formats(variants=True)[zoo_format(backend, fmt, where)][1]
 
 
+def check_model_dir(model_dir: str, model: str | None, where: str):
+    """``model_dir`` as the folder of a built ``model`` (None: any model, e.g. the silero VAD's files): a folder
+    whose manifest is a JSON object naming that model. bench and ``config check`` both refuse a bad one here."""
+    from pathlib import Path
+
+    from speechperf.zoo.build import MANIFEST, read_manifest
+
+    folder = Path(model_dir)
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise StageError(f"{where}: model_dir {model_dir} {what}; give the folder of a built model")
+    if model is None:
+        return folder
+    try:
+        manifest = read_manifest(folder)
+    except (OSError, ValueError) as exc:  # a folder named manifest.json, or not JSON
+        raise StageError(f"{where}: model_dir {model_dir}: cannot read {MANIFEST}: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise StageError(
+            f"{where}: model_dir {model_dir}: {MANIFEST} holds a {type(manifest).__name__}; a JSON object is required"
+        )
+    found = manifest.get("model")
+    if found != model:
+        raise StageError(f"{where}: model_dir {model_dir} holds model {found!r}, not {model!r}")
+    return folder
+
+
 def load_sessions(
     model: str,
     preset: str,
@@ -316,19 +367,15 @@ def load_sessions(
     """A session per component of a reference model, built on demand into the zoo cache (or read from
     ``model_dir``, a built model folder such as a quantized variant). ``options`` (the stage's, for this backend)
     go over those the folder's manifest gives its files."""
-    from pathlib import Path
 
     import attrs
 
-    from speechperf.zoo.build import ensure_built, model_spec, read_manifest
+    from speechperf.zoo.build import ensure_built, model_spec
     from speechperf.zoo.catalog import get_model
 
     fmt = zoo_format(backend, fmt, where)
     if model_dir is not None:
-        folder = Path(model_dir)
-        found = read_manifest(folder).get("model")
-        if found != model:
-            raise StageError(f"{where}: model_dir {model_dir} holds model {found!r}, not {model!r}")
+        folder = check_model_dir(model_dir, model, where)
     else:
         folder = ensure_built(model, preset, formats=[fmt])  # only the builders of fmt need be installed
     sessions = {}

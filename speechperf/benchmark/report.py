@@ -11,7 +11,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -19,10 +18,11 @@ from typing import Any
 
 import attrs
 
-from speechperf import stats, tables
+from speechperf import length_cost, stats, tables
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
-from speechperf.meters import first_call
+from speechperf.meters import first_call, roofline
 from speechperf.outputs import write_text_atomic
+from speechperf.store.record import git_state
 
 PACKAGES = (
     "speechperf",
@@ -46,6 +46,11 @@ COLUMNS = (
     "runtime_stdev_ms",
     "runtime_median_ms",
     "runtime_p90_ms",
+    "batch_size",
+    "batch_latency_mean_ms",
+    "batch_latency_p90_ms",
+    "samples_per_s",
+    "audio_s_per_s",
     "first_call_new_shape_pct",
     "first_call_new_shape_detected",
     "rtf",
@@ -54,6 +59,7 @@ COLUMNS = (
     "footprint_mib",
     "gflops_per_sample",
     "flops_source",
+    *roofline.COLUMNS,
     "quality",
     "wer",
     "cer",
@@ -102,22 +108,8 @@ def _cpu_model() -> str:
 
 def _git_commit() -> str | None:
     """The commit of the speechperf checkout in use, with ``-dirty`` when it has changes; None if not in git."""
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        )
-        if commit.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-        return commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
+    commit, dirty = git_state(Path(__file__).resolve().parent)
+    return None if commit is None else commit + ("-dirty" if dirty else "")
 
 
 def _plain(value: Any) -> Any:
@@ -134,6 +126,8 @@ def _plain(value: Any) -> Any:
             "device_peak_mib",
             "seconds",
             "delta_mib",
+            "latency",
+            "samples_per_s",
         ):
             if hasattr(type(value), prop) and isinstance(getattr(type(value), prop), property):
                 data[prop] = _plain(getattr(value, prop))
@@ -157,7 +151,22 @@ def to_json(result: BenchResult, config: dict[str, Any], env: dict[str, Any]) ->
         "config": _plain(config),
         "result": _plain(result),
         "summary": rows(result),
+        "length_fit": {name: length_cost.to_json(f) for name, f in length_fits(result).items()},
     }
+
+
+def length_fits(result: BenchResult) -> dict[str, length_cost.LengthFit]:
+    """Per stage (``stage1 s2t``): its per-sample runtimes against the audio seconds its RTF divides by."""
+    fits = {}
+    for s in result.stages:
+        name = f"stage{s.index} {s.role}"
+        if s.runtime is None or s.rtf is None:
+            fits[name] = length_cost.fit([], [], None)
+            continue
+        timed = s.runtime.per_sample_seconds
+        ids = [k for k in timed if k in s.rtf.audio_per_sample]
+        fits[name] = length_cost.fit([s.rtf.audio_per_sample[k] for k in ids], [timed[k] for k in ids], s.rtf.audio)
+    return fits
 
 
 def write_json_atomic(path: Path, data: dict[str, Any], what: str = "--output") -> None:
@@ -185,6 +194,8 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
                 s.flops.source if s.flops else None,
                 s.runtime.first_call_per_shape if s.runtime else None,
                 result.quality_of(s),
+                s.batching,
+                _throughput(s.runtime),
             )
         )
     t = result.totals
@@ -202,8 +213,12 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
             t.flops_source,
             t.first_call_per_shape,
             result.quality_of(None),
+            t.batching,
+            t.samples_per_s,
         )
     )
+    for row, placement in zip(out, placements(result)):
+        row.update(roofline.columns(placement))
     # The run's context on every row (cold start and uncounted ops per stage), so that exports of several runs
     # (torch, paddle, onnxruntime) can be concatenated and still be read.
     for row, s in zip(out, result.stages):
@@ -213,13 +228,60 @@ def rows(result: BenchResult) -> list[dict[str, Any]]:
             flops_uncounted=" ".join(s.flops.uncounted) if s.flops and s.flops.uncounted else None,
         )
     context = {"threads": result.threads, "warmup": result.warmup, "repeat": result.repeat}
-    return [{"backend": result.backend, **row, **context} for row in out]
+    # A stage pinned to another backend (stageN.backend) names its own; the total row names the run's.
+    backends = [s.backend or result.backend for s in result.stages] + [result.backend]
+    return [{"backend": name, **row, **context} for name, row in zip(backends, out)]
+
+
+def placements(result: BenchResult) -> list[roofline.Placement | None]:
+    """The roofline placement of each stage, then of the whole (FLOPs, runtime and traffic summed over stages per
+    sample)."""
+    out = [
+        roofline.place_count(s.flops, s.runtime.per_sample_seconds if s.runtime else {}, result.roofs)
+        for s in result.stages
+    ]
+    counts = [s.flops for s in result.stages]
+    if all(c is not None and c.source == "analytic" and c.per_sample for c in counts) and result.totals.per_sample_s:
+        flops: dict[str, int] = {}
+        traffic: dict[str, int] = {}
+        for c in counts:
+            assert c is not None
+            for k, v in c.per_sample.items():
+                flops[k] = flops.get(k, 0) + v
+            for k, v in c.traffic_per_sample.items():
+                traffic[k] = traffic.get(k, 0) + v
+        known = all(c is not None and c.parameters_known for c in counts)
+        out.append(roofline.place(flops, result.totals.per_sample_s, traffic, result.roofs, known))
+    else:
+        out.append(None)
+    return out
+
+
+def _throughput(runtime) -> float | None:
+    """Samples per second of a stage: its timed samples over their summed runtime."""
+    if runtime is None or not runtime.samples or runtime.total_seconds <= 0:
+        return None
+    return len(runtime.samples) / runtime.total_seconds
 
 
 def _row(
-    stage, model, ok, failed, summary, rtf, peak, footprint, flops, source, shape_cost, quality=None
+    stage,
+    model,
+    ok,
+    failed,
+    summary,
+    rtf,
+    peak,
+    footprint,
+    flops,
+    source,
+    shape_cost,
+    quality=None,
+    batches=None,
+    samples_per_s=None,
 ) -> dict[str, Any]:
     ms = (lambda v: round(v * 1e3, 3)) if summary else (lambda v: None)
+    latency = batches.latency if batches is not None else None
     return {
         "stage": stage,
         "model": model,
@@ -229,6 +291,11 @@ def _row(
         "runtime_stdev_ms": ms(summary.stdev) if summary and summary.stdev is not None else None,
         "runtime_median_ms": ms(summary.median) if summary else None,
         "runtime_p90_ms": ms(summary.p90) if summary else None,
+        "batch_size": batches.batch_size if batches is not None else None,
+        "batch_latency_mean_ms": round(latency.mean * 1e3, 3) if latency else None,
+        "batch_latency_p90_ms": round(latency.p90 * 1e3, 3) if latency else None,
+        "samples_per_s": round(samples_per_s, 3) if samples_per_s is not None else None,
+        "audio_s_per_s": round(rtf.audio_s_per_s, 3) if rtf and math.isfinite(rtf.audio_s_per_s) else None,
         **first_call.columns(shape_cost),
         "rtf": round(rtf.rtf, 5) if rtf else None,
         "rtf_audio": rtf.audio if rtf else None,
@@ -275,41 +342,59 @@ def _cell(v: Any) -> str:
 
 def print_table(result: BenchResult, file=None) -> None:
     """The human table: runtime mean ± σ, median, p90 (ms), RTF, peak RSS and footprint (MiB), GFLOPs per sample."""
+    hybrid = result.hybrid  # some stage pinned to another backend: each row says where it ran
     headers = (
         "stage",
+        *(("backend",) if hybrid else ()),
         "model",
         "ok/failed",
         "runtime (ms) mean ± σ",
         "median",
         "p90",
+        "batch",
+        "ms/batch",
+        "samples/s",
+        "audio s/s",
         "1st call, new shape",
         "RTF",
         "peak RSS (MiB)",
         "footprint (MiB)",
         "GFLOPs/sample",
+        "GFLOP/s (roofline)",
         "quality",
     )
     table = [
         (
             row["stage"],
+            *((row["backend"],) if hybrid else ()),
             row["model"],
             f"{_cell(row['ok'])}/{row['failed']}",
             stats.mean_sigma(row["runtime_mean_ms"], row["runtime_stdev_ms"]),
             row["runtime_median_ms"],
             row["runtime_p90_ms"],
+            row["batch_size"],
+            row["batch_latency_mean_ms"],
+            row["samples_per_s"],
+            row["audio_s_per_s"],
             first_call.cell(row),
             "-" if row["rtf"] is None else f"{row['rtf']:.4f} ({row['rtf_audio']})",
             row["peak_rss_mib"],
             row["footprint_mib"],
             "-" if row["gflops_per_sample"] is None else f"{row['gflops_per_sample']:.4f} ({row['flops_source']})",
+            roofline.cell(row),
             row["quality"],
         )
         for row in rows(result)
     ]
+    pinned = ", ".join(
+        f"stage{s.index} on {s.backend}" for s in result.stages if s.backend not in (None, result.backend)
+    )
     title = (
-        f"speechperf bench: {result.model_type} on {result.backend}/{result.device}, "
-        f"{result.threads} thread(s), warmup {result.warmup}"
+        f"speechperf bench: {result.model_type} on {result.backend}/{result.device}"
+        + (f" ({pinned}, pinned)" if hybrid else "")
+        + f", {result.threads} thread(s), warmup {result.warmup}"
         + (" and per shape" if result.warmup_per_shape else "")
         + f", repeat {result.repeat}"
+        + (f", batch size {result.batch_size}" if result.batch_size > 1 else "")
     )
     tables.print_table(title, headers, table, file or sys.stdout, left=("stage", "model"))

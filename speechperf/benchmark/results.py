@@ -11,10 +11,13 @@ from typing import Any
 
 import attrs
 
+from speechperf.benchmark.batching import BatchFigures
+from speechperf.benchmark.batching import combined as combined_batches
 from speechperf.meters.first_call import ShapeCost, combined
 from speechperf.meters.flops import FlopCount
 from speechperf.meters.memory import MemoryResult
 from speechperf.meters.quality import QualityResult
+from speechperf.meters.roofs import Roofs
 from speechperf.meters.rtf import RtfResult
 from speechperf.meters.runtime import RuntimeResult, Stats
 from speechperf.meters.samples import SampleFailure
@@ -34,6 +37,8 @@ class StageResult:
     failures: tuple[SampleFailure, ...]
     load_s: float
     first_call_s: float | None
+    batching: BatchFigures | None = None  # its timed batches (batch_size 1: each sample its own)
+    backend: str | None = None  # the backend the stage ran on (a pinned stage's own; None: the run's)
 
 
 @attrs.frozen
@@ -48,6 +53,13 @@ class Totals:
     flops_per_sample: float | None
     flops_source: str | None
     first_call_per_shape: ShapeCost | None = None
+    batching: BatchFigures | None = None  # each batch's seconds summed over the stages
+
+    @property
+    def samples_per_s(self) -> float | None:
+        """Throughput: the samples every stage timed over their summed runtime."""
+        total = sum(self.per_sample_s.values())
+        return len(self.per_sample_s) / total if total > 0 else None
 
 
 @attrs.frozen
@@ -66,6 +78,13 @@ class BenchResult:
     complete: bool = True  # False when the run was interrupted
     warmup_per_shape: bool = False
     quality: QualityResult | None = None  # scored after every measurement, untimed (speechperf.meters.quality)
+    batch_size: int = 1  # general.batch_size as run (capped to the dataset's size)
+    roofs: Roofs | None = None  # the machine's roofs at ``threads`` (speechperf.meters.roofs), for the roofline
+
+    @property
+    def hybrid(self) -> bool:
+        """Whether some stage ran on another backend than the run's (``stageN.backend``)."""
+        return any(s.backend not in (None, self.backend) for s in self.stages)
 
     def quality_of(self, stage: StageResult | None) -> object:
         """The quality score shown on a stage's row (None: the total row); the last stage shows the run's."""
@@ -112,6 +131,7 @@ def totals(
         flops_per_sample=sum(counted) if flops and len(counted) == len(flops) else None,
         flops_source="+".join(sorted(sources)) if sources else None,
         first_call_per_shape=_first_call_per_shape(stages),
+        batching=combined_batches([s.batching for s in stages]),
     )
 
 

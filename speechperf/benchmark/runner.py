@@ -16,7 +16,9 @@ import attrs
 from speechperf.benchmark.validate import check_config
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
-from speechperf.outputs import check_output_path, write_text_atomic
+from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
+from speechperf.store import html as html_report
+from speechperf.store.keep import Keep
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ def run_benchmark(
     outputs_path: Path | None = None,
     text_path: Path | None = None,
     workdir: Path,
+    keep: Keep | None = None,
     progress: bool = True,
     out=None,
     err=None,
@@ -52,6 +55,10 @@ def run_benchmark(
             f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
         )
     check_config(cfg)  # everything `speechperf config check` checks, before anything is loaded
+    from speechperf.benchmark.validate import require_pinned_backends
+
+    # A stage pinned to a backend that is not installed costs nothing: refused before any data or model is loaded.
+    pinned = require_pinned_backends(cfg, general.backend)
     exports = {
         what: path
         for what, path in (("--output", output), ("--csv", csv_path), ("--markdown", md_path))
@@ -59,11 +66,22 @@ def run_benchmark(
     }
     for what, path in exports.items():  # before anything is loaded: a bad path must not cost a whole run
         check_output_path(path, what)
+    keep = (keep or Keep()).check()  # the store and --html: before anything is loaded, as the exports
     if outputs_path is not None:
         outputs_path = check_output_path(outputs_path, "--save-outputs")
     if text_path is not None:
         text_path = check_output_path(text_path, "--save-text")
+    dump_dir = (
+        check_output_folder(general.dump_speech_waveforms_dir, "--dump-speech-waveforms-dir")
+        if general.dump_speech_waveforms_dir
+        else None
+    )
     dataset = load_dataset(general, cfg.roles[0])
+    if dump_dir:  # each file it may write, now that the samples are known (dump_final_speech_output names them)
+        for i in range(len(dataset)):
+            check_output_path(
+                dump_dir / f"{general.dump_waveform_file_prefix}_{i}_pred.wav", "--dump-speech-waveforms-dir"
+            )
     from speechperf.benchmark import quality as quality_pass
     from speechperf.data.references import load_references
     from speechperf.meters import quality as quality_meter
@@ -85,12 +103,15 @@ def run_benchmark(
     backend = require_backend(general.backend)  # imports the framework
     with build.stdout_to_stderr():
         build.prepare_stages(cfg, backend.name, workdir)
-        backend.set_threads(general.threads)
-        backend.seed(general.seed)
+        for each in (backend, *pinned.values()):  # every framework a stage runs on: same threads, same seed
+            each.set_threads(general.threads)
+            each.seed(general.seed)
         preload = rss_mib()  # the framework is imported, no model is loaded yet
         stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
 
     env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
+    if pinned:  # the frameworks of the stages pinned elsewhere, and their versions
+        env["pinned_backends"] = {name: each.availability().version for name, each in pinned.items()}
     config_dict = cfg.to_dict()
     show = _Progress(err) if progress else None
 
@@ -113,6 +134,7 @@ def run_benchmark(
         memory_method=memory_method,
         preload_mib=preload,
         progress=on_progress,
+        batch_size=general.batch_size,
     )
     try:
         result = bench.gather_all_metrics(dataset)
@@ -134,6 +156,10 @@ def run_benchmark(
         ) from None
     if show:
         show.close()
+    if "flops" in general.meters and "runtime" in general.meters:  # after every measurement: it runs GEMMs
+        from speechperf.meters.roofs import roofs_for
+
+        result = attrs.evolve(result, roofs=roofs_for(general.threads))
     _write_exports(result, config_dict, env, output, csv_path, md_path)
     if text_path is not None and result.quality is not None:
         write_text_atomic(text_path, quality_meter.save_text(result.quality), "--save-text")
@@ -142,6 +168,8 @@ def run_benchmark(
 
         save_stage_outputs(outputs_path, bench.stage_outputs())
     report.print_table(result, file=out)
+    for name, found in report.length_fits(result).items():
+        log.info("note: cost against input length, %s: %s", name, found.text())
     for stage in result.stages:
         if stage.first_call_s is not None:
             log.info(
@@ -169,10 +197,8 @@ def run_benchmark(
                 stage.flops.source,
                 ", ".join(stage.flops.uncounted),
             )
-    if general.dump_speech_waveforms_dir:
-        written = bench.dump_final_speech_output(
-            general.dump_speech_waveforms_dir, general.dump_waveform_file_prefix, general.target_sr
-        )
+    if dump_dir:
+        written = bench.dump_final_speech_output(dump_dir, general.dump_waveform_file_prefix, general.target_sr)
         if written:
             log.info(
                 "wrote %d waveform(s) at %d Hz to %s",
@@ -182,10 +208,19 @@ def run_benchmark(
             )
         else:
             log.warning("note: model_type %s produced no waveform; nothing was dumped", general.model_type)
+    if "flops" in general.meters and "runtime" in general.meters:
+        from speechperf.meters import roofline
+
+        log.info("note: %s", roofline.describe(result.roofs, general.threads))
     _log_quality(result.quality, quality_note)
     for message in result.failed.values():
         log.error("failed: %s", message)
-    return 1 if result.failed else 0
+    code = 1 if result.failed else 0
+    # After the exports and the table: a store that cannot be written now costs nothing that was measured.
+    doc = report.to_json(result, config_dict, env)
+    table = html_report.table_html(f"{general.model_type} on {backend.name}", report.COLUMNS, report.rows(result))
+    keep.finish("bench", doc, code, tables=[table], title=f"speechperf bench: {general.model_type} on {backend.name}")
+    return code
 
 
 def _log_quality(quality, note: str | None) -> None:

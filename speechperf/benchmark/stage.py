@@ -7,6 +7,9 @@ VAD streaming). The glue is the same numpy code on every backend, so a stage dec
   the previous stage's output. Both are untimed data preparation, done once up front as fairseq does.
 - ``run(sessions, inp)`` is one forward, the thing that is timed; it calls only the sessions it is given, so a
   meter can hand it counting proxies (``speechperf.meters.flops``).
+- ``run_batch(sessions, inps)`` is one forward of a padded batch (``general.batch_size``), whose outputs must equal
+  the batch-1 outputs of ``run``: a stage that cannot promise that leaves it out and says why in
+  ``batch_refusal``; ``batch_length(inp)`` is what samples are sorted by before they are grouped.
 - Inputs and outputs are dicts of numpy arrays and plain values: ``features`` (frames, 80) float32, ``audio``
   float32 mono, ``tokens`` / ``units`` int64 (no special symbols around them), ``waveform`` + ``sample_rate``,
   ``segments`` [(start_s, end_s)].
@@ -15,7 +18,7 @@ VAD streaming). The glue is the same numpy code on every backend, so a stage dec
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,10 +46,16 @@ class Stage(abc.ABC):
     label: str  # what is run: "s2t/tiny", "silero_vad", "my_model.onnx"
     sessions: Mapping[str, Session]
     load_seconds: float = 0.0
+    #: The backend the stage's sessions run on, where it is not the run's (a stage pinned with ``stageN.backend``):
+    #: its synchronize, memory and FLOP counter are the ones that measure it.
+    backend: Any = None
     #: Loads the same model and weights in a format the backend can count FLOPs on, where the timed sessions'
     #: format cannot be counted (see ZooFormat.counted_as); loaded only when FLOPs are counted, after the other
     #: meters, so it weighs on no timing or memory figure.
     flops_twin: Callable[[], Mapping[str, Session]] | None = None
+    #: A text stage whose text is in another language than its input (Whisper's ``task: translate``): the quality
+    #: meter scores it with BLEU / chrF, as an MT stage, not with WER.
+    translates: bool = False
 
     def flops_sessions(self) -> Mapping[str, Session]:
         """The sessions FLOPs are counted on: the timed ones, or their countable twin."""
@@ -62,6 +71,26 @@ class Stage(abc.ABC):
 
     def forward(self, inp: StageIO) -> StageIO:
         return self.run(self.sessions, inp)
+
+    #: Why this stage refuses batch_size > 1 (its outputs would change with padding); None where ``run_batch`` is
+    #: its batched forward.
+    batch_refusal: str | None = "it has no batched forward"
+
+    def run_batch(self, sessions: Mapping[str, Session], inps: Sequence[StageIO]) -> list[StageIO]:
+        """One forward on a batch of inputs (padded inside); one output per input, each equal to ``run``'s."""
+        raise StageError(f"stage {self.label} ({self.role}) cannot batch: {self.batch_refusal}")
+
+    def forward_batch(self, inps: Sequence[StageIO]) -> list[StageIO]:
+        if len(inps) == 1:  # a batch of one is the unbatched forward, exactly
+            return [self.forward(inps[0])]
+        return self.run_batch(self.sessions, inps)
+
+    def batch_length(self, inp: StageIO) -> int:
+        """The length samples are sorted by before batching (frames, tokens, units or audio samples)."""
+        for name in ("features", "tokens", "units", "audio"):
+            if name in inp:
+                return int(np.asarray(inp[name]).shape[0])
+        return 0
 
     def from_sample(self, sample: Sample) -> StageIO:
         raise StageError(f"stage {self.label} ({self.role}) cannot take a {sample.kind} sample directly")
@@ -89,6 +118,17 @@ class Stage(abc.ABC):
         if self.audio_side == "output" and out is not None and "waveform" in out:
             return out["waveform"].size / out["sample_rate"]
         return None
+
+
+def pad_stack(arrays: Sequence[np.ndarray], value: float | int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays of one rank stacked along a new batch axis, padded with ``value`` along their first axis to the
+    longest; and their int64 lengths."""
+    lengths = np.array([a.shape[0] for a in arrays], dtype=np.int64)
+    first = arrays[0]
+    out = np.full((len(arrays), int(lengths.max()), *first.shape[1:]), value, dtype=first.dtype)
+    for i, a in enumerate(arrays):
+        out[i, : a.shape[0]] = a
+    return out, lengths
 
 
 def describe_output(out: StageIO) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from speechperf.backend import ModelSpec, hooks
+from speechperf.backend import Backend, ModelSpec, hooks
 from speechperf.benchmark.stage import StageError
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import ModelFileError, SpeechperfError
@@ -31,14 +31,61 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     for index, (stage, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         where = f"{cfg.source}: stage{index}"
         check_stage_model(stage, role, where)
+        stage_backend = get_backend(stage.backend) if stage.backend else backend  # a pinned stage runs there
+        if stage.backend:
+            hooks(stage_backend).check_device(cfg.general.device)
         if stage.path:
-            for file, fmt, loader in _files_to_check(stage, backend, where):
+            for file, fmt, loader in _files_to_check(stage, stage_backend, where):
                 _check_model_file(file, fmt, where, loader)
-        elif stage.model is not None and stage.model != SILERO:  # the config holds exactly one of model and path
-            try:
-                _check_reference(stage, stage.model, role)
-            except SpeechperfError as exc:
-                raise type(exc)(f"{where}: {exc}") from None
+        elif stage.model is not None:  # the config holds exactly one of model and path
+            _check_reference(stage, role, backend, where)
+        refusal = batch_refusal(stage, role)
+        if cfg.general.batch_size > 1 and refusal is not None:
+            what = stage.model if stage.model else "your own file"
+            raise StageError(
+                f"{where}: general.batch_size = {cfg.general.batch_size}: stage{index} ({what}) cannot batch: "
+                f"{refusal}; allowed for it: 1"
+            )
+
+
+def batch_refusal(stage: StageConfig, role: str) -> str | None:
+    """Why the stage that ``stage`` builds refuses batch_size > 1 (``Stage.batch_refusal``), known before anything
+    is loaded; None where it batches."""
+    from speechperf.benchmark.file_stage import FileStage, VadStage
+    from speechperf.benchmark.marian_stage import MarianStage
+    from speechperf.benchmark.piper_stage import PiperStage
+    from speechperf.benchmark.reference import END_TO_END_TTS, Seq2SeqStage, TTSStage, UnitVocoderStage
+
+    if stage.path:
+        return FileStage.batch_refusal
+    if stage.model == SILERO:
+        return VadStage.batch_refusal
+    if stage.model in END_TO_END_TTS:
+        return PiperStage.batch_refusal
+    if role == "mt" and stage.model != "mt":  # a real MT model (Marian: a decoder step with a recurrent state)
+        return MarianStage.batch_refusal
+    return {"tts": TTSStage, "unit_vocoder": UnitVocoderStage}.get(role, Seq2SeqStage).batch_refusal
+
+
+def pinned_stages(cfg: BenchConfig, run_backend: str | None) -> dict[int, str]:
+    """stage index (1-based) -> backend, for the stages pinned to another backend than the run's."""
+    return {i: s.backend for i, s in enumerate(cfg.stages, 1) if s.backend and s.backend != run_backend}
+
+
+def require_pinned_backends(cfg: BenchConfig, run_backend: str | None) -> dict[str, Backend]:
+    """Each backend a stage is pinned to, checked to be installed (this imports its framework); one line naming the
+    stage, the backend and how to install it when one is not. Called before anything is loaded or measured."""
+    from speechperf.registry import require_backend
+
+    found: dict[str, Backend] = {}
+    for index, name in pinned_stages(cfg, run_backend).items():
+        if name in found:
+            continue
+        try:
+            found[name] = require_backend(name)
+        except SpeechperfError as exc:
+            raise type(exc)(f"{cfg.source}: stage{index}.backend: {exc}") from None
+    return found
 
 
 def check_stage_model(stage: StageConfig, role: str, where: str) -> None:
@@ -58,13 +105,54 @@ def check_stage_model(stage: StageConfig, role: str, where: str) -> None:
         )
 
 
-def _check_reference(stage: StageConfig, model: str, role: str) -> None:
+def _check_reference(stage: StageConfig, role: str, backend, where: str) -> None:
+    """A reference model's name, preset, vocoder, ``format`` (on ``backend``, or on some backend) and ``model_dir``,
+    by the checks bench's loader makes (benchmark/reference)."""
+    from speechperf.benchmark.reference import check_model_dir, zoo_format
+    from speechperf.zoo.build import zoo_formats
     from speechperf.zoo.catalog import check_preset, get_model
 
-    get_model(model)  # an unknown name fails with the known names
-    check_preset(stage.preset)
+    if stage.model != SILERO:
+        try:
+            get_model(str(stage.model))  # an unknown name fails with the known names
+            check_preset(stage.preset)
+            _check_pretrained_keys(stage, str(stage.model), role)
+        except SpeechperfError as exc:
+            raise type(exc)(f"{where}: {exc}") from None
+        if backend is not None and stage.format is not None:  # the default format is the loader's to pick
+            zoo_format(backend, stage.format, where)
+        elif stage.format is not None and stage.format not in zoo_formats(variants=True):
+            raise StageError(
+                f"{where}: format {stage.format!r} is not a built format of the reference models; allowed: "
+                f"{', '.join(zoo_formats(variants=True))}"
+            )
+    if stage.model_dir is not None:
+        check_model_dir(stage.model_dir, None if stage.model == SILERO else stage.model, where)
+
+
+def _check_pretrained_keys(stage: StageConfig, model: str, role: str) -> None:
+    """A TTS stage's vocoder (a mel vocoder of the stage's preset) and a Whisper stage's language and task (against
+    the installed model's tokenizer)."""
+    from speechperf.zoo.catalog import get_model, known_models
+
     if role == "tts" and stage.vocoder:
-        get_model(stage.vocoder)
+
+        def takes_mel(name: str) -> bool:
+            return any(t.name == "mel" for c in get_model(name).components for t in c.inputs)
+
+        if not takes_mel(stage.vocoder):
+            vocoders = [name for name in known_models() if takes_mel(name)]
+            raise StageError(f"vocoder {stage.vocoder!r} is not a mel vocoder; allowed: {', '.join(vocoders)}")
+        get_model(stage.vocoder).hparams(stage.preset)  # one size only for a pretrained vocoder
+    if model.startswith("whisper-"):
+        from speechperf.adapters.whisper import WhisperVocabulary
+        from speechperf.errors import FeedError
+        from speechperf.zoo.whisper import model_dir
+
+        try:
+            WhisperVocabulary.from_dir(model_dir(model)).check_prompt(stage.src_lang, stage.task, model)
+        except FeedError as exc:
+            raise StageError(str(exc)) from None
 
 
 def _files_to_check(stage: StageConfig, backend, where: str) -> list[tuple[str, str | None, object]]:
@@ -103,6 +191,8 @@ def _check_model_file(file: str, fmt: str | None, where: str, backend) -> None:
     path = Path(file)
     if not path.exists():
         raise ModelFileError(f"{where}: model file not found: {path}")
+    if path.is_dir():
+        raise ModelFileError(f"{where}: model file {path} is a folder; `path` names one model file")
     if backend is not None:
         suffixes = dict(hooks(backend).suffix_formats)
         if fmt is None and path.suffix not in suffixes:

@@ -1,10 +1,12 @@
 """The S2T stage over a Whisper model of the zoo (``speechperf.zoo.whisper``): Whisper's log-mel of the first
 30 s, then greedy decoding with the decoder's KV cache (``speechperf.adapters.whisper``), the same numpy code on
-every backend. Its output holds the token ids (special tokens stripped) and the text."""
+every backend. Its output holds the token ids (special tokens stripped) and the text. ``src_lang`` and ``task``
+(stage keys) make the prompt of a multilingual model: ``task: translate`` is speech-to-text translation into
+English (a Cascaded2StageS2ST's first stage)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -25,8 +27,11 @@ class WhisperStage(Stage):
         from speechperf.zoo.whisper import model_dir
 
         self.label, self.sessions = label, dict(sessions)
-        self.vocab = WhisperVocabulary.from_dir(model_dir())
+        self.vocab = WhisperVocabulary.from_dir(model_dir(stage_cfg.model))
         self.max_len_a, self.max_len_b = stage_cfg.max_len_a, stage_cfg.max_len_b
+        # Checked against the model's tokenizer before anything is built (benchmark/validate).
+        self.language, self.task = stage_cfg.src_lang, stage_cfg.task
+        self.translates = self.task == "translate"
 
     def from_sample(self, sample: Sample) -> StageIO:
         from speechperf.adapters.whisper import SAMPLE_RATE, log_mel
@@ -45,15 +50,27 @@ class WhisperStage(Stage):
 
         return min(MAX_TOKENS, max_length(int(round(min(seconds, 30.0) * 50)), self.max_len_a, self.max_len_b))
 
+    #: batches: every input is the same 30 s log-mel, and each item stops at its own bound (adapters/whisper.py)
+    batch_refusal = None
+
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
+        return self.run_batch(sessions, [inp])[0]
+
+    def run_batch(self, sessions: Mapping[str, Session], inps: Sequence[StageIO]) -> list[StageIO]:
         from speechperf.adapters.whisper import transcribe_features
 
-        (ids,) = transcribe_features(
+        rows = transcribe_features(
             sessions["encoder"],
             sessions["cross_kv"],
             sessions["decoder_step"],
-            inp["features"][None],
+            np.stack([inp["features"] for inp in inps]),
             self.vocab,
-            self.max_tokens(inp["seconds"]),
+            np.array([self.max_tokens(inp["seconds"]) for inp in inps], dtype=np.int64),
+            self.language,
+            self.task,
         )
-        return {"tokens": np.asarray(ids, dtype=np.int64), "text": self.vocab.decode(ids)}
+        return [{"tokens": np.asarray(ids, dtype=np.int64), "text": self.vocab.decode(ids)} for ids in rows]
+
+    def batch_length(self, inp: StageIO) -> int:
+        """Every input is padded to 30 s; the audio's own length still groups like with like."""
+        return int(round(inp["seconds"] * 1000))

@@ -14,7 +14,7 @@ import sys
 import click
 
 from speechperf import __version__, logs
-from speechperf.errors import Interrupted, SpeechperfError
+from speechperf.errors import Interrupted, SpeechperfError, cut_text
 
 
 class InputError(click.ClickException):
@@ -28,7 +28,7 @@ class SpeechperfGroup(click.Group):
         try:
             return super().invoke(ctx)
         except SpeechperfError as exc:
-            raise InputError(str(exc)) from None
+            raise InputError(cut_text(str(exc))) from None
         except KeyboardInterrupt as exc:
             note = str(exc) if isinstance(exc, Interrupted) else ""
             click.echo(f"interrupted; {note}" if note else "interrupted", err=True)
@@ -51,6 +51,9 @@ def _register() -> None:
     from speechperf.cli.compare_cmd import compare
     from speechperf.cli.config_cmd import config
     from speechperf.cli.data_cmd import data
+    from speechperf.cli.diff_cmd import diff
+    from speechperf.cli.history_cmd import history
+    from speechperf.cli.loadgen_cmd import loadgen
     from speechperf.cli.optimize_cmd import optimize
     from speechperf.cli.plugin_cmd import plugin
     from speechperf.cli.profile_cmd import profile
@@ -70,7 +73,10 @@ def _register() -> None:
     main.add_command(profile_compare)
     main.add_command(optimize)
     main.add_command(compare)
+    main.add_command(loadgen)
     main.add_command(plugin)
+    main.add_command(diff)
+    main.add_command(history)
 
 
 _register()

@@ -11,8 +11,8 @@ import click
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def backends(as_json: bool) -> None:
-    """List the registered backends with their version, availability, formats, devices, profilers and
-    quantization methods (`speechperf optimize --method`)."""
+    """List the registered backends with their version, availability, formats, devices, profilers,
+    quantization methods (`speechperf optimize --method`) and the variants `compare --best` measures."""
     from speechperf.registry import backend_table
 
     rows = backend_table()
@@ -46,3 +46,11 @@ def backends(as_json: bool) -> None:
     console = Console(soft_wrap=False)
     console.width = max(console.width, 160)
     console.print(table)
+    listed = Table(title="variants (speechperf compare --best measures each)")
+    for column in ("backend", "variant", "format; options"):
+        listed.add_column(column, no_wrap=column != "format; options", overflow="fold")
+    for r in rows:
+        for described in r.variants:
+            name, _, rest = described.partition(" (")
+            listed.add_row(escape(r.name), escape(name), escape(rest.rstrip(")") or "the stage's own path"))
+    console.print(listed)

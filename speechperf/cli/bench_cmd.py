@@ -8,26 +8,19 @@ from pathlib import Path
 import click
 
 from speechperf.cache import cache_dir
-from speechperf.cli.config_options import config_from_options, config_options
-from speechperf.cli.options import export_options
+from speechperf.cli.config_options import config_from_args, config_options
+from speechperf.cli.options import export_options, keep_options, optional_backend_option, seed_option
 from speechperf.config.schema import DEVICES
 
 
 @click.command()
-@click.option(
-    "--backend",
-    "-b",
-    "backend_name",
-    metavar="NAME",
-    default=None,
-    help="A registered backend (see `speechperf backends`); or general.backend in the config.",
-)
+@optional_backend_option()
 @config_options(without="the tiny S2T on generated data")
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed forwards per stage before timing.")
 @click.option("--repeat", type=click.IntRange(min=1), default=None, help="Timed forwards per sample.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads, pinned the same on every backend.")
 @click.option("--device", type=click.Choice(DEVICES), default=None)
-@click.option("--seed", type=click.IntRange(min=0), default=None)
+@seed_option(None)
 @click.option(
     "--meters",
     default=None,
@@ -61,17 +54,10 @@ from speechperf.config.schema import DEVICES
 @click.option(
     "--target-sr", type=click.IntRange(min=1), default=None, help="Rate the dumped waveforms are resampled to."
 )
+@keep_options("run")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def bench(
     backend_name,
-    config_path,
-    model_type,
-    sets,
-    preset,
-    dataset_path,
-    dataset_type,
-    dataset_size,
-    allow_pickle,
     warmup,
     repeat,
     threads,
@@ -87,20 +73,20 @@ def bench(
     dump_speech_waveforms_dir,
     dump_waveform_file_prefix,
     target_sr,
+    keep,
     quiet,
+    **config_args,
 ) -> None:
     """Measure runtime, RTF, peak memory and FLOPs of a model (or a cascade) on one backend.
 
-    Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input; 130
-    interrupted (--output, --csv and --markdown keep what was measured).
+    Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input (a --store
+    that is not a speechperf store included: checked first, and again after the exports are written); 130
+    interrupted (--output, --csv and --markdown keep what was measured). Each finished run is appended to the
+    results store unless --no-store (`speechperf history`).
     """
-    overrides = dict(
+    cfg = config_from_args(
+        config_args,
         backend=backend_name,
-        model_type=model_type,
-        dataset_path=dataset_path,
-        dataset_type=dataset_type,
-        dataset_size=dataset_size,
-        unsafe_pickle_runs_code=allow_pickle,
         warmup=warmup,
         repeat=repeat,
         threads=threads,
@@ -111,7 +97,6 @@ def bench(
         dump_waveform_file_prefix=dump_waveform_file_prefix,
         target_sr=target_sr,
     )
-    cfg = config_from_options(config_path, overrides, preset, sets)
     from speechperf.benchmark.runner import run_benchmark
 
     if outputs_path is not None and outputs_path.suffix != ".npz":
@@ -127,6 +112,7 @@ def bench(
         outputs_path=outputs_path,
         text_path=text_path,
         workdir=cache_dir(),
+        keep=keep,
         progress=not quiet,
     )
     sys.exit(code)

@@ -1,6 +1,8 @@
 """``speechperf check``: validate the meters on this machine and print a pass/fail table (stdout).
 
-Exit codes: 0 every meter asked for (``--meters``) is trustworthy here; 1 at least one is not (named on stderr);
+Exit codes: 0 every meter asked for is trustworthy here, or unavailable (no backend has what its check needs) and
+not named in ``--meters``; 1 at least one is NOT trustworthy, or unavailable although named in --meters (named on
+stderr);
 2 bad input, such as an unknown meter or backend name.
 """
 
@@ -12,15 +14,15 @@ import click
 
 from speechperf.meters.samples import METER_NAMES
 
-DEFAULT = "runtime,memory,flops,threads"
+DEFAULT = "runtime,memory,flops,threads,roofline"
 
 
 @click.command()
 @click.option(
     "--meters",
-    default=DEFAULT,
-    show_default=True,
-    help=f"Comma-separated meters that must be trustworthy here; known: {', '.join(METER_NAMES)}.",
+    default=None,
+    help=f"Comma-separated meters that must be trustworthy here [default: {DEFAULT}]; known: "
+    f"{', '.join(METER_NAMES)}. Unnamed, an unavailable meter does not fail the check.",
 )
 @click.option(
     "--backend",
@@ -29,7 +31,14 @@ DEFAULT = "runtime,memory,flops,threads"
     help="Backend to check FLOPs and thread pinning on (repeatable); default: every registered backend.",
 )
 @click.option("--quick", is_flag=True, help="Fewer timing repeats (less precise, faster).")
-def check(meters: str, backends: tuple[str, ...], quick: bool) -> None:
+@click.option(
+    "--threads",
+    "threads_list",
+    default=None,
+    metavar="N[,N...]",
+    help="Thread counts to measure the roofs at (roofline meter); default: 1 and 2, those the usable cores allow.",
+)
+def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads_list: str | None) -> None:
     """Validate the meters on this machine and print a pass/fail table.
 
     Checks the meters named in --meters (PAPI availability is always reported) and exits 1 when one of them is not
@@ -37,11 +46,38 @@ def check(meters: str, backends: tuple[str, ...], quick: bool) -> None:
     """
     from speechperf.meters.check import format_report, run_checks
     from speechperf.meters.samples import parse_meter_names
+    from speechperf.registry import get_backend
 
-    asked = parse_meter_names(meters)
-    report = run_checks(asked, backends or None, quick=quick)
+    asked = parse_meter_names(DEFAULT if meters is None else meters)  # --meters '' is refused, not the default
+    for name in backends:  # an unknown one is refused before any check runs, listing the registered ones
+        get_backend(name)
+    report = run_checks(asked, backends or None, quick=quick, threads=_thread_counts(threads_list))
     click.echo(format_report(report, asked))
-    bad = report.untrustworthy(asked)
+    bad = report.untrustworthy(asked, named=meters is not None)
     if bad:
-        click.echo(f"check failed: not trustworthy on this machine: {', '.join(bad)}", err=True)
+        named = [m if report.verdict(m) != "unavailable" else f"{m} (unavailable)" for m in bad]
+        click.echo(f"check failed: not trustworthy on this machine: {', '.join(named)}", err=True)
         sys.exit(1)
+
+
+def _thread_counts(text: str | None) -> tuple[int, ...]:
+    """``--threads``: thread counts, each between 1 and the cores this process may use (its affinity)."""
+    import os
+
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if text is None:
+        return tuple(n for n in (1, 2) if n <= usable)
+    counts = []
+    for item in text.split(","):
+        try:
+            n = int(item.strip())
+        except ValueError:
+            n = 0
+        if not 1 <= n <= usable:
+            raise click.BadParameter(
+                f"{item.strip()!r} is not a thread count this machine can run; allowed: 1 to {usable} "
+                "(the cores this process may use)",
+                param_hint="--threads",
+            )
+        counts.append(n)
+    return tuple(dict.fromkeys(counts))

@@ -39,7 +39,8 @@ def show(path: str | None) -> None:
     metavar="NAME",
     default=None,
     help="Also check what this backend loads (default: general.backend, if set): its formats, and each `path` "
-    "stage's file loaded, its declared input shapes against the inputs' layout and features.n_mels.",
+    "stage's file loaded, its input and output names and count against those declared, its declared input shapes "
+    "against the inputs' layout and features.n_mels.",
 )
 def check(paths: tuple[str, ...], backend_name: str | None) -> None:
     """Check config files as bench does before measuring (keys, models, presets, model files, dataset path); print
@@ -47,7 +48,7 @@ def check(paths: tuple[str, ...], backend_name: str | None) -> None:
     (``speechperf config show X | speechperf config check -``)."""
     import sys
 
-    from speechperf.benchmark.validate import check_config
+    from speechperf.benchmark.validate import check_config, require_pinned_backends
     from speechperf.config import load_config
     from speechperf.config.load import parse_config
 
@@ -55,6 +56,7 @@ def check(paths: tuple[str, ...], backend_name: str | None) -> None:
         cfg = parse_config(sys.stdin.read(), "<stdin>") if path == "-" else load_config(path)
         check_config(cfg, backend_name)
         backend = backend_name or cfg.general.backend
+        require_pinned_backends(cfg, backend)  # a stage pinned to a backend that is not installed
         if backend:
             _load_files(cfg, backend)
         click.echo(f"{path}: ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))")
@@ -69,14 +71,15 @@ def _load_files(cfg, backend_name: str) -> None:
     from speechperf.cache import cache_dir
     from speechperf.registry import require_backend
 
-    if not any(s.path and not derives_for(s, backend_name) for s in cfg.stages):
+    if not any(s.path and not derives_for(s, s.runs_on(backend_name)) for s in cfg.stages):
         return
     resolved = config_for_backend(cfg, backend_name)
-    backend = require_backend(backend_name)
     with build.stdout_to_stderr():
         for index, (stage, role) in enumerate(zip(resolved.stages, resolved.roles), 1):
-            if cfg.stages[index - 1].path and not derives_for(cfg.stages[index - 1], backend_name):
+            runs_on = stage.runs_on(backend_name)  # a pinned stage loads on its own backend
+            if cfg.stages[index - 1].path and not derives_for(cfg.stages[index - 1], runs_on):
                 general = resolved.general
+                backend = require_backend(runs_on)
                 build.build_stage(stage, role, index, resolved, backend, general.device, general.threads, cache_dir())
 
 

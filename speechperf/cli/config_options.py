@@ -48,6 +48,28 @@ def config_options(without: str):
     return stacked(options)
 
 
+def config_overrides(config_args: dict, **more) -> dict:
+    """The general keys ``config_options`` set (``config_args``: the values a command took as ``**config_args``),
+    as ``config_from_options`` takes them, with ``more`` after them (a command's own: backend, threads, warmup, ...);
+    in this order, which compare's children's arguments follow."""
+    return dict(
+        model_type=config_args["model_type"],
+        dataset_path=config_args["dataset_path"],
+        dataset_type=config_args["dataset_type"],
+        dataset_size=config_args["dataset_size"],
+        unsafe_pickle_runs_code=config_args["allow_pickle"],
+        **more,
+    )
+
+
+def config_from_args(config_args: dict, **more):
+    """The merged config of a command that took ``config_options`` as ``**config_args``, with ``more`` general keys
+    of its own (None: the config's value)."""
+    return config_from_options(
+        config_args["config_path"], config_overrides(config_args, **more), config_args["preset"], config_args["sets"]
+    )
+
+
 def config_from_options(config_path: Path | None, overrides: dict, preset: str | None, sets):
     """The merged config: ``config_path`` (or the built-in default) with the command line's values over it."""
     from speechperf.config import default_config, load_config

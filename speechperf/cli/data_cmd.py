@@ -8,6 +8,9 @@ from pathlib import Path
 import attrs
 import click
 
+from speechperf.cli.options import seed_option
+from speechperf.values import DATASET_MAX, SAMPLE_RATE_MAX
+
 DATA_TYPES = ("raw", "npz", "npy", "text")
 _SUFFIX_TYPES = {".tsv": "raw", ".npz": "npz", ".npy": "npy", ".txt": "text"}
 
@@ -52,20 +55,21 @@ def data() -> None:
 @click.option("--kind", type=click.Choice(("random", "short", "long")), default="random", show_default=True)
 @click.option("-n", "n", type=click.IntRange(min=1), required=True, help="Number of samples to keep.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="File to write the subset to.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the random subset.")
+@seed_option(1, help="Seed of the random subset.")
 @pickle_option
 def subset(
     path: Path, dataset_type: str | None, kind: str, n: int, output: Path, seed: int, allow_pickle: bool
 ) -> None:
     """Write the N random, shortest or longest samples of PATH to OUTPUT (same format; .npy becomes .npz)."""
-    from speechperf.data.subsets import choose, index_dataset, stats, write_subset
-    from speechperf.outputs import check_output_path
+    from speechperf.data.subsets import check_subset_output, choose, index_dataset, stats, write_subset
 
-    check_output_path(output, "--output")
-    index = index_dataset(path, _type_of(path, dataset_type), allow_pickle=allow_pickle)
+    dataset_type = _type_of(path, dataset_type)
+    check_subset_output(path, dataset_type, output)  # before reading: never its own input, never a FIFO
+    index = index_dataset(path, dataset_type, allow_pickle=allow_pickle)
+    stats(index)  # a dataset with no samples is refused before anything is written
     chosen = choose(index, kind, n, seed)
-    write_subset(index, chosen, output)
     s = stats(attrs.evolve(index, entries=tuple(chosen)))
+    write_subset(index, chosen, output)
     click.echo(f"wrote {len(chosen)} {kind} samples to {output} (lengths {s.min_len}..{s.max_len} {s.unit})", err=True)
 
 
@@ -92,12 +96,49 @@ def stats_cmd(path: Path, dataset_type: str | None, as_json: bool, allow_pickle:
 
 @data.command()
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("-n", "n", type=click.IntRange(min=1), default=8, show_default=True, help="Number of sentences.")
-@click.option("--engine", type=click.Choice(("espeak-ng", "flite")), default="espeak-ng", show_default=True)
-@click.option("--sample-rate", type=click.IntRange(min=1), default=16000, show_default=True)
-def synth(out_dir: Path, n: int, engine: str, sample_rate: int) -> None:
-    """Speak N sentences offline (espeak-ng or flite, then sox -D) into OUT_DIR as a raw dataset with transcripts."""
-    from speechperf.data.synth import synthesize
+@click.option("-n", "n", type=click.IntRange(1, DATASET_MAX), default=8, show_default=True, help="Number of sentences.")
+@click.option(
+    "--engine",
+    type=click.Choice(("espeak-ng", "flite", "kokoro")),
+    default="espeak-ng",
+    show_default=True,
+    help="kokoro: Kokoro-82M on the ONNX backend (speechperf[kokoro]), espeak-ng phonemes in --language.",
+)
+@click.option(
+    "--language",
+    type=click.Choice(("en", "pt-br")),
+    default="en",
+    show_default=True,
+    help="Language (espeak-ng voice) spoken; pt-br speaks the en<->pt smoke set, English references beside it.",
+)
+@click.option(
+    "--smoke-set",
+    is_flag=True,
+    help="English: speak the en<->pt smoke set's English side, with its Portuguese references (implied by pt-br).",
+)
+@click.option("--sample-rate", type=click.IntRange(1, SAMPLE_RATE_MAX), default=16000, show_default=True)
+def synth(out_dir: Path, n: int, engine: str, language: str, smoke_set: bool, sample_rate: int) -> None:
+    """Speak N sentences offline (espeak-ng, flite or Kokoro, then sox -D) into OUT_DIR as a raw dataset with
+    transcripts; with translations (pt-br, --smoke-set) also sentences.ref and a fairseq translation.tsv."""
+    from speechperf.data.synth import LANGUAGES, synthesize
 
-    manifest = synthesize(out_dir, n, engine, sample_rate)
+    speak = _kokoro_speaker(LANGUAGES[language]) if engine == "kokoro" else None
+    manifest = synthesize(out_dir, n, engine, sample_rate, language, smoke_set, speak)
     click.echo(str(manifest))
+
+
+def _kokoro_speaker(voice: str):
+    """Kokoro-82M (the kokoro extra's file) loaded on the backend that runs ONNX files, one thread."""
+    from speechperf.adapters.kokoro import KokoroFrontend, KokoroSpeaker
+    from speechperf.backend import ModelSpec
+    from speechperf.benchmark.backend_files import onnx_runner
+    from speechperf.errors import SpeechperfError
+    from speechperf.registry import require_backend
+    from speechperf.zoo import kokoro
+
+    runner = onnx_runner()
+    if runner is None:
+        raise SpeechperfError('--engine kokoro needs a backend that runs ONNX files: pip install "speechperf[onnx]"')
+    session = require_backend(runner).load(ModelSpec(path=kokoro.model_file()), threads=1)
+    frontend = KokoroFrontend(kokoro.vocabulary(), kokoro.voice_pack(kokoro.DEFAULT_SPEAKER), voice)
+    return KokoroSpeaker(session, frontend, kokoro.SAMPLE_RATE)

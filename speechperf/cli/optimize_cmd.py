@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from speechperf.cache import cache_dir
-from speechperf.cli.config_options import config_from_options, config_options
-from speechperf.cli.options import FiniteFloatRange, export_options
+from speechperf.cli.config_options import config_from_args, config_options
+from speechperf.cli.options import TIMEOUT_MAX, FiniteFloatRange, export_options, keep_options, optional_backend_option
+from speechperf.values import DATASET_MAX, RUNS_MAX, split_items
 
 
 def _methods_table(backend_name: str | None) -> str:
@@ -24,14 +25,7 @@ def _methods_table(backend_name: str | None) -> str:
 
 
 @click.command()
-@click.option(
-    "--backend",
-    "-b",
-    "backend_name",
-    metavar="NAME",
-    default=None,
-    help="A registered backend (see `speechperf backends`); or general.backend in the config.",
-)
+@optional_backend_option()
 @config_options(without="the tiny S2T on generated data")
 @click.option(
     "--method",
@@ -42,14 +36,14 @@ def _methods_table(backend_name: str | None) -> str:
 )
 @click.option(
     "--runs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=RUNS_MAX),
     default=5,
     show_default=True,
     help="Fresh `speechperf bench` processes per variant, interleaved with the others.",
 )
 @click.option(
     "--calibration-size",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=DATASET_MAX),
     default=4,
     show_default=True,
     help="Samples of the dataset whose real feeds calibrate the static methods.",
@@ -64,7 +58,7 @@ def _methods_table(backend_name: str | None) -> str:
 @click.option(
     "--timeout",
     "timeout_s",
-    type=FiniteFloatRange(min=1),
+    type=FiniteFloatRange(min=1, max=TIMEOUT_MAX),
     default=None,
     help="Seconds one bench process may take before it counts as failed.",
 )
@@ -92,16 +86,9 @@ def _methods_table(backend_name: str | None) -> str:
     help="A variant whose token or VAD agreement with fp32 is below this (e.g. 0.98) is over its quality budget.",
 )
 @export_options("JSON with every run and the table, rewritten as results come in.")
+@keep_options("study")
 def optimize(
     backend_name,
-    config_path,
-    model_type,
-    sets,
-    preset,
-    dataset_path,
-    dataset_type,
-    dataset_size,
-    allow_pickle,
     methods,
     runs,
     calibration_size,
@@ -114,6 +101,8 @@ def optimize(
     output,
     csv_path,
     md_path,
+    keep,
+    **config_args,
 ) -> None:
     """Post-training int8 quantization of every stage, judged against fp32 by file size, latency (speed-up ± σ
     over fresh processes), peak memory and fidelity (WER / token, VAD agreement / SNR).
@@ -127,16 +116,11 @@ def optimize(
     if methods == "list":
         click.echo(_methods_table(backend_name))
         return
-    overrides = dict(
+    cfg = config_from_args(
+        config_args,
         backend=backend_name,
-        model_type=model_type,
-        dataset_path=dataset_path,
-        dataset_type=dataset_type,
-        dataset_size=dataset_size,
-        unsafe_pickle_runs_code=allow_pickle,
         threads=threads,
     )
-    cfg = config_from_options(config_path, overrides, preset, sets)
     from speechperf.errors import SpeechperfError
     from speechperf.registry import known_backends
 
@@ -145,7 +129,8 @@ def optimize(
         raise SpeechperfError(
             f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
         )
-    if not methods:
+    names = split_items(methods or "", "--method")
+    if not names:
         raise SpeechperfError(
             f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} (see --method list)"
         )
@@ -154,7 +139,7 @@ def optimize(
 
     opts = OptimizeOptions(
         backend=backend,
-        methods=tuple(m.strip() for m in methods.split(",") if m.strip()),
+        methods=names,
         out_dir=out_dir or cache_dir() / "optimize" / backend,
         runs=runs,
         calibration_size=calibration_size,
@@ -163,5 +148,6 @@ def optimize(
         md_path=md_path,
         timeout_s=timeout_s,
         budget=QualityBudget(max_wer_increase, max_bleu_drop, min_agreement),
+        keep=keep,
     )
     sys.exit(run_optimize(cfg, opts, workdir=cache_dir()))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 
 import click
 
 from speechperf.backend import KNOWN_DEVICES
+from speechperf.loadgen.settings import MAX_DURATION_S, MAX_QPS, MLPERF_DURATION_S, MLPERF_LATENCY_MS, SCENARIOS
+from speechperf.values import SEED_MAX
 
 backend_option = click.option(
     "--backend",
@@ -29,6 +32,23 @@ threads_option = click.option(
 )
 
 
+#: The longest wait a float option may ask for (s): Python's threading refuses longer ones with an OverflowError,
+#: raised in the thread that waits, far from the option (about 292 years on Linux).
+TIMEOUT_MAX = threading.TIMEOUT_MAX
+
+
+def seed_option(default: int | None, help: str | None = None):
+    """--seed: an integer from 0 to ``speechperf.values.SEED_MAX`` (what numpy's RandomState and every framework
+    take), as a config's ``seed``."""
+    return click.option(
+        "--seed",
+        type=click.IntRange(0, SEED_MAX),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
 class FiniteFloatRange(click.FloatRange):
     """click's FloatRange that also refuses nan and inf: nan passes every comparison click's range makes."""
 
@@ -39,6 +59,84 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number; {self._describe_range()}", param, ctx)
         return number
+
+
+def optional_backend_option(
+    help: str = "A registered backend (see `speechperf backends`); or general.backend in the config.",
+):
+    """--backend/-b NAME, optional: the config's general.backend serves without it (bench, optimize, loadgen)."""
+    return click.option("--backend", "-b", "backend_name", metavar="NAME", default=None, help=help)
+
+
+def seconds_option(*names: str, default: float | None, help: str, most: float = MAX_DURATION_S):
+    """A positive, finite number of seconds, at most ``most`` (a week: far beyond any run, yet a number every timer
+    takes); shown with its default."""
+    return click.option(
+        *names,
+        type=FiniteFloatRange(min=0, min_open=True, max=most),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+SCENARIO_HELP = (
+    "MLPerf's scenario: SingleStream (p90), MultiStream (p99, 8 samples a query), Server (Poisson arrivals "
+    "at --target-qps, p99 within --target-latency-ms), Offline (everything in one query, samples/s)."
+)
+
+
+def scenario_option(required: bool = True, help: str = SCENARIO_HELP):
+    """--scenario: one of MLPerf's four (``speechperf.loadgen.settings.SCENARIOS``)."""
+    return click.option("--scenario", type=click.Choice(SCENARIOS), required=required, default=None, help=help)
+
+
+def scenario_run_options():
+    """The options of one LoadGen test (speechperf loadgen, compare --scenario): its rate, its latency bound and
+    percentile, and how long it lasts; MLPerf's rules are the defaults (docs/loadgen.md)."""
+    return stacked(
+        [
+            click.option(
+                "--target-qps",
+                type=FiniteFloatRange(min=0, min_open=True, max=MAX_QPS),
+                default=None,
+                help="Server: the Poisson rate; Offline: the expected rate. Default: the warm-up's estimate.",
+            ),
+            seconds_option(
+                "--target-latency-ms",
+                default=MLPERF_LATENCY_MS,
+                most=3.6e6,
+                help="Server's latency bound (MLPerf's RNN-T: 1000 ms).",
+            ),
+            click.option(
+                "--percentile",
+                type=FiniteFloatRange(min=0, min_open=True, max=100, max_open=True),
+                default=None,
+                help="The latency percentile: default MLPerf's (SingleStream 90, MultiStream and Server 99).",
+            ),
+            seconds_option(
+                "--duration",
+                default=MLPERF_DURATION_S,
+                help="Minimum seconds of the test (MLPerf: 600); shorter runs are marked not MLPerf-compliant.",
+            ),
+            click.option(
+                "--min-queries",
+                type=click.IntRange(min=1, max=10**9),
+                default=None,
+                help="Minimum queries: default MLPerf's (1024 / 270336 / 270336 / 1); 1 when only --duration "
+                "shortens the run.",
+            ),
+        ]
+    )
+
+
+instances_option = click.option(
+    "--instances", type=click.IntRange(min=1), default=1, show_default=True, help="Model instances."
+)
+
+
+def budget_option(help: str = "Seconds the peak search may take."):
+    return seconds_option("--budget", default=300.0, help=help)
 
 
 def export_options(json_help: str):
@@ -57,6 +155,42 @@ def export_options(json_help: str):
         ),
     ]
     return stacked(options)
+
+
+def keep_options(html_what: str = "run"):
+    """--store PATH / --no-store and --html FILE: where a finished run goes besides its exports
+    (speechperf.store.keep; docs/history.md). Their values reach the command as ``keep``, a checked ``Keep``."""
+
+    def to_keep(ctx, param, value):
+        params = ctx.params
+        store, no_store = params.pop("store", None), params.pop("no_store", False)
+        from speechperf.store.keep import Keep
+
+        return Keep.of(store, no_store, value)
+
+    path = click.Path(dir_okay=False, path_type=Path)
+    return stacked(
+        [
+            click.option(
+                "--store",
+                type=path,
+                default=None,
+                is_eager=True,
+                expose_value=True,
+                help="The results store (SQLite) this run is appended to; default: <cache>/results.sqlite "
+                "(see `speechperf history`).",
+            ),
+            click.option("--no-store", is_flag=True, is_eager=True, help="Do not append this run to the store."),
+            click.option(
+                "--html",
+                "keep",
+                type=path,
+                default=None,
+                callback=to_keep,
+                help=f"A self-contained HTML report of the {html_what}: tables, plots, environment, raw JSON.",
+            ),
+        ]
+    )
 
 
 def stacked(options):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import click
 
-from speechperf.cli.config_options import config_from_options, config_options
-from speechperf.cli.options import backend_option, device_option, threads_option
+from speechperf.cli.config_options import config_from_args, config_options
+from speechperf.cli.options import backend_option, device_option, seed_option, threads_option
 from speechperf.errors import SpeechperfError
 
 #: Options that only pick or change a config; meaningless with --model.
@@ -43,13 +43,7 @@ _MODEL_ONLY = ("input_specs", "fmt")
 @click.option("--format", "fmt", default=None, help="With --model: the model format, when the suffix does not tell.")
 @device_option
 @threads_option
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Seed of the random inputs (--model) or general.seed (--config).",
-)
+@seed_option(0, help="Seed of the random inputs (--model) or general.seed (--config).")
 @click.option(
     "--profiler-options",
     default="",
@@ -100,30 +94,24 @@ def profile(
             f"{_flag(stray[0])} applies to --model; a config's stages make their inputs from "
             "the dataset (set stageN.inputs / stageN.format in the config)"
         )
-    overrides = dict(
+    cfg = config_from_args(
+        {**config_args, "config_path": config_path},
         backend=backend_name,
-        model_type=config_args["model_type"],
-        dataset_path=config_args["dataset_path"],
-        dataset_type=config_args["dataset_type"],
-        dataset_size=config_args["dataset_size"],
-        unsafe_pickle_runs_code=config_args["allow_pickle"],
         # --threads/--device/--seed replace the config's values only when given
         threads=threads if "threads" in given else None,
         device=device if "device" in given else None,
         seed=seed if "seed" in given else None,
     )
-    cfg = config_from_options(config_path, overrides, config_args["preset"], config_args["sets"])
     _profile_config(cfg, options)
 
 
 def _check_trace_path(options) -> None:
     """Refuse a trace path that cannot be written before profiling, not after it (a folder takes the trace inside)."""
-    from speechperf.outputs import check_output_path
+    from speechperf.profiler.base import trace_path_of
 
     if options.timer_only:
         return
-    path = Path(options.profile_path).expanduser()
-    check_output_path(path / "trace.json" if path.is_dir() else path, "profile_path")
+    trace_path_of(options.profile_path, "trace.json")
 
 
 def _flag(param: str) -> str:
@@ -148,7 +136,9 @@ def _profile_model(backend_name, model_path, input_specs, fmt, device, threads, 
     session = backend.load(ModelSpec(model_path, format=fmt), device=device, threads=threads)
     feeds = random_feeds(session.inputs, given, seed)
     click.echo(f"profiling {model_path} on {backend_name}: {options!r}", err=True)
-    profile_stages(backend, [ProfileStage.of_session(model_path.name, session, feeds)], options)
+    profile_stages(
+        backend, [ProfileStage.of_session(model_path.name, session, feeds)], options, _roof(backend, options)
+    )
 
 
 def _profile_config(cfg, options) -> None:
@@ -195,4 +185,19 @@ def _profile_config(cfg, options) -> None:
         f"one step = one sample through {chain}, cycling over {len(sids)} sample(s); {options!r}",
         err=True,
     )
-    profile_stages(backend, profiled, options)
+    profile_stages(backend, profiled, options, _roof(backend, options))
+
+
+def _roof(backend, options) -> tuple[float, str] | None:
+    """The compute roof at the backend's thread count, measured once (in a child) if none is cached, before the
+    profiled loop."""
+    from speechperf.meters.roofs import roofs_for
+    from speechperf.profiler import ProfilerOptions
+
+    if ProfilerOptions.coerce(options).timer_only:
+        return None
+    threads = backend.get_threads()
+    roofs = roofs_for(threads)
+    if roofs is None or roofs.peak is None:
+        return None
+    return roofs.peak.value, f"{roofs.peak.source} GEMM, {threads} thread(s)"

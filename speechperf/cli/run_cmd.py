@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+import zipfile
 from pathlib import Path
 
 import click
 
 from speechperf.cli.options import backend_option, device_option, threads_option
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, shorten_path
+from speechperf.outputs import file_problem
 
 
 def read_feeds(path: Path) -> dict:
@@ -18,10 +20,12 @@ def read_feeds(path: Path) -> dict:
         raise SpeechperfError(
             f"--feeds {path}: expected an .npz file of named arrays, got {path.suffix or 'no suffix'!r}"
         )
+    if (problem := file_problem(path)) is not None:  # a FIFO would block np.load forever
+        raise SpeechperfError(f"--feeds {shorten_path(path)} {problem}; expected an .npz file of named arrays")
     try:
         with np.load(path, allow_pickle=False) as data:
             return {name: data[name] for name in data.files}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:  # BadZipFile: a zip header, then garbage
         raise SpeechperfError(f"--feeds {path}: cannot read it as .npz ({exc})") from None
 
 

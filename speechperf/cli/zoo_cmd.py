@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from speechperf.zoo.catalog import PRESETS, known_models, models_at
+from speechperf.zoo.catalog import MODEL_MODULES, PRESETS, known_models, models_at
 
 _preset = click.option("--preset", type=click.Choice(PRESETS), default="tiny", show_default=True, help="Model sizes.")
 
@@ -31,14 +31,19 @@ def zoo() -> None:
     "models",
     multiple=True,
     type=click.Choice(known_models()),
-    help="Only this model (repeatable); without it, every model of the preset.",
+    help="Only this model (repeatable); without it, every seeded model of the preset (a pretrained one, such as "
+    "whisper-base or hifigan-v1-lj, is built only by name: its weights come from an optional package).",
 )
 def build_cmd(preset: str, out: Path | None, models: tuple[str, ...]) -> None:
     """Write every artifact of every model plus a manifest per model into OUT/<model>."""
+    from speechperf.outputs import check_output_folder
     from speechperf.zoo.build import build_model, cache_dir
 
-    out = out if out is not None else cache_dir(preset)
-    for name in models or models_at(preset):
+    out = check_output_folder(out if out is not None else cache_dir(preset), "--out")
+    names = models or MODEL_MODULES
+    for name in names:  # each model's folder too, before the first build: a FIFO or a file there is refused
+        check_output_folder(out / name, f"--out {out}: model folder")
+    for name in names:
         click.echo(f"building {name} ({preset}) ...", err=True)
         manifest = build_model(name, preset, out)
         size = sum(f["bytes"] for f in manifest["files"])

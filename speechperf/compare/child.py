@@ -22,6 +22,7 @@ from pathlib import Path
 import attrs
 
 from speechperf.compare.plan import Cell
+from speechperf.outputs import check_output_path
 
 _SIGNAL_REASONS = {
     "SIGKILL": "killed by SIGKILL (out of memory or killed)",
@@ -85,6 +86,16 @@ def child_command(argv: Sequence[str], run_dir: Path) -> list[str]:
     ]
 
 
+#: What a child's run folder gets besides the bench JSON (which the child's bench checks itself).
+RUN_LOGS = ("stdout.txt", "stderr.txt")
+
+
+def check_run_files(run_dir: Path) -> None:
+    """Refuse, before any child runs, a run folder or log file that cannot be written (speechperf.outputs)."""
+    for name in RUN_LOGS:
+        check_output_path(Path(run_dir) / name, "--workdir")
+
+
 def run_child(
     command: Sequence[str],
     run_dir: Path,
@@ -92,9 +103,11 @@ def run_child(
     run: int,
     timeout_s: float | None = None,
     on_start: Callable[[int], None] | None = None,
+    interrupt_grace_s: float | None = None,
 ) -> RunResult:
     """Run ``command`` (``child_command(...)``) in ``run_dir``'s files, wait for it (killing its process group at
-    ``timeout_s``) and classify how it ended."""
+    ``timeout_s``) and classify how it ended. Ctrl-C kills the child's group at once, or, with
+    ``interrupt_grace_s``, first sends it SIGINT and waits that long, so that it can write what it measured."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = run_dir / "stderr.txt"
@@ -121,7 +134,9 @@ def run_child(
             timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)  # wait4: the child's own CPU time and peak RSS
-        except BaseException:
+        except BaseException as exc:
+            if interrupt_grace_s is not None and isinstance(exc, KeyboardInterrupt):
+                _interrupt_group(proc, interrupt_grace_s)
             _kill_group(proc.pid)
             proc.wait()
             raise
@@ -161,6 +176,16 @@ def run_child(
         max_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
         cores=cores,
     )
+
+
+def _interrupt_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGINT to the child's group (its own session: the terminal's Ctrl-C reached only this process), then wait up
+    to ``grace_s`` for it to end; a second Ctrl-C stops the wait."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=grace_s)
+    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired, KeyboardInterrupt):
+        pass
 
 
 def _kill_group(pid: int) -> None:

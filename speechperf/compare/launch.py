@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from speechperf.benchmark.report import write_json_atomic
-from speechperf.compare.child import ChildRun, RunResult, not_run, run_dir_of
+from speechperf.compare.child import ChildRun, RunResult, check_run_files, not_run, run_dir_of
 from speechperf.compare.executors import get_executor
 from speechperf.compare.plan import Cell
 from speechperf.errors import SpeechperfError
+from speechperf.values import check_range
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +44,23 @@ def run_cells(
     """
     if runs < 1 or jobs < 1:
         raise SpeechperfError(f"runs and jobs must be at least 1, got runs={runs}, jobs={jobs}")
+    if timeout_s is not None:  # inf or 1e300 would reach the timer's thread as an OverflowError
+        check_range(timeout_s, "timeout", 0, threading.TIMEOUT_MAX)
     run_children = get_executor(executor, jobs)
     labels = [c.label for c in cells]
     if len(set(labels)) != len(labels):
         raise SpeechperfError(f"two cells have the label {next(x for x in labels if labels.count(x) > 1)!r}")
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    for cell in cells:  # each dict cell's config file, once, before any child runs
+        cell.write_config(workdir)
     order = [(run, cell) for run in range(runs) for cell in cells]
     children = [
         ChildRun(i, len(order), run, cell, tuple(cell.bench_args(workdir)), run_dir_of(workdir, cell, run))
-        for i, (run, cell) in enumerate(order)  # bench_args writes a dict cell's config file, before any child runs
+        for i, (run, cell) in enumerate(order)
     ]
+    for child in children:  # before the first child: a FIFO or a folder where a run's logs go would hang or fail it
+        check_run_files(child.run_dir)
     if jobs > 1:
         log.warning(
             "warning: --jobs %d runs %d measured children at once; they share the machine's cores and "

@@ -174,3 +174,30 @@ def group_parity(
         note = None if worst else f"no run finished on both {label} and the reference {reference}"
         parity[label] = CellParity(label, reference, tuple(worst.values()), note)
     return parity
+
+
+def batch_parity(
+    cells: Sequence, results: Sequence[RunResult], tolerances: Mapping[str, Mapping] | None = None
+) -> dict[str, CellParity]:
+    """A ``--sweep batch_size=...``: each cell's outputs against those of the cell that differs from it only by its
+    batch size, the smallest swept (1 where swept): batching must not change an output (docs/benchmark.md,
+    "Batching")."""
+
+    def batch_of(cell) -> int:
+        """The cell's swept batch size; -1 when it has none (the config check refuses a non-integer one)."""
+        value = str(dict(cell.params).get("batch_size", ""))
+        return int(value) if value.isdigit() else -1
+
+    def peers_key(cell) -> tuple:
+        return (cell.backend, cell.threads, tuple((k, v) for k, v in cell.params if k != "batch_size"))
+
+    swept = [c for c in cells if batch_of(c) >= 0]
+    out: dict[str, CellParity] = {}
+    for cell in swept:
+        reference = min((c for c in swept if peers_key(c) == peers_key(cell)), key=batch_of)
+        if reference is cell:
+            continue
+        found = group_parity([reference.label, cell.label], results, tolerances).get(cell.label)
+        if found is not None:
+            out[cell.label] = found
+    return out

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from speechperf.errors import SpeechperfError
+from speechperf.values import CORES, check_range, split_items
 
 
 class PlanError(SpeechperfError):
@@ -46,13 +47,27 @@ class Cell:
         """The label as a folder name."""
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.label)
 
-    def bench_args(self, workdir: Path) -> list[str]:
-        """The ``speechperf bench`` arguments of this cell (without --output / --save-outputs)."""
-        args = ["bench", "--backend", self.backend, "--threads", str(self.threads)]
+    def config_file(self, workdir: Path) -> Path:
+        """Where a merged config dict is written for the children: ``<workdir>/<cell>.config.yaml``."""
+        return Path(workdir) / f"{self.slug}.config.yaml"
+
+    def write_config(self, workdir: Path) -> None:
+        """Write a merged config dict to ``config_file``, atomically; the launcher calls it once per cell before any
+        child runs, so no child (``--jobs N`` run them at once) ever reads a file being rewritten."""
         if isinstance(self.config, Mapping):
             from speechperf.config import write_config
 
-            args += ["--config", str(write_config(self.config, Path(workdir) / f"{self.slug}.config.yaml"))]
+            write_config(self.config, self.config_file(workdir))
+
+    def bench_args(self, workdir: Path, command: str = "bench") -> list[str]:
+        """The ``speechperf bench`` arguments of this cell (without --output / --save-outputs); a merged config
+        dict is read from ``config_file`` (``write_config`` writes it). ``command``: ``loadgen`` for
+        ``compare --scenario``, whose children take the same options."""
+        args = [command, "--backend", self.backend, "--threads", str(self.threads)]
+        if command == "bench":  # the compare run is stored once, as a whole, by the parent (speechperf.store.keep)
+            args.append("--no-store")
+        if isinstance(self.config, Mapping):
+            args += ["--config", str(self.config_file(workdir))]
         elif self.config is not None:
             args += ["--config", str(Path(self.config).resolve())]
         if self.preset is not None:
@@ -63,10 +78,11 @@ class Cell:
 
 
 def split_list(text: str, what: str) -> list[str]:
-    """``"a,b, c"`` -> ["a", "b", "c"]; an empty item or a repeated one is an error naming ``what``."""
-    items = [item.strip() for item in text.split(",")]
-    if not text.strip() or any(not item for item in items):
-        raise PlanError(f"{what} {text!r}: expected a comma-separated list such as a,b")
+    """``"a,b, c"`` -> ["a", "b", "c"] (``speechperf.values.split_items``, the parser of every comma list); an empty
+    item or a repeated one is an error naming ``what``."""
+    items = list(split_items(text, what))
+    if not items:
+        raise PlanError(f"{what} = {text!r}: an empty item; expected a comma-separated list such as a,b")
     repeated = sorted({item for item in items if items.count(item) > 1})
     if repeated:
         raise PlanError(f"{what} {text!r}: {', '.join(repeated)} is given more than once")
@@ -74,11 +90,12 @@ def split_list(text: str, what: str) -> list[str]:
 
 
 def parse_threads(text: str) -> list[int]:
+    """``--threads 1,2``: each an integer from 1 to the usable cores, checked as a config's ``threads`` is."""
     values = []
     for item in split_list(text, "--threads"):
-        if not item.isdigit() or int(item) < 1:
+        if not item.isdigit():
             raise PlanError(f"--threads {text!r}: {item!r} is not a thread count; allowed: integers >= 1, e.g. 1,2")
-        values.append(int(item))
+        values.append(check_range(int(item), "--threads", 1, CORES))
     return values
 
 

@@ -1,26 +1,77 @@
-"""``--plot FILE.png|FILE.svg``: per-sample latency of each cell as a box plot, like hyperfine's plot_whisker.
+"""``--plot FILE.png|FILE.svg``: per-sample latency of each cell as a box plot, like hyperfine's plot_whisker,
+and beside it ``FILE.roofline.png``: each cell's stages under the machine's roofs.
 
-Each box holds every per-sample runtime of every finished run of a cell (ms), fastest cell on top. matplotlib runs
-with the Agg backend, so no display is needed.
+Each box holds every per-sample runtime of every finished run of a cell (ms), fastest cell on top. With cells of
+more than one batch size (``--sweep batch_size=1,4,16``) a second panel draws the trade-off: throughput (samples/s)
+against the latency per batch (ms), one line per backend through its batch sizes. The roofline is log-log:
+arithmetic intensity (FLOPs per byte of the traffic lower bound) against achieved GFLOP/s, one point per stage and
+cell, with the compute roof and the memory roof (bandwidth x intensity) measured here at each thread count
+(speechperf.meters.roofs). matplotlib runs with the Agg backend, so no display is needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, shorten_path
 from speechperf.extras import require
-from speechperf.outputs import atomic_path
+from speechperf.outputs import atomic_path, check_output_path
 
 FORMATS = (".png", ".svg")
 
 
 def check_plot_path(path: Path) -> None:
-    """Before anything is measured: the file type, and matplotlib (an extra) being installed."""
+    """Before anything is measured: the file type, the path itself (as every output, speechperf.outputs), and
+    matplotlib (an extra) being installed."""
     if Path(path).suffix.lower() not in FORMATS:
-        raise SpeechperfError(f"--plot {path}: the file must end in {' or '.join(FORMATS)}")
+        raise SpeechperfError(f"--plot {shorten_path(path)}: the file must end in {' or '.join(FORMATS)}")
+    check_output_path(path, "--plot")
+    for beside in (length_plot_path(path), scaling_path(path), roofline_path(path)):  # written after the runs
+        check_output_path(beside, "--plot (beside it)")
     require("matplotlib", "--plot")
+
+
+def _beside(path: Path, kind: str) -> Path:
+    path = Path(path)
+    return path.with_name(f"{path.stem}.{kind}{path.suffix}")
+
+
+def scaling_path(path: Path) -> Path:
+    """Where the thread-scaling plot of ``--plot FILE.png`` goes: ``FILE.scaling.png`` beside it."""
+    return _beside(path, "scaling")
+
+
+def length_plot_path(path: Path) -> Path:
+    """``c.png`` -> ``c.length.png``: runtime against audio length (speechperf.compare.length_plot)."""
+    return _beside(path, "length")
+
+
+def plot_scaling(scaling: Mapping, path: Path, title: str = "speechperf compare: thread scaling") -> Path:
+    """Speed-up over 1 thread against threads, one line per backend (and sweep values), with the ideal line
+    (N threads, N times faster); ``scaling`` is speechperf.compare.scaling's label -> Scaling."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines: dict[str, list] = {}
+    for s in scaling.values():
+        lines.setdefault(s.backend, []).append((s.threads, s.speedup))
+    if not lines:
+        raise SpeechperfError(f"--plot {path}: no backend finished at 1 thread and another count, nothing to plot")
+    most = max(t for points in lines.values() for t, _ in points)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.plot([1, most], [1, most], linestyle="--", color="grey", label="ideal (efficiency 1.0)")
+    for backend, points in sorted(lines.items()):
+        points.sort()
+        ax.plot([t for t, _ in points], [v for _, v in points], marker="o", label=backend)
+    ax.set_xlabel("threads")
+    ax.set_ylabel("speed-up over 1 thread (mean per-sample runtime)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return save_figure(fig, Path(path), "--plot")
 
 
 def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compare") -> Path:
@@ -33,7 +84,13 @@ def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compa
     finished = sorted((s for s in summaries if s.per_sample), key=lambda s: s.mean, reverse=True)
     if not finished:
         raise SpeechperfError(f"--plot {path}: no cell finished a run, there is nothing to plot")
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.6 * len(finished)))
+    tradeoff = _tradeoff_lines(finished)
+    height = 1.2 + 0.6 * len(finished)
+    if tradeoff:
+        fig, (ax, trade_ax) = plt.subplots(1, 2, figsize=(14, max(height, 4.0)))
+        _draw_tradeoff(trade_ax, tradeoff)
+    else:
+        fig, ax = plt.subplots(figsize=(8, height))
     ax.boxplot(
         [[v * 1e3 for v in s.per_sample] for s in finished],
         orientation="horizontal",
@@ -46,11 +103,103 @@ def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compa
     ax.set_xlabel("per-sample runtime (ms); whiskers: min and max")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
+    return save_figure(fig, Path(path), "--plot")
+
+
+def save_figure(fig, path: Path, what: str) -> Path:
+    """Write ``fig`` atomically to ``path`` in the format its suffix names, and free it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
-    path = Path(path)
     try:
-        with atomic_path(path, "--plot") as tmp:
+        with atomic_path(path, what) as tmp:
             fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
     finally:
         plt.close(fig)
     return path
+
+
+def roofline_path(path: Path) -> Path:
+    return _beside(path, "roofline")
+
+
+def plot_roofline(summaries: Sequence, path: Path, title: str = "speechperf compare: roofline") -> Path | None:
+    """Draw ``roofline_path(path)``; None (nothing written) when no stage has both a FLOP rate and an intensity."""
+    from speechperf.meters.roofs import cached
+    from speechperf.outputs import check_output_path
+
+    points = [
+        (s.label, stage, values["arithmetic_intensity"], values["gflops_per_s"], s.cell.threads)
+        for s in summaries
+        for stage, values in s.roofline.items()
+        if stage != "total" and values.get("arithmetic_intensity") and values.get("gflops_per_s")
+    ]
+    if not points:
+        return None
+    out = check_output_path(roofline_path(path), "--plot (its roofline)")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    intensities = [p[2] for p in points]
+    xs = np.logspace(np.log10(min(intensities) / 4), np.log10(max(intensities) * 4), 200)
+    for threads in sorted({p[4] for p in points}):
+        roofs = cached(threads)
+        if roofs is None or roofs.peak is None or roofs.memory is None:
+            continue
+        ceiling = np.minimum(roofs.peak.value, roofs.memory.value * xs)
+        ax.plot(xs, ceiling, "-", color="black", alpha=0.4 + 0.3 * (threads > 1))
+        ax.annotate(
+            f"{roofs.peak.value:.0f} GFLOP/s, {roofs.memory.value:.1f} GB/s ({threads} thread(s))",
+            (xs[-1], roofs.peak.value),
+            ha="right",
+            va="bottom",
+            fontsize=8,
+        )
+    markers = "osD^v<>Pp*"
+    cells = sorted({p[0] for p in points})
+    for i, label in enumerate(cells):
+        mine = [p for p in points if p[0] == label]
+        ax.scatter([p[2] for p in mine], [p[3] for p in mine], marker=markers[i % len(markers)], s=50, label=label)
+        for _, stage, x, y, _ in mine:
+            ax.annotate(stage, (x, y), textcoords="offset points", xytext=(5, -10), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte, traffic lower bound)")
+    ax.set_ylabel("achieved GFLOP/s (analytic FLOPs / median runtime)")
+    ax.set_title(title)
+    ax.grid(which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+    return save_figure(fig, out, "--plot (its roofline)")
+
+
+def _tradeoff_lines(summaries: Sequence) -> dict[str, list]:
+    """Per backend (and threads, and any other swept value): its cells by batch size, when more than one batch
+    size was run."""
+    sized = [s for s in summaries if s.batch_size is not None and s.batch_latency and s.samples_per_s]
+    if len({s.batch_size for s in sized}) < 2:
+        return {}
+    lines: dict[str, list] = {}
+    for s in sized:
+        others = [f"{k}={v}" for k, v in s.cell.params if k != "batch_size"]
+        name = " ".join([s.cell.backend, *([f"t={s.cell.threads}"] if s.cell.threads != 1 else []), *others])
+        lines.setdefault(name, []).append(s)
+    return {name: sorted(cells, key=lambda s: s.batch_size) for name, cells in lines.items()}
+
+
+def _draw_tradeoff(ax, lines: dict[str, list]) -> None:
+    for name, cells in lines.items():
+        xs = [s.batch_latency * 1e3 for s in cells]
+        ys = [s.samples_per_s for s in cells]
+        ax.plot(xs, ys, marker="o", label=name)
+        for s, x, y in zip(cells, xs, ys):
+            ax.annotate(f"batch {s.batch_size}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency per batch (ms, log scale)")
+    ax.set_ylabel("throughput (samples/s)")
+    ax.set_title("throughput against latency, by batch size")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)

@@ -8,13 +8,15 @@ from typing import Any
 
 import attrs
 
-from speechperf import stats, tables
+from speechperf import length_cost, stats, tables
 from speechperf.compare import summary as summ
 from speechperf.compare.child import RunResult
-from speechperf.compare.parity import CellParity, group_parity
+from speechperf.compare.parity import CellParity, batch_parity, group_parity
 from speechperf.compare.plan import Cell
 from speechperf.compare.quality import CellQuality, group_quality
-from speechperf.meters import first_call
+from speechperf.compare.scaling import Scaling
+from speechperf.compare.scaling import scaling as cell_scaling
+from speechperf.meters import first_call, roofline
 from speechperf.meters.fidelity import json_number
 
 SCHEMA_VERSION = 1
@@ -36,6 +38,10 @@ COLUMNS = (
     "median_ms",
     "p90_ms",
     "p99_ms",
+    "batch_size",
+    "batch_latency_ms",
+    "samples_per_s",
+    "audio_s_per_s",
     "first_call_new_shape_pct",
     "first_call_new_shape_detected",
     "rtf",
@@ -43,10 +49,14 @@ COLUMNS = (
     "peak_rss_mib",
     "gflops_per_sample",
     "flops_source",
+    *roofline.COLUMNS,
     "ratio",
     "ratio_sigma",
+    "speedup_vs_1t",
+    "efficiency",
     "p_value",
     "parity",
+    "batch_parity",
     "quality",
     "quality_metric",
     "quality_points",
@@ -64,6 +74,9 @@ class CompareReport:
     parity: dict[str, CellParity]
     environment_notes: tuple[str, ...]
     quality: dict[str, CellQuality] = attrs.Factory(dict)
+    #: a batch_size sweep: each cell against the same cell at the smallest batch size swept
+    batch_parity: dict[str, CellParity] = attrs.Factory(dict)
+    scaling: dict[str, Scaling] = attrs.Factory(dict)  # with --threads 1,N: each cell against its 1-thread cell
 
     @classmethod
     def build(
@@ -85,11 +98,18 @@ class CompareReport:
             parity,
             tuple(summ.environment_differences(summaries)),
             quality,
+            batch_parity(cells, results, tolerances),
+            cell_scaling(summaries),
         )
 
     @property
     def failed(self) -> list[RunResult]:
         return [f for s in self.summaries for f in s.failures]
+
+    @property
+    def mismatched(self) -> list[str]:
+        """The cells whose outputs differ from their group's reference: a check that failed (compare exits 1)."""
+        return [label for label, p in self.parity.items() if p.mismatch]
 
     @property
     def table_warnings(self) -> list[str]:
@@ -98,6 +118,11 @@ class CompareReport:
         lines = [
             f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}"
             for p in self.parity.values()
+            if p.mismatch
+        ]
+        lines += [
+            f"batch parity MISMATCH: {p.label} against {p.reference}: {p.describe()}"
+            for p in self.batch_parity.values()
             if p.mismatch
         ]
         for q in self.quality.values():
@@ -133,7 +158,9 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
     for s in report.summaries:
         comparison = report.comparison_of(s.label)
         parity = report.parity.get(s.label)
+        batched = report.batch_parity.get(s.label)
         quality = report.quality.get(s.label)
+        scaled = report.scaling.get(s.label)
         out.append(
             {
                 "cell": s.label,
@@ -149,12 +176,17 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
                 "median_ms": _ms(s.percentile(50)),
                 "p90_ms": _ms(s.percentile(90)),
                 "p99_ms": _ms(s.percentile(99)),
+                "batch_size": s.batch_size,
+                "batch_latency_ms": _ms(s.batch_latency),
+                "samples_per_s": None if s.samples_per_s is None else round(s.samples_per_s, 3),
+                "audio_s_per_s": None if s.audio_s_per_s is None else round(s.audio_s_per_s, 3),
                 **first_call.columns(s.first_call_per_shape),
                 "rtf": None if s.rtf is None else round(s.rtf, 5),
                 "rtf_audio": s.rtf_audio,
                 "peak_rss_mib": None if s.peak_mib is None else round(s.peak_mib, 1),
                 "gflops_per_sample": None if s.flops_per_sample is None else round(s.flops_per_sample / 1e9, 4),
                 "flops_source": s.flops_source,
+                **(s.roofline.get("total") or dict.fromkeys(roofline.COLUMNS)),
                 "ratio": 1.0
                 if report.is_fastest(s.label)
                 else (round(comparison.ratio.value, 3) if comparison else None),
@@ -164,7 +196,10 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
                 "p_value": None
                 if comparison is None or comparison.p_value is None
                 else float(f"{comparison.p_value:.3g}"),
+                "speedup_vs_1t": None if scaled is None else round(scaled.speedup, 3),
+                "efficiency": None if scaled is None else round(scaled.efficiency, 3),
                 "parity": parity.describe() if parity else None,
+                "batch_parity": f"against {batched.reference}: {batched.describe()}" if batched else None,
                 "quality": quality.headline if quality else None,
                 "quality_metric": quality.metric if quality else None,
                 "quality_points": None if quality is None or quality.value is None else round(quality.value, 2),
@@ -182,6 +217,18 @@ def _diff_json(diff) -> dict:
     if diff.exact:
         return {k: v for k, v in data.items() if k not in ("max_rel", "snr_db", "cosine")}
     return {**data, "snr_db": json_number(diff.snr_db)}
+
+
+def _parity_json(parity: dict[str, CellParity]) -> dict[str, Any]:
+    return {
+        label: {
+            "reference": p.reference,
+            "mismatch": p.mismatch,
+            "note": p.note,
+            "outputs": [_diff_json(d) for d in p.diffs],
+        }
+        for label, p in parity.items()
+    }
 
 
 def to_json(
@@ -209,6 +256,10 @@ def to_json(
             for c in report.cells
         ],
         "summary": rows(report),
+        "roofline": {
+            "label": roofline.LABEL,
+            "per_stage": {s.label: s.roofline for s in report.summaries},
+        },
         "comparisons": [
             [
                 {
@@ -224,16 +275,14 @@ def to_json(
             ]
             for ranking in report.rankings
         ],
-        "parity": {
-            label: {
-                "reference": p.reference,
-                "mismatch": p.mismatch,
-                "note": p.note,
-                "outputs": [_diff_json(d) for d in p.diffs],
-            }
-            for label, p in report.parity.items()
-        },
+        "parity": _parity_json(report.parity),
+        "batch_parity": _parity_json(report.batch_parity),
         "quality": {label: attrs.asdict(q) for label, q in report.quality.items()},
+        "length_fit": {
+            s.label: {name: length_cost.to_json(f) for name, f in summ.length_fits(s).items()}
+            for s in report.summaries
+            if s.ok
+        },
         "environment_notes": list(report.environment_notes),
         "warnings": report.warnings,
         "runs": [
@@ -320,11 +369,17 @@ def render(report: CompareReport) -> str:
         "median",
         "p90",
         "p99",
+        "batch",
+        "ms/batch",
+        "samples/s",
+        "audio s/s",
         "1st call, new shape",
         "RTF",
         "peak RSS (MiB)",
         "GFLOPs/sample",
+        "GFLOP/s (roofline)",
         "vs fastest",
+        *(("speed-up", "efficiency") if report.scaling else ()),
         "parity",
         "quality",
     )
@@ -334,16 +389,26 @@ def render(report: CompareReport) -> str:
             f"{row['runs_ok']}/{row['runs_failed']}",
             stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None)),  # from the unrounded values, like the ratio
             *(row[k] for k in ("median_ms", "p90_ms", "p99_ms")),
+            *(row[k] for k in ("batch_size", "batch_latency_ms", "samples_per_s", "audio_s_per_s")),
             first_call.cell(row),
             *(row[k] for k in ("rtf", "peak_rss_mib", "gflops_per_sample")),
+            roofline.cell(row),
             _vs_fastest(report, s.label),
-            row["parity"],
+            *((row["speedup_vs_1t"], row["efficiency"]) if report.scaling else ()),
+            "; ".join(p for p in (row["parity"], row["batch_parity"]) if p) or None,
             report.quality[row["cell"]].describe() if row["cell"] in report.quality else None,
         )
         for s, row in zip(report.summaries, rows(report), strict=True)
     ]
+    # A column no cell has a value in (FLOPs not counted, no quality scored) only takes width from the others.
+    keep = [i for i, h in enumerate(headers) if i < 3 or any(row[i] not in (None, "-", "") for row in table)]
+    shown: tuple[str, ...] = tuple(headers[i] for i in keep)
+    table = [tuple(row[i] for i in keep) for row in table]
     say("")
-    say(tables.render_table("speechperf compare", headers, table, left=("cell", "parity", "quality")).rstrip("\n"))
+    say(tables.render_table("speechperf compare", shown, table, left=("cell", "parity", "quality")).rstrip("\n"))
     for line in report.table_warnings:
         say(line)
+    for s in report.summaries:
+        for name, found in summ.length_fits(s).items() if s.ok else ():
+            say(f"cost against input length, {s.label}, {name}: {found.text()}")
     return "\n".join(lines) + "\n"

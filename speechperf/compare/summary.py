@@ -7,7 +7,10 @@ their sigma and Welch's p-value (``speechperf.stats``) use them too, so drift be
 instead of being averaged away inside one. Median, p90 and p99 are over every per-sample runtime of every run,
 pooled (numpy's linear percentiles). RTF is the pooled runtime over the pooled audio seconds; peak memory the max
 over runs; FLOPs per sample as the children counted them; the first-call-per-shape cost the median over the runs
-of each run's total, called when most runs called it (``speechperf.meters.first_call``).
+of each run's total, called when most runs called it (``speechperf.meters.first_call``). With ``batch_size`` > 1
+a per-sample runtime is its batch's time over the batch's size (``speechperf.benchmark.batching``); the latency per
+batch is the mean over every timed batch of every run, and throughput (samples/s) every run's samples over their
+summed runtime.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from typing import Any
 import attrs
 import numpy as np
 
-from speechperf import stats
+from speechperf import length_cost, stats
 from speechperf.compare.child import RunResult
 from speechperf.compare.plan import Cell
-from speechperf.meters import first_call
+from speechperf.meters import first_call, roofline
 
 #: an outlier must also be this far from the median (steady runs have a tiny MAD; see stats.outliers)
 OUTLIER_MIN_RELATIVE = 0.10
@@ -46,6 +49,28 @@ class CellSummary:
     environments: tuple[dict[str, Any], ...]
     runs: tuple[dict[str, Any], ...]  # per finished run: run index and its raw timings
     first_calls: tuple[first_call.ShapeCost, ...] = ()  # per finished run that could estimate it
+    batch_size: int | None = None  # as the children ran it
+    batch_seconds: tuple[float, ...] = ()  # every timed batch of every finished run (a cascade's: summed)
+
+    @property
+    def batch_latency(self) -> float | None:
+        """Seconds: the mean latency per batch, over every batch of every run."""
+        return statistics.fmean(self.batch_seconds) if self.batch_seconds else None
+
+    @property
+    def samples_per_s(self) -> float | None:
+        """Throughput: every run's timed samples over their summed runtime."""
+        total = sum(self.per_sample)
+        return len(self.per_sample) / total if total > 0 else None
+
+    @property
+    def audio_s_per_s(self) -> float | None:
+        """Audio seconds processed per second: 1 / RTF."""
+        return 1.0 / self.rtf if self.rtf else None
+
+    #: stage ("stage1 s2t", ..., "total") -> its roofline columns (speechperf.meters.roofline.COLUMNS), the median
+    #: over the finished runs (the most frequent binding roof)
+    roofline: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
     @property
     def label(self) -> str:
@@ -108,6 +133,9 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
     out = []
     for cell in cells:
         values, pooled, envs, runs, failures, first_calls = [], [], [], [], [], []
+        placed: list[list[dict[str, Any]]] = []
+        batch_seconds: list[float] = []
+        batch_size = None
         runtime_s = audio_s = 0.0
         rtf_audio = peak = footprint = flops = flops_source = None
         for result in (r for r in results if r.label == cell.label):
@@ -126,7 +154,10 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
                 continue
             values.append(statistics.fmean(per_sample.values()))
             pooled.extend(per_sample.values())
+            batch_size = data["result"].get("batch_size", batch_size)
+            batch_seconds.extend(b["seconds"] for b in (totals.get("batching") or {}).get("batches", ()))
             envs.append(data["environment"])
+            placed.append(data.get("summary") or [])
             if totals.get("first_call_per_shape"):
                 first_calls.append(first_call.ShapeCost(**totals["first_call_per_shape"]))
             runs.append(
@@ -159,19 +190,69 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
                 tuple(envs),
                 tuple(runs),
                 tuple(first_calls),
+                batch_size,
+                tuple(batch_seconds),
+                _roofline_over_runs(placed),
             )
         )
+    return out
+
+
+def _roofline_over_runs(runs: list[list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    by_stage: dict[str, list[dict[str, Any]]] = {}
+    for rows in runs:
+        for row in rows:
+            by_stage.setdefault(str(row.get("stage")), []).append(row)
+    out = {}
+    for stage, rows in by_stage.items():
+        merged: dict[str, Any] = {}
+        for key in roofline.COLUMNS:
+            seen = [r[key] for r in rows if r.get(key) is not None]
+            if not seen:
+                merged[key] = None
+            elif isinstance(seen[0], str):
+                merged[key] = max(set(seen), key=seen.count)
+            else:
+                merged[key] = statistics.median(seen)
+        out[stage] = merged
     return out
 
 
 def _raw_timings(stage: dict[str, Any]) -> dict[str, Any]:
     """One stage's raw timings of one run: every timed repeat, in ns, per sample."""
     runtime = stage.get("runtime") or {}
+    rtf = stage.get("rtf") or {}
     return {
         "stage": stage["index"],
+        "role": stage.get("role"),
         "label": stage["label"],
         "ns": {s["sample_id"]: s["ns"] for s in runtime.get("samples", [])},
+        "audio": rtf.get("audio"),
+        "audio_s": rtf.get("audio_per_sample") or {},
     }
+
+
+def length_fits(summary: CellSummary) -> dict[str, length_cost.LengthFit]:
+    """Per stage of a cell (``stage1 vad``): each sample's median runtime over the runs (the median of its
+    repeats in each run) against its audio seconds."""
+    by_stage: dict[str, dict[str, list[float]]] = {}
+    audio: dict[str, tuple[str | None, dict[str, float]]] = {}
+    for run in summary.runs:
+        for stage in run.get("stages", []):
+            name = f"stage{stage['stage']} {stage.get('role')}"
+            per_sample = by_stage.setdefault(name, {})
+            for sid, ns in stage["ns"].items():
+                per_sample.setdefault(sid, []).append(statistics.median(ns) / 1e9)
+            side, seconds = audio.setdefault(name, (stage.get("audio"), {}))
+            seconds.update(stage.get("audio_s") or {})
+    fits = {}
+    for name, per_sample in by_stage.items():
+        side, seconds = audio[name]
+        ids = [sid for sid in per_sample if sid in seconds]
+        fits[name] = length_cost.fit(
+            [seconds[sid] for sid in ids], [statistics.median(per_sample[sid]) for sid in ids], side
+        )
+    return fits
 
 
 def groups(summaries: Sequence[CellSummary]) -> list[list[CellSummary]]:

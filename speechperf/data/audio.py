@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from speechperf.data.files import file_problem
 from speechperf.errors import SpeechperfError
 
 #: Input rates speechperf resamples from. Below 4 kHz a file carries no usable speech band; above 384 kHz it is
@@ -22,8 +23,9 @@ def read_audio(path: Path, target_rate: int, where: str = "") -> np.ndarray:
     import soundfile as sf
 
     prefix = f"{where}: " if where else ""
-    if not path.is_file():
-        raise AudioError(f"{prefix}audio file not found: {path}")
+    problem = file_problem(path)
+    if problem is not None:
+        raise AudioError(f"{prefix}audio file {problem}: {path}")
     try:
         data, rate = sf.read(str(path), dtype="float32", always_2d=True)
     except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / TypeError on corrupt files
@@ -56,8 +58,10 @@ def write_wav(path: Path, audio: np.ndarray, rate: int, target_rate: int | None 
 
         audio = soxr.resample(audio, rate, target_rate, quality="HQ").astype(np.float32)
         rate = target_rate
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), np.clip(audio, -1.0, 1.0), rate, subtype="PCM_16")
+    from speechperf.outputs import atomic_path
+
+    with atomic_path(path, "waveform") as tmp:  # never into a FIFO, never replacing a symlink (speechperf.outputs)
+        sf.write(str(tmp), np.clip(audio, -1.0, 1.0), rate, subtype="PCM_16", format="WAV")
     return path
 
 

@@ -12,14 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from speechperf.data.audio import AudioError, read_audio
+from speechperf.data.files import DatasetError, file_problem, read_lines, require_file
 from speechperf.data.sample import Sample
-from speechperf.errors import SpeechperfError
 
 PICKLE_FLAG = "--unsafe-pickle-runs-code"
-
-
-class DatasetError(SpeechperfError):
-    """A dataset file that cannot be used; the message names the file (and line) and what is wrong."""
 
 
 # -- raw: wav2vec2-style TSV --------------------------------------------------------------------------------------
@@ -30,15 +26,12 @@ def read_manifest(path: Path) -> tuple[Path, list[tuple[int, str, int]]]:
 
     A relative root is taken relative to the manifest's folder, so a dataset folder can be moved as a whole.
     """
-    require_file(path, "manifest")
-    try:  # utf-8-sig: a byte-order mark (as some Windows editors write) is not part of the root folder
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path} is not a raw manifest: byte {exc.start} is not UTF-8 text; a raw dataset is a TSV "
-            "whose first line is the audio root folder (for .npz / .npy / text files pass "
-            "--dataset-type npz, npy or text)"
-        ) from None
+    lines = read_lines(
+        path,
+        "manifest",
+        ", so not a raw manifest: a raw dataset is a TSV whose first line is the audio root folder (for .npz / "
+        ".npy / text files pass --dataset-type npz, npy or text)",
+    )
     if not lines or not lines[0].strip():
         raise DatasetError(f"{path}:1: the first line must be the root folder of the audio files")
     root = Path(lines[0].strip())
@@ -55,26 +48,21 @@ def read_manifest(path: Path) -> tuple[Path, list[tuple[int, str, int]]]:
             count = int(parts[1])
         except ValueError:
             raise DatasetError(f"{path}:{number}: num_samples {parts[1]!r} is not an integer") from None
+        if count < 1:  # an empty file has no frame to run; bench would fail on it only after loading the model
+            raise DatasetError(
+                f"{path}:{number}: {parts[0]} has num_samples {count}; an audio file needs at least 1 sample"
+            )
         entries.append((number, parts[0], count))
     return root, entries
-
-
-def require_file(path: Path, what: str = "dataset file") -> None:
-    """Refuse a missing path or a folder with a message that says which, and what is expected instead."""
-    if path.is_dir():
-        inside = sorted(p.name for p in path.glob("*.tsv"))[:3]
-        hint = f" (it holds {', '.join(inside)})" if inside else ""
-        raise DatasetError(f"{what} {path} is a folder; give the file itself{hint}")
-    if not path.is_file():
-        raise DatasetError(f"{what} not found: {path}")
 
 
 def audio_frames(where: str, audio_path: Path, count: int) -> tuple[int, int]:
     """Frames and rate of a manifest entry's audio file, which must exist, be readable and have ``count`` frames."""
     import soundfile as sf
 
-    if not audio_path.is_file():
-        raise AudioError(f"{where}: audio file not found: {audio_path}")
+    problem = file_problem(audio_path)
+    if problem is not None:
+        raise AudioError(f"{where}: audio file {problem}: {audio_path}")
     try:
         info = sf.info(str(audio_path))
     except Exception as exc:  # soundfile raises LibsndfileError / RuntimeError / TypeError on corrupt files
@@ -93,7 +81,7 @@ def transcripts_of(manifest: Path, entries: int | None = None) -> list[str] | No
     wrd = manifest.with_suffix(".wrd")
     if not wrd.is_file():
         return None
-    lines = wrd.read_text(encoding="utf-8-sig").splitlines()
+    lines = read_lines(wrd, "transcript file")
     while lines and not lines[-1].strip():  # a trailing blank line is an editor's, not an empty transcript
         lines.pop()
     if entries is not None and len(lines) != entries:
@@ -128,11 +116,7 @@ FAIRSEQ_OPTIONAL = ("src_text", "speaker", "tgt_lang", "src_lang")
 def read_fairseq_manifest(path: Path) -> list[tuple[int, dict[str, str]]]:
     """(line number, row) of fairseq's speech_to_text manifest: a header line naming the columns, then one row per
     utterance, tab-separated (fairseq's ``S2TDataConfig`` datasets; rows are read as csv.QUOTE_NONE)."""
-    require_file(path, "manifest")
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path} is not a fairseq speech_to_text manifest: byte {exc.start} is not UTF-8") from None
+    lines = read_lines(path, "fairseq speech_to_text manifest")
     header = lines[0].split("\t") if lines else []
     missing = [c for c in FAIRSEQ_REQUIRED if c not in header]
     if missing:
@@ -254,6 +238,11 @@ def load_npy(path: Path, sample_rate: int, feat_dim: int, allow_pickle: bool, si
             raise DatasetError(f"cannot unpickle {path}: {type(exc).__name__}: {exc}") from None
     except OSError as exc:
         raise DatasetError(f"cannot read {path} as .npy: {exc}") from None
+    if data.ndim == 0 and data.dtype != object:
+        raise DatasetError(
+            f"{path} holds a single value (a 0-d {data.dtype} array); a .npy dataset is an array with one sample "
+            "per row, or fairseq's pickled list of dicts"
+        )
     if data.dtype != object:  # a plain numeric array: one sample per row
         items = [(str(i), row) for i, row in enumerate(data)]
     else:
@@ -275,10 +264,6 @@ def load_npy(path: Path, sample_rate: int, feat_dim: int, allow_pickle: bool, si
 
 def load_text(path: Path, size: int | None = None) -> list[Sample]:
     """One sentence per non-empty line (MT and TTS inputs); the id is the line number."""
-    require_file(path)
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path} is not UTF-8 text: {exc}") from None
+    lines = read_lines(path, "text dataset")
     samples = [Sample(id=str(n), text=line.strip()) for n, line in enumerate(lines, 1) if line.strip()]
     return samples[:size] if size else samples

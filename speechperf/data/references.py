@@ -22,7 +22,8 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.data.formats import DatasetError, read_fairseq_manifest, read_manifest, require_file
+from speechperf.data.files import read_lines
+from speechperf.data.formats import DatasetError, read_fairseq_manifest, read_manifest
 from speechperf.data.sample import Sample
 
 Segments = tuple[tuple[float, float], ...]
@@ -62,11 +63,7 @@ def parse_segments(line: str, where: str) -> Segments:
 
 
 def _lines(path: Path, count: int, what: str) -> list[str]:
-    require_file(path, what)
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{what} {path} is not UTF-8 text: {exc}") from None
+    lines = read_lines(path, what)
     while lines and not lines[-1].strip():
         lines.pop()
     if len(lines) != count:
@@ -85,7 +82,7 @@ def dataset_count(general) -> int:
     if kind == "fairseq_s2t":
         return len(read_fairseq_manifest(path))
     if kind == "text":
-        return sum(1 for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip())
+        return sum(1 for line in read_lines(path, "text dataset") if line.strip())
     if kind == "generated":
         return general.dataset_size or 8
     from speechperf.data import load_dataset

@@ -12,9 +12,10 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from speechperf.data.files import read_lines
 from speechperf.data.formats import DatasetError, audio_frames, load_npy, load_npz, load_text, read_manifest
-from speechperf.errors import SpeechperfError
-from speechperf.outputs import atomic_path, write_text_atomic
+from speechperf.errors import SpeechperfError, shorten_path
+from speechperf.outputs import atomic_path, check_output_path, refuse_same_file, write_text_atomic
 
 SUBSET_KINDS = ("random", "short", "long")
 
@@ -49,7 +50,9 @@ def index_dataset(
             _, rate = audio_frames(f"{path}:{number}", root / rel, count)
             sample_id = Path(rel).with_suffix("").as_posix()
             rows.append(Entry(sample_id, count, count / rate, f"{rel}\t{count}"))
-        root_line = path.read_text(encoding="utf-8-sig").splitlines()[0]
+        root_line = read_lines(path, "manifest")[0]
+        if (wrd := path.with_suffix(".wrd")).is_file():  # its transcripts, checked before a subset is written
+            read_lines(wrd, "transcript file")
         return DatasetIndex(path, "raw", "samples", tuple(rows), root_line=root_line)
     if dataset_type in ("npz", "npy"):
         samples = (
@@ -83,6 +86,21 @@ def choose(index: DatasetIndex, kind: str, n: int, seed: int = 1) -> list[Entry]
     return [entries[i] for i in order[:n]]
 
 
+def check_subset_output(source: Path, dataset_type: str, out: Path) -> None:
+    """Before the dataset is read: ``out`` (and, for a raw manifest, the ``.wrd`` written beside it) can be
+    written and is not the input itself; an array subset is written as .npz."""
+    source, out = Path(source), Path(out)
+    pairs = [(source, out)]
+    if dataset_type == "raw":
+        pairs.append((source.with_suffix(".wrd"), out.with_suffix(".wrd")))
+        pairs.append((source, out.with_suffix(".wrd")))
+    for given, written in pairs:
+        check_output_path(written, "--output")
+        refuse_same_file(given, written, "--output")
+    if dataset_type in ("npz", "npy") and out.suffix != ".npz":
+        raise SpeechperfError(f"an {dataset_type} subset is written as .npz; got output {shorten_path(out)}")
+
+
 def write_subset(index: DatasetIndex, entries: list[Entry], out: Path) -> Path:
     out = Path(out)
     if index.dataset_type == "raw":
@@ -93,7 +111,7 @@ def write_subset(index: DatasetIndex, entries: list[Entry], out: Path) -> Path:
         write_text_atomic(out, text)
         wrd = index.path.with_suffix(".wrd")
         if wrd.is_file():  # carry the transcripts of the chosen lines along
-            lines = wrd.read_text(encoding="utf-8-sig").splitlines()
+            lines = read_lines(wrd, "transcript file")
             position = {e.id: i for i, e in enumerate(index.entries)}
             write_text_atomic(
                 out.with_suffix(".wrd"),

@@ -15,9 +15,16 @@ Rows, by meter:
 - papi: whether hardware FLOP counters work here, and why not.
 - threads: per backend, a session pinned to 1 thread must use about one core (process CPU time / wall time, through
   ``speechperf.threads.cpu_wall_ratio``, target <= 1.3); the ratio at 2 threads is shown for information.
+- roofline: the machine's compute and memory roofs at each thread count asked (``speechperf.meters.roofs``): the
+  fp32 GEMM through numpy and every backend, int8 where a backend has the kernel, and the memory bandwidth; they
+  are cached for bench, compare and profile. Trustworthy when both roofs were measured at every thread count on a
+  quiet machine: roofs measured while other processes kept cores busy are low, so they are not cached.
 
-A meter is trustworthy here when every row of it that decides its verdict passes. The CLI exits 1 when a meter the
-user asked for (``--meters``) is not.
+A meter is trustworthy here when every row of it that decides its verdict passes. A backend lacking a capability a
+check needs (no module, or a module whose function raises ``CapabilityUnavailableError``, as the plugin template's
+stubs do) gives an "unavailable" row, which decides nothing: it is never a FAIL. A meter with no deciding row at all
+is "unavailable"; the CLI exits 1 when a meter is NOT trustworthy, or unavailable although the user named it in
+``--meters``, never for an unavailable meter the user did not ask for.
 """
 
 from __future__ import annotations
@@ -33,17 +40,20 @@ from typing import Any
 
 import attrs
 import numpy as np
+import psutil
 
-from speechperf.backend import Session, TensorInfo, hooks
+from speechperf.backend import CapabilityUnavailableError, Session, TensorInfo, hooks
+from speechperf.backend.capabilities import capability_module_name
 from speechperf.extras import MissingExtraError
 from speechperf.meters.flops import KnownGraph
 from speechperf.meters.memory import MIB, MemoryMeter, hwm_status
 from speechperf.meters.papi import papi_status
 from speechperf.meters.runtime import RuntimeMeter
 from speechperf.meters.samples import SampleFailure, parse_meter_names
+from speechperf.threads import free_cores
 
 PASS, FAIL, UNAVAILABLE, INFO = "pass", "FAIL", "unavailable", "info"
-DEFAULT_METERS = ("runtime", "memory", "flops", "threads")
+DEFAULT_METERS = ("runtime", "memory", "flops", "threads", "roofline")
 MEMORY_SIZES_MIB = (50, 200)
 MEMORY_TOLERANCE = 0.05
 RUNTIME_RATIO_TARGET = 1.02
@@ -71,8 +81,19 @@ class CheckReport:
         deciding = [r for r in self.rows if r.meter == meter and r.decides]
         return bool(deciding) and all(r.status == PASS for r in deciding)
 
-    def untrustworthy(self, meters: Iterable[str]) -> list[str]:
-        return [m for m in meters if not self.trustworthy(m)]
+    def unavailable(self, meter: str) -> bool:
+        """No row of ``meter`` decides: every backend lacks what it needs (or none was checked)."""
+        return not any(r.meter == meter and r.decides for r in self.rows)
+
+    def verdict(self, meter: str) -> str:
+        if self.unavailable(meter):
+            return "unavailable"
+        return "trustworthy" if self.trustworthy(meter) else "NOT trustworthy"
+
+    def untrustworthy(self, meters: Iterable[str], named: bool = True) -> list[str]:
+        """The meters that fail the check: NOT trustworthy ones, and unavailable ones when ``named`` (the user asked
+        for them by name) -- an unavailable meter nobody asked for is no failure."""
+        return [m for m in meters if self.verdict(m) == "NOT trustworthy" or (named and self.unavailable(m))]
 
 
 # --- sessions with known behaviour (framework-free) -------------------------------------------------------------
@@ -329,8 +350,30 @@ def _lacks(backend, capabilities: tuple[str, ...]) -> str:
     """Why ``backend`` cannot be checked here: the first of ``capabilities`` it lacks, or "" if it has them all."""
     for capability in capabilities:
         if not hooks(backend).has_capability(capability):
-            return f"backend {backend.name!r}: capability {capability!r} is unavailable"
+            module = capability_module_name(backend, capability)
+            return f"backend {backend.name!r}: capability {capability!r} is unavailable (no module {module})"
     return ""
+
+
+def check_device_memory(backends: list[CheckedBackend]) -> list[CheckRow]:
+    """Per backend with a ``memory`` capability and per device it declares: whether its ``DeviceMemory`` measures
+    there, and its ``reason`` when not. Information only: host RSS is measured on every backend anyway."""
+    rows = []
+    for name, backend, _why in backends:
+        if backend is None or not hooks(backend).has_capability("memory"):
+            continue
+        for device in backend.capabilities.devices:
+            what = f"{name}: device allocator peak on {device}"
+            try:
+                memory = backend.device_memory(device)
+                available, reason = bool(memory.available), str(memory.reason)
+            except Exception as exc:  # a stub or a broken module: shown, it decides nothing
+                available, reason = False, f"{type(exc).__name__}: {exc}"
+            status = INFO if available else UNAVAILABLE
+            rows.append(
+                CheckRow("memory", what, "available" if available else "unavailable", "-", status, False, reason)
+            )
+    return rows
 
 
 def check_flops(backends: list[CheckedBackend]) -> list[CheckRow]:
@@ -351,6 +394,9 @@ def check_flops(backends: list[CheckedBackend]) -> list[CheckRow]:
                 feeds = graph.feeds()
                 same = np.allclose(session(feeds)[session.output_names[0]], graph.reference(feeds), atol=1e-3)
                 count = backend.count_flops(session, feeds)
+            except CapabilityUnavailableError as exc:  # a stub capability says so: unavailable, not a failure
+                rows.append(CheckRow("flops", what, "-", str(graph.expected), UNAVAILABLE, False, str(exc)))
+                continue
             except Exception as exc:
                 rows.append(CheckRow("flops", what, f"error: {type(exc).__name__}: {exc}", str(graph.expected), FAIL))
                 continue
@@ -389,6 +435,11 @@ def check_threads(backends: list[CheckedBackend], quick: bool = False) -> list[C
                 backend.set_threads(threads)
                 session = backend.known_session(graph, threads)
                 ratio = cpu_wall_ratio(functools.partial(session, feeds), min_seconds=seconds)
+            except CapabilityUnavailableError as exc:
+                rows.append(
+                    CheckRow("threads", f"{name}: 1 thread uses one core", "-", "", UNAVAILABLE, False, str(exc))
+                )
+                break
             except Exception as exc:
                 rows.append(CheckRow("threads", f"{name}: {threads} thread(s)", f"error: {exc}", "", FAIL))
                 continue
@@ -417,8 +468,74 @@ def check_threads(backends: list[CheckedBackend], quick: bool = False) -> list[C
     return rows
 
 
+def check_roofline(backends: list[CheckedBackend], threads: Iterable[int]) -> list[CheckRow]:
+    from speechperf.meters import roofs
+
+    loaded = [b for _, b, _ in backends if b is not None]
+    rows = [CheckRow("roofline", "machine", roofs.machine().describe(), "", INFO, False)]
+    for n in threads:
+        free = free_cores()
+        measured, skipped = roofs.measure(n, loaded)
+        free = min(free, free_cores())
+        busy = roofs.busy_reason(n, free, psutil.cpu_count() or 1)
+        if busy is None:
+            measured = roofs.store(measured)
+        rows.append(
+            CheckRow(
+                "roofline",
+                f"quiet machine, {n} thread(s)",
+                f"{(psutil.cpu_count() or 1) - free:.1f} core(s) busy elsewhere",
+                f"<= {roofs.BUSY_CORES}",
+                FAIL if busy else PASS,
+                note=busy or "the roofs are cached for bench, compare and profile",
+            )
+        )
+        for kind, found, unit in (("fp32 GEMM", measured.compute, "GFLOP/s"), ("int8 GEMM", measured.int8, "GOP/s")):
+            for source, roof in sorted(found.items()):
+                rows.append(
+                    CheckRow(
+                        "roofline",
+                        f"{kind}, {source}, {n} thread(s)",
+                        f"{roof.value:.1f} {unit}",
+                        "",
+                        INFO,
+                        False,
+                        roof.how,
+                    )
+                )
+        peak, memory = measured.peak, measured.memory
+        rows.append(
+            CheckRow(
+                "roofline",
+                f"compute roof, {n} thread(s)",
+                f"{peak.value:.1f} GFLOP/s ({peak.source})" if peak else "-",
+                "measured",
+                PASS if peak else FAIL,
+                note="; ".join(skipped),
+            )
+        )
+        rows.append(
+            CheckRow(
+                "roofline",
+                f"memory roof, {n} thread(s)",
+                f"{memory.value:.1f} GB/s" if memory else "-",
+                "measured",
+                PASS if memory else FAIL,
+                note=memory.how if memory else "",
+            )
+        )
+        if measured.ridge:
+            rows.append(
+                CheckRow("roofline", f"ridge point, {n} thread(s)", f"{measured.ridge:.1f} FLOP/byte", "", INFO, False)
+            )
+    return rows
+
+
 def run_checks(
-    meters: Iterable[str] = DEFAULT_METERS, backends: Iterable[str] | None = None, quick: bool = False
+    meters: Iterable[str] = DEFAULT_METERS,
+    backends: Iterable[str] | None = None,
+    quick: bool = False,
+    threads: Iterable[int] = (1,),
 ) -> CheckReport:
     """Run the checks of the meters named (see METER_NAMES), plus PAPI availability, and return every row."""
     meters = parse_meter_names(list(meters))
@@ -428,11 +545,15 @@ def run_checks(
     if "memory" in meters:  # before any framework is loaded: memory_profiler forks a sampler
         rows += check_memory()
     rows += [r for r in check_papi() if r.meter == "papi" or "flops" in meters]  # PAPI is always reported
-    chosen = _backends(backends) if ("flops" in meters or "threads" in meters) else []
+    chosen = _backends(backends) if {"flops", "threads", "memory", "roofline"} & set(meters) else []
+    if "memory" in meters:
+        rows += check_device_memory(chosen)
     if "flops" in meters:
         rows += check_flops(chosen)
     if "threads" in meters:
         rows += check_threads(chosen, quick)
+    if "roofline" in meters:
+        rows += check_roofline(chosen, threads)
     return CheckReport(tuple(rows))
 
 
@@ -445,6 +566,6 @@ def format_report(report: CheckReport, asked: Iterable[str]) -> str:
     notes = [f"  {r.meter}/{r.check}: {r.note}" for r in report.rows if r.note]
     if notes:
         lines += ["", "notes:"] + notes
-    verdicts = [f"{m}: {'trustworthy' if report.trustworthy(m) else 'NOT trustworthy'}" for m in asked]
+    verdicts = [f"{m}: {report.verdict(m)}" for m in asked]
     lines += ["", "verdict: " + "; ".join(verdicts)]
     return "\n".join(lines)

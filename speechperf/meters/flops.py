@@ -67,6 +67,11 @@ class FlopCount:
     per_sample: Mapping[str, int] = attrs.field(factory=dict)
     by_kind: Mapping[str, int] = attrs.field(factory=dict)
     fallback_reason: str = ""
+    #: sample id -> a lower bound on the bytes its forward moved: per session call, the feeds read, the outputs
+    #: written and the weights read (``Session.parameter_bytes``); counted by the analytic meter only.
+    traffic_per_sample: Mapping[str, int] = attrs.field(factory=dict)
+    #: Whether every session counted told its weights' bytes (False: the bound holds the feeds and outputs only).
+    parameters_known: bool = True
 
     def __add__(self, other: FlopCount) -> FlopCount:
         kinds = dict(self.by_kind)
@@ -87,6 +92,10 @@ class FlopCount:
         return self.total / 1e9
 
 
+def _nbytes(values) -> int:
+    return sum(int(getattr(v, "nbytes", 0)) for v in values)
+
+
 class _CountingSession:
     """Stands in for a Session inside a forward: counts each call analytically, then runs it for real."""
 
@@ -95,13 +104,24 @@ class _CountingSession:
         self._session = session
         self._cache = cache
         self.count = FlopCount(0, "analytic")
+        self.traffic = 0
+        self._weights: int | None = None
+        self.parameters_known = False  # known after the first call
+        self._asked = False
 
     def __getattr__(self, name):
         return getattr(self._session, name)
 
     def __call__(self, feeds):
         self.count = self.count + self._count(feeds)
-        return self._session(feeds)
+        if not self._asked:  # an eager session learns the weights a call reads by running it once (untimed)
+            self._asked = True
+            ask = getattr(self._session, "parameter_bytes", None)
+            self._weights = ask(feeds) if ask is not None else None
+            self.parameters_known = self._weights is not None
+        out = self._session(feeds)
+        self.traffic += _nbytes(feeds.values()) + _nbytes(out.values()) + (self._weights or 0)
+        return out
 
     def _count(self, feeds) -> FlopCount:
         if self._cache is None:
@@ -134,6 +154,8 @@ class FlopsMeter:
         self.backend = backend
         self._cache: dict | None = {} if cache_by_shape else None
         self._counts: dict[str, int] = {}
+        self._traffic: dict[str, int] = {}
+        self._parameters_known = True
         self._kinds: dict[str, int] = {}
         self._uncounted: set[str] = set()
         self._failures: list[SampleFailure] = []
@@ -145,7 +167,8 @@ class FlopsMeter:
             if self.source == "papi":
                 flops = papi_flops(lambda: forward(session))
             else:
-                flops = self._analytic(forward, session)
+                flops, traffic = self._analytic(forward, session)
+                self._traffic[str(sample_id)] = traffic
         except Exception as exc:
             record = failure(sample_id, self.name, exc)
             self._failures.append(record)
@@ -153,7 +176,7 @@ class FlopsMeter:
         self._counts[str(sample_id)] = flops
         return flops
 
-    def _analytic(self, forward, session) -> int:
+    def _analytic(self, forward, session) -> tuple[int, int]:
         if isinstance(session, Mapping):
             proxies = {k: _CountingSession(self.backend, s, self._cache) for k, s in session.items()}
             forward(proxies)
@@ -162,13 +185,15 @@ class FlopsMeter:
             proxy = _CountingSession(self.backend, session, self._cache)
             forward(proxy)
             counted = [proxy]
-        total = 0
+        total = traffic = 0
         for proxy in counted:
             total += proxy.count.total
+            traffic += proxy.traffic
+            self._parameters_known &= proxy.parameters_known
             self._uncounted.update(proxy.count.uncounted)
             for kind, value in proxy.count.by_kind.items():
                 self._kinds[kind] = self._kinds.get(kind, 0) + value
-        return total
+        return total, traffic
 
     @property
     def failures(self) -> tuple[SampleFailure, ...]:
@@ -182,6 +207,8 @@ class FlopsMeter:
             dict(self._counts),
             dict(self._kinds),
             self.fallback_reason,
+            dict(self._traffic),
+            self._parameters_known,
         )
 
 
@@ -204,6 +231,7 @@ class KnownGraph:
     t: int = 50
     kernel: int = 3
     seed: int = 0
+    dtype: str = attrs.field(default="float32", validator=attrs.validators.in_(("float32", "int8")))
 
     @property
     def expected(self) -> int:
@@ -222,18 +250,26 @@ class KnownGraph:
     def weight(self):
         import numpy as np
 
-        return np.random.default_rng(self.seed).standard_normal(self.weight_shape).astype("float32")
+        rng = np.random.default_rng(self.seed)
+        if self.dtype == "int8":
+            return rng.integers(-128, 128, self.weight_shape, dtype=np.int8)
+        return rng.standard_normal(self.weight_shape).astype("float32")
 
     def feeds(self) -> dict:
         import numpy as np
 
-        return {"x": np.random.default_rng(self.seed + 1).standard_normal(self.input_shape).astype("float32")}
+        rng = np.random.default_rng(self.seed + 1)
+        if self.dtype == "int8":
+            return {"x": rng.integers(0, 256, self.input_shape, dtype=np.uint8)}
+        return {"x": rng.standard_normal(self.input_shape).astype("float32")}
 
     def reference(self, feeds) -> np.ndarray:
         """The expected output, computed with numpy."""
         import numpy as np
 
         x, w = feeds["x"], self.weight()
+        if self.dtype == "int8":
+            return x.astype(np.int32) @ w.astype(np.int32)
         if self.kind == "matmul":
             return x @ w
         windows = np.lib.stride_tricks.sliding_window_view(x, self.kernel, axis=2)  # [b, c_in, t', kernel]

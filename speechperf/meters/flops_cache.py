@@ -6,8 +6,9 @@ it is stored under ``<cache>/flops/<key>.json`` where the key hashes:
 
 - the content (sha256) of every file the session was loaded from: ``spec.path``, ``spec.weights`` and any file named
   in ``spec.factory_kwargs`` (a changed model file is a new key: a stale count is never used);
-- the spec's format, factory, entry and options; the backend's name and framework version; speechperf's version
-  (its built-in model code) and the content of the backend's FLOP counter module (a fixed counter recounts);
+- the spec's format, factory, entry and options; the backend's name and framework version; the hash of the
+  reference models' definition sources (``speechperf.cache.definition_hash``: an eager model is its code, so an
+  edited definition recounts) and the content of the backend's FLOP counter module (a fixed counter recounts);
 - each feed's name, shape and dtype, and the value of 0-d feeds (silero's ``sr`` picks a branch of its graph).
 
 A session without a ``spec`` (one built in memory) is counted every time. Files are written atomically (a
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speechperf import __version__, cache
+from speechperf import cache
 from speechperf.backend import hooks
 from speechperf.errors import SpeechperfError
 from speechperf.meters import onnx_flops
@@ -73,7 +74,7 @@ class DiskFlopCache:
             self._version = f"{self._backend.availability().version} {self._counter_hash()}"
         parts = {
             "schema": SCHEMA,
-            "speechperf": __version__,
+            "definitions": cache.definition_hash(),  # an eager zoo model is its definition code plus weights
             "backend": self._backend.name,
             "framework": self._version,
             "format": spec.format,

@@ -25,6 +25,7 @@ optimised graph, so the count does not depend on the optimisation level.
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Callable, Mapping
@@ -277,6 +278,37 @@ def _run(probe, feeds) -> dict[str, np.ndarray]:
 
 # session -> its OnnxFlopCounter
 _counters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def onnx_parameter_bytes(path) -> int:
+    """Bytes of every initializer of the ONNX file at ``path`` (subgraphs included; external data by its sizes),
+    for the roofline's traffic bound. Reads the tensors' shapes and types, not their data."""
+    stat = Path(path).stat()
+    return _onnx_parameter_bytes(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _onnx_parameter_bytes(path: str, mtime_ns: int, size: int) -> int:
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(path), load_external_data=False)
+    total = 0
+
+    def walk(graph) -> None:
+        nonlocal total
+        for init in graph.initializer:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type)).itemsize
+            total += int(np.prod(init.dims, dtype=np.int64)) * itemsize
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    walk(attribute.g)
+                for sub in attribute.graphs:
+                    walk(sub)
+
+    walk(model.graph)
+    return total
 
 
 def count_onnx_flops(

@@ -35,6 +35,8 @@ class RtfResult:
     per_sample: Mapping[str, float]  # sample id -> RTF
     total_runtime_s: float
     total_audio_s: float
+    #: sample id -> the audio seconds its runtime was divided by (the cost-against-length fit uses them)
+    audio_per_sample: Mapping[str, float] = attrs.Factory(dict)
 
 
 def real_time_factor(runtime_s: Mapping[str, float], audio_s: Mapping[str, float], audio: str = "input") -> RtfResult:
@@ -60,4 +62,5 @@ def real_time_factor(runtime_s: Mapping[str, float], audio_s: Mapping[str, float
         per_sample={k: runtime_s[k] / audio_s[k] for k in runtime_s},
         total_runtime_s=total_runtime,
         total_audio_s=total_audio,
+        audio_per_sample={k: audio_s[k] for k in runtime_s},
     )

@@ -12,9 +12,10 @@ from collections.abc import Iterable
 import attrs
 
 from speechperf.errors import SpeechperfError, error_detail, error_text
+from speechperf.values import split_items
 
 #: The meters a user can ask for by name (``--meters runtime,memory``).
-METER_NAMES = ("runtime", "memory", "flops", "papi", "threads")
+METER_NAMES = ("runtime", "memory", "flops", "papi", "threads", "roofline")
 
 
 class MeterError(SpeechperfError):
@@ -45,8 +46,10 @@ def failure(sample_id: str, meter: str, exc: BaseException) -> SampleFailure:
 
 def parse_meter_names(names: str | Iterable[str]) -> tuple[str, ...]:
     """``"runtime, memory"`` or ``["runtime", "memory"]`` -> validated names, in the order given, without repeats."""
-    items = [n.strip() for n in names.split(",")] if isinstance(names, str) else [str(n).strip() for n in names]
-    items = [n for n in items if n]
+    if isinstance(names, str):
+        items = list(split_items(names, "--meters"))
+    else:
+        items = [str(n).strip() for n in names]
     if not items:
         raise MeterError(f"no meter named; known meters: {', '.join(METER_NAMES)}")
     for name in items:

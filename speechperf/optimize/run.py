@@ -36,8 +36,9 @@ from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError, first_line
 from speechperf.optimize import fidelity as fid
 from speechperf.optimize.table import Row, print_table, to_csv, to_markdown
-from speechperf.outputs import check_output_path, write_text_atomic
+from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
 from speechperf.stats import SIGNIFICANCE
+from speechperf.store.keep import Keep
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class OptimizeOptions:
     md_path: Path | None = None
     timeout_s: float | None = None
     budget: fid.QualityBudget = fid.QualityBudget()
+    keep: Keep = Keep()  #: the store and --html (speechperf.store.keep)
 
 
 def check_methods(backend, methods) -> tuple[str, ...]:
@@ -98,16 +100,16 @@ class _Report:
         }
 
     def write(self, complete: bool = False) -> None:
-        if self.opts.output is None:
-            return
-        from speechperf.benchmark.report import write_json_atomic
-
-        self.doc.update(
+        self.doc.update(  # also without --output: the store and --html keep this document
             complete=complete,
             table=[r.plain() for r in self.rows.values()],
             notes={name: r.notes for name, r in self.rows.items() if r.notes},
             runs=self.runs,
         )
+        if self.opts.output is None:
+            return
+        from speechperf.benchmark.report import write_json_atomic
+
         write_json_atomic(self.opts.output, self.doc)
 
 
@@ -123,6 +125,8 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     for what, path in (("--output", opts.output), ("--csv", opts.csv_path), ("--markdown", opts.md_path)):
         if path is not None:  # before quantizing: a bad path must not cost the whole study
             check_output_path(path, what)
+    out_dir = check_output_folder(opts.out_dir, "--out-dir")
+    opts.keep.check()
     from speechperf.benchmark.derive import config_for_backend
     from speechperf.benchmark.validate import check_config
 
@@ -141,8 +145,6 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     from speechperf.data.references import load_references
 
     load_references(general, dataset, cfg.roles)  # a reference file that does not fit fails here, before quantizing
-    out_dir = Path(opts.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
     rep = _Report(opts, cfg, env)
     base = config_dict(cfg, backend.name)
@@ -233,7 +235,14 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     )
     log.info("variants and their bench configs are in %s", out_dir)
     failed = [r for r in rep.rows.values() if r.status.startswith("failed")]
-    return 1 if failed else 0
+    code = 1 if failed else 0
+    from speechperf.optimize.table import COLUMNS
+    from speechperf.store.html import table_html
+
+    title = f"speechperf optimize: {cfg.general.model_type} {labels} on {backend.name}"
+    table = table_html(title, COLUMNS, [r.plain() for r in rep.rows.values()])
+    opts.keep.finish("optimize", rep.doc, code, tables=[table], title=title)
+    return code
 
 
 def _with_dumps(data: dict, out_dir: Path, name: str, speech_out: bool) -> dict:

@@ -22,6 +22,7 @@ from speechperf.benchmark.backend_files import files_of
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import SpeechperfError
 from speechperf.optimize.hook import QuantizedModel
+from speechperf.outputs import write_text_atomic
 
 SILERO = "silero_vad"
 
@@ -182,7 +183,7 @@ def _write_model_folder(
     options = {k: v for q in quantized.values() for k, v in q.options.items()}
     if options:
         manifest["load_options"] = {fmt: options}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n", "variant manifest")
     return fmt, files
 
 

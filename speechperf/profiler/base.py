@@ -41,7 +41,7 @@ from typing import Literal
 import attrs
 
 from speechperf.errors import SpeechperfError
-from speechperf.outputs import write_text_atomic
+from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
 from speechperf.profiler.categories import CategoryTable, json_path_beside
 from speechperf.profiler.options import ProfilerOptionError, ProfilerOptions
 from speechperf.profiler.summary import OpStat, ProfileSummary, StepTiming, sort_ops
@@ -91,6 +91,9 @@ class StepProfiler:
         #: Set by a caller that ends the loop (or the process) once ``finished``: the PaddleSpeech hook,
         #: ``speechperf profile``. Otherwise an explicit ``exit_on_finished=true`` is warned about, not honoured.
         self.ends_loop_when_finished = False
+        #: The compute roof (GFLOP/s, what it is) at the thread count profiled, where the caller knows it
+        #: (``speechperf profile``): the summary then lists the ops furthest below it.
+        self.roof: tuple[float, str] | None = None
         #: Warning lines for this run: the options' own (lenient parsing) and the backend's.
         self.warnings: list[str] = []
         for line in self.options.warnings:
@@ -234,14 +237,7 @@ class StepProfiler:
 
     def trace_file(self, default_name: str) -> Path:
         """The file the trace goes to: ``profile_path``, or ``default_name`` inside it when it is a folder."""
-        text = self.options.profile_path
-        path = Path(text).expanduser().absolute()  # the summary says where the file is, wherever the loop ran
-        if text.endswith(("/", os.sep)):
-            path.mkdir(parents=True, exist_ok=True)  # a folder by its spelling: the t2s drop-in's profiler_log/
-        if path.is_dir():
-            path = path / default_name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        return trace_path_of(self.options.profile_path, default_name)
 
     # -- step counting ------------------------------------------------------------------------------------------
 
@@ -294,6 +290,27 @@ class StepProfiler:
             notes=(*notes, *recorded.notes, *self.warnings),
             categories=recorded.categories,
             categories_path=categories_path,
+            roof=self.roof,
         )
         if self.echo:
             self.summary.render()
+
+
+def trace_path_of(profile_path: str, default_name: str) -> Path:
+    """Where a trace is written: ``profile_path``, or ``default_name`` inside it when it is a folder (or spelled as
+    one, as the t2s drop-in's ``profiler_log/``), checked as every output is (speechperf.outputs). A symlink gives
+    its target: every framework's profiler unlinks the path before writing, so the link itself must never be
+    handed to it, or it would become a regular file."""
+    path = Path(profile_path).expanduser().absolute()  # the summary says where the file is, wherever the loop ran
+    if profile_path.endswith(("/", os.sep)) or _is_folder(path):
+        path = check_output_folder(path, "profile_path") / default_name
+    trace = check_output_path(path, "profile_path")
+    check_output_path(json_path_beside(trace), "profile_path (its category table)")
+    return trace
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long for the OS: check_output_path says so in one line
+        return False

@@ -24,6 +24,7 @@ from pathlib import Path
 import attrs
 
 from speechperf.errors import SpeechperfError
+from speechperf.outputs import file_problem
 
 CATEGORIES = (
     "matmul/linear",
@@ -142,6 +143,8 @@ class CategoryTable:
     @classmethod
     def read(cls, path: str | Path) -> CategoryTable:
         """A table written by ``to_json``; a file that is not one is a one-line error naming it."""
+        if (problem := file_problem(path)) is not None:  # before the read: a FIFO blocks it, /dev/zero never ends
+            raise SpeechperfError(f"{path} {problem}; a category table written by the step profiler is a JSON file")
         try:
             record = json.loads(Path(path).read_text(encoding="utf-8"))
             counts = record["by_category"]

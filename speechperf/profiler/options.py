@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from speechperf.errors import SpeechperfError
+from speechperf.values import PROFILE_STEPS_MAX
 
 
 class ProfilerOptionError(SpeechperfError, ValueError):
@@ -45,7 +46,7 @@ APIS = ("new", "legacy")
 TRUE_WORDS = ("yes", "true", "t", "1")
 FALSE_WORDS = ("no", "false", "f", "0")
 
-_RANGE_HELP = "two integers [start,end] with 0 <= start < end"
+_RANGE_HELP = f"two integers [start,end] with 0 <= start < end <= {PROFILE_STEPS_MAX}"
 _BOOL_HELP = f"{'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}"
 
 
@@ -64,7 +65,7 @@ def _check_range(inst, attribute, value):
         isinstance(value, tuple)
         and len(value) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and 0 <= value[0] < value[1]
+        and 0 <= value[0] < value[1] <= PROFILE_STEPS_MAX
     )
     if not ok:
         raise ProfilerOptionError(f"batch_range={_show_range(value)} is not allowed; allowed: {_RANGE_HELP}")

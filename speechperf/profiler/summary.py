@@ -36,16 +36,19 @@ class OpStat:
     total_ns: int
     max_ns: int
     min_ns: int
+    #: FLOPs of all its calls, where the framework's profiler counts them (torch's ``with_flops``); else None.
+    flops: int | None = None
 
     @property
     def avg_ns(self) -> float:
         return self.total_ns / self.calls if self.calls else 0.0
 
 
-def aggregate(events: Iterable[tuple[str, int]]) -> list[OpStat]:
-    """Rows from ``(op name, duration in ns)`` pairs, one row per name."""
+def aggregate(events: Iterable[tuple]) -> list[OpStat]:
+    """Rows from ``(op name, duration in ns)`` or ``(op name, duration in ns, FLOPs)`` tuples, one row per name."""
     acc: dict[str, list[int]] = {}
-    for name, dur in events:
+    flops: dict[str, int] = {}
+    for name, dur, *counted in events:
         row = acc.get(name)
         if row is None:
             acc[name] = [1, dur, dur, dur]
@@ -54,7 +57,9 @@ def aggregate(events: Iterable[tuple[str, int]]) -> list[OpStat]:
             row[1] += dur
             row[2] = max(row[2], dur)
             row[3] = min(row[3], dur)
-    return [OpStat(name, c, t, mx, mn) for name, (c, t, mx, mn) in acc.items()]
+        if counted and counted[0]:
+            flops[name] = flops.get(name, 0) + int(counted[0])
+    return [OpStat(name, c, t, mx, mn, flops.get(name)) for name, (c, t, mx, mn) in acc.items()]
 
 
 _SORT = {
@@ -156,6 +161,9 @@ class ProfileSummary:
     categories: CategoryTable | None = None
     #: The category table as JSON beside the trace (``speechperf profile-compare`` reads it).
     categories_path: Path | None = None
+    #: The machine's compute roof at the profiled thread count (GFLOP/s, what it is), for the ops furthest below
+    #: it (speechperf.meters.roofs measures it; the caller that knows the thread count gives it).
+    roof: tuple[float, str] | None = None
 
     def op(self, name: str) -> OpStat | None:
         return next((o for o in self.ops if o.name == name), None)
@@ -223,10 +231,55 @@ class ProfileSummary:
                 console.width = max(console.width, 140)  # op names are long; a log file has room
         if self.ops:
             console.print(self.table(limit))
+            below = below_roof_table(self.ops, self.roof)
+            if below is not None:
+                console.print(below)
+            else:
+                console.print(
+                    f"ops below the roof: {self.backend}'s profiler counts no FLOPs per op (torch's does, with "
+                    "with_flops); the per-stage roofline is in bench and compare",
+                    highlight=False,
+                    markup=False,
+                )
         if self.categories is not None:
             console.print(self.categories.table())
         for line in [*self.timing_lines(), *self.trace_lines(), *self.notes]:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def below_roof_table(ops: Iterable[OpStat], roof: tuple[float, str] | None, top: int = 10):
+    """The ``top`` ops that lose the most time against the compute ``roof`` (GFLOP/s, what it is): time lost =
+    their time minus the time their FLOPs would take at the roof. None when no op has a FLOP count or no roof is
+    known."""
+    from rich.table import Table
+
+    counted = [(o, o.flops) for o in ops if o.flops and o.total_ns]
+    if not counted or roof is None:
+        return None
+    peak, what = roof  # GFLOP/s = FLOPs per ns
+
+    def lost(item: tuple[OpStat, int]) -> float:
+        return item[0].total_ns - item[1] / peak
+
+    table = Table(
+        title=f"ops furthest below the roof ({peak:.1f} GFLOP/s, {what})",
+        caption="estimate: the profiler's FLOPs per op over its host time; time lost = time - FLOPs / roof",
+    )
+    table.add_column("op")
+    for column in ("calls", f"total {UNIT}", "GFLOP", "GFLOP/s", "% of roof", f"lost {UNIT}"):
+        table.add_column(column, justify="right")
+    for o, flops in sorted(counted, key=lost, reverse=True)[:top]:
+        rate = flops / o.total_ns  # GFLOP/s
+        table.add_row(
+            o.name,
+            str(o.calls),
+            _fmt(o.total_ns),
+            f"{flops / 1e9:.4f}",
+            f"{rate:.1f}",
+            f"{100 * rate / peak:.1f}",
+            _fmt(lost((o, flops))),
+        )
+    return table
 
 
 def _perf_row(*cells: str) -> str:

@@ -8,6 +8,7 @@ whole pipeline, so the loop cycles over the samples until ``batch_range`` has en
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,9 +17,10 @@ import attrs
 import numpy as np
 
 from speechperf.backend import Session, TensorInfo
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, shorten
 from speechperf.profiler.options import ProfilerOptions
 from speechperf.profiler.summary import ProfileSummary
+from speechperf.values import ELEMENTS_MAX
 
 
 @attrs.frozen
@@ -47,12 +49,19 @@ class ProfileStage:
         return cls(stage.label, stage.sessions, stage.run, tuple(inputs), 1)
 
 
-def profile_stages(backend, stages: Sequence[ProfileStage], options: ProfilerOptions | str | None) -> ProfileSummary:
-    """Run the stages step after step until ``batch_range`` has ended; return the summary (also printed)."""
+def profile_stages(
+    backend,
+    stages: Sequence[ProfileStage],
+    options: ProfilerOptions | str | None,
+    roof: tuple[float, str] | None = None,
+) -> ProfileSummary:
+    """Run the stages step after step until ``batch_range`` has ended; return the summary (also printed). ``roof``:
+    the compute roof (GFLOP/s, what it is) the ops with FLOPs are listed against."""
     options = ProfilerOptions.coerce(options)
     if not stages or any(not stage.inputs for stage in stages):
         raise SpeechperfError("nothing to profile: every stage needs at least one input")
     prof = backend.step_profiler(options)
+    prof.roof = roof
     prof.ends_loop_when_finished = True  # the loop below stops at prof.finished: exit_on_finished is honoured
     with prof:
         # a backend that profiles sessions rather than the process (onnxruntime) hands back stand-ins to call
@@ -80,6 +89,10 @@ def parse_input_spec(text: str) -> tuple[str, tuple[int, ...], str | None]:
     shape = tuple(int(d) for d in parts[1].split("x"))
     if 0 in shape:
         raise SpeechperfError(f"--input {text!r}: a zero-length axis cannot be run")
+    if math.prod(shape) > ELEMENTS_MAX:  # before numpy tries to allocate it
+        raise SpeechperfError(
+            f"--input {shorten(text)}: {math.prod(shape):.3g} elements; at most {ELEMENTS_MAX:,} (2**28) in one input"
+        )
     return parts[0], shape, dtype
 
 

@@ -21,7 +21,8 @@ import keyword
 import re
 from pathlib import Path
 
-from speechperf.errors import SpeechperfError
+from speechperf.errors import SpeechperfError, shorten
+from speechperf.outputs import check_output_folder
 
 GUIDE = "docs/backends.md"
 
@@ -38,8 +39,10 @@ name = "speechperf-{name}"
 version = "0.1.0"
 description = "The {name} backend for speechperf."
 requires-python = ">=3.10"
-# TODO: add your runtime's distribution here (it is what BackendBase.availability() imports).
-dependencies = ["speechperf"]
+# TODO: add your runtime's distribution, e.g. "openvino>=2024.0"; it is the `framework_package` of backend.py,
+# which BackendBase.availability() checks. onnx is there for flops.py's shared counter (speechperf.meters.onnx_flops
+# imports it at run time): drop it if your flops.py does not use that counter.
+dependencies = ["speechperf", "onnx>=1.16"]
 
 [project.optional-dependencies]
 test = ["pytest>=8", "onnx>=1.16"]
@@ -62,7 +65,10 @@ section of speechperf's {guide}):
 2. `pip install -e ".[test]"` and `python -m pytest tests`: the conformance suite, failing where the stubs are.
 3. The optional capabilities (`flops.py`, `known.py`, `memory.py`; add `profiler.py`, `quantize.py`), or delete
    the ones you will not write ("Optional capabilities").
-4. `speechperf backends`, `speechperf check --backend {name}`, `speechperf bench --backend {name} --preset tiny`.
+4. `speechperf backends`, `speechperf check --backend {name}`, `speechperf bench --backend {name} --preset tiny`
+   (the reference models are built once from the zoo's definitions, which needs `pip install "speechperf[torch]"`
+   on a fresh cache), then `speechperf bench --backend {name} --config configs/VAD.yaml` (the silero VAD,
+   `pip install "speechperf[vad]"`: its ONNX file has an `If` and an LSTM whose cell state is read).
 """,
     "speechperf_{name}/__init__.py": '''\
 """The {name} backend for speechperf (registered in pyproject.toml's ``speechperf.backends`` entry point)."""
@@ -75,11 +81,15 @@ Import your runtime only inside methods: registering a backend must not import i
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 import numpy as np
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, TensorInfo, check_threads
+
+# Under "speechperf." so that `speechperf -v` shows this plugin's messages ({guide}, "Logging").
+log = logging.getLogger(f"speechperf.{{__name__}}")
 
 
 def not_implemented(what: str) -> NotImplementedError:
@@ -227,7 +237,16 @@ class Test{cls}(BackendConformance):
 }
 
 
+#: The longest plugin name: it names a folder, a package and a class, each within a file name's 255 bytes.
+NAME_MAX = 64
+
+
 def check_name(name: str) -> str:
+    if len(name) > NAME_MAX:
+        raise SpeechperfError(
+            f"plugin name {shorten(name, 60)} is {len(name)} characters; at most {NAME_MAX} (it names the folder "
+            "speechperf-NAME, the package speechperf_NAME and the backend class)"
+        )
     if not NAME.match(name) or keyword.iskeyword(name):
         raise SpeechperfError(
             f"plugin name {name!r} is not allowed; use lowercase letters, digits and _ , starting with a letter "
@@ -243,11 +262,7 @@ def class_name(name: str) -> str:
 def write_plugin(name: str, into: Path) -> Path:
     """Write the skeleton of plugin ``name`` into ``into/speechperf-<name>``; return that folder."""
     check_name(name)
-    folder = Path(into) / f"speechperf-{name}"
-    if Path(into).exists() and not Path(into).is_dir():
-        raise SpeechperfError(
-            f"--dir {into} is not a folder; give a folder (or a new path) to write {folder.name}/ into"
-        )
+    folder = check_output_folder(into, "--dir") / f"speechperf-{name}"  # a file, a parent that is a file, too long
     if folder.exists():
         raise SpeechperfError(f"{folder} exists already; give another --dir or remove it")
     values = {"name": name, "cls": class_name(name), "guide": GUIDE}

@@ -23,12 +23,19 @@ from pathlib import Path
 
 import attrs
 
-from speechperf import __version__, cache
+from speechperf import cache
 from speechperf.backend import ModelSpec, TensorInfo, ZooFormat, hooks
-from speechperf.errors import ModelFileError, SpeechperfError
-from speechperf.outputs import atomic_folder, file_sha256
+from speechperf.errors import ModelFileError, SpeechperfError, first_line
+from speechperf.outputs import atomic_folder, file_problem, file_sha256, write_text_atomic
 from speechperf.registry import get_backend
-from speechperf.zoo.catalog import MODEL_MODULES, ReferenceModel, check_preset, get_model
+from speechperf.zoo.catalog import (
+    MODEL_MODULES,
+    PRETRAINED_MODELS,
+    ReferenceModel,
+    check_preset,
+    definition_module,
+    get_model,
+)
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = 1
@@ -170,7 +177,7 @@ def _build_into(model: ReferenceModel, preset: str, folder: Path, formats=None) 
         "architecture": attrs.asdict(model.hparams(preset)),
         "parameter_count": built.parameter_count,
         "seed": model.seed,
-        "weights": "pretrained" if model.pretrained is not None else "seeded",
+        "weights": "pretrained" if model.is_pretrained(preset) else "seeded",
         "source_framework": source.name,
         "weights_layout": "torch (nn.Linear weight [out, in]); paddle transposes on load",
         "tolerance": model.tolerance,
@@ -184,14 +191,20 @@ def _build_into(model: ReferenceModel, preset: str, folder: Path, formats=None) 
             for comp in model.components
         ],
         "files": [_file_entry(folder, a) for a in (*built.artifacts, *port_files)],
-        "speechperf_version": __version__,
+        "definitions": definitions_of(model.name),
         "frameworks": {b.name: b.availability().version for b in builders},
         # What this folder holds: the zoo formats of the builders that ran (is_built asks for some of them).
         "formats": [name for b in builders for name, zf in hooks(b).zoo_formats.items() if not zf.variant],
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_text_atomic(folder / MANIFEST, json.dumps(manifest, indent=2) + "\n", "zoo manifest")
     return manifest
+
+
+def definitions_of(model: str) -> str:
+    """The hash of the sources that define ``model`` (speechperf.cache.definition_hash): a built model whose
+    sources changed is built again."""
+    return cache.definition_hash(definition_module(model), (*MODEL_MODULES, *PRETRAINED_MODELS.values()))
 
 
 def _tensor(t: TensorInfo) -> dict:
@@ -215,10 +228,26 @@ def build_all(preset: str, out: Path, models: list[str] | None = None) -> list[d
 
 
 def read_manifest(folder: Path) -> dict:
+    """The manifest of a built model folder: a JSON object, or a one-line ModelFileError saying what it is."""
     path = Path(folder) / MANIFEST
-    if not path.exists():
+    rebuild = "rebuild the folder with: speechperf zoo build --out DIR"
+    problem = file_problem(path)  # before the read: a FIFO would block it forever, a device never end
+    if problem == "not found":
         raise ModelFileError(f"no {MANIFEST} in {folder}; build it with: speechperf zoo build --out DIR")
-    return json.loads(path.read_text())
+    if problem == "is a folder":
+        raise ModelFileError(f"{path} is a folder; a model folder's {MANIFEST} is a JSON file ({rebuild})")
+    if problem is not None:
+        raise ModelFileError(f"{path} {problem}; a model folder's {MANIFEST} is a JSON file ({rebuild})")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON
+        raise ModelFileError(f"{path} is not a JSON file ({first_line(exc)}); {rebuild}") from None
+    if not isinstance(manifest, dict):
+        raise ModelFileError(
+            f"{path} holds a JSON {type(manifest).__name__}, not an object (the manifest {MANIFEST} of a built "
+            f"model); {rebuild}"
+        )
+    return manifest
 
 
 def built_formats(manifest: dict) -> set[str]:
@@ -241,10 +270,10 @@ def is_built(folder: Path, formats=None) -> bool:
         manifest = read_manifest(folder)
         model = get_model(manifest["model"])
         architecture = attrs.asdict(model.hparams(manifest["preset"]))
-    except (SpeechperfError, ValueError, KeyError):
+    except (SpeechperfError, ValueError, KeyError, TypeError):  # TypeError: a field of another type than written
         return False
-    if manifest.get("speechperf_version") != __version__ or manifest.get("schema") != MANIFEST_SCHEMA:
-        return False
+    if manifest.get("definitions") != definitions_of(model.name) or manifest.get("schema") != MANIFEST_SCHEMA:
+        return False  # the model's definition sources changed since it was built (or it predates the key)
     if json.loads(json.dumps(architecture)) != manifest.get("architecture") or manifest.get("seed") != model.seed:
         return False  # the catalog changed since this was built
     if formats is not None and not _buildable(formats) <= built_formats(manifest):

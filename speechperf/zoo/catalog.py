@@ -74,9 +74,21 @@ PRESETS = ("tiny", "base")
 #: built at every preset (the test suite builds them all at ``tiny``).
 MODEL_MODULES = ("s2t", "mt", "tts", "mel_vocoder", "s2ut", "unit_vocoder", "unit_extractor")
 #: Real trained models: name -> module under ``speechperf.zoo`` (and under each backend's ``models``). Their weights
-#: come from an installed package (``ReferenceModel.pretrained``), they have one size, and they are built only when
-#: asked for by name.
-PRETRAINED_MODELS = {"whisper-tiny-en": "whisper"}
+#: come from an installed package (``ReferenceModel.pretrained``), they have one real size, and they are built only
+#: when asked for by name. One may also have a seeded test size (``ReferenceModel.seeded_presets``). A module
+#: holding several defines ``MODELS`` (name -> ReferenceModel) instead of ``MODEL``.
+PRETRAINED_MODELS = {
+    "whisper-tiny-en": "whisper",
+    "whisper-base": "whisper",
+    "hifigan-v1-lj": "hifigan",
+    "hifigan-v1-universal": "hifigan",
+    "marian-tiny-en-pt": "marian",
+    "marian-tiny-pt-en": "marian",
+    "piper-joe-medium": "piper",
+}
+#: Pretrained models whose framework definitions (each backend's ``models`` package) are another model's: zoo
+#: module -> definition module. HiFi-GAN V1 is the reference mel vocoder's network at its published size.
+DEFINED_BY = {"hifigan": "mel_vocoder"}
 
 #: The input feature every speech model takes: 80-dim log-mel filterbank, 25 ms window, 10 ms hop, 16 kHz.
 NUM_MEL_BINS = 80
@@ -138,6 +150,13 @@ class ReferenceModel:
     seed: int = 0
     #: Real weights instead of seeded ones: hparams -> {parameter name: float32 array in torch layout}.
     pretrained: Callable[[Any], dict[str, np.ndarray]] | None = attrs.field(default=None, repr=False)
+    #: Presets of a pretrained model that are built from the seed instead: a small model of the same architecture
+    #: and interface, so the tests exercise every export of it in seconds (the real weights are checked in eager).
+    seeded_presets: tuple[str, ...] = ()
+
+    def is_pretrained(self, preset: str) -> bool:
+        """Whether ``preset`` is built from the real weights (``pretrained``) rather than from the seed."""
+        return self.pretrained is not None and preset not in self.seeded_presets
 
     def hparams(self, preset: str) -> Any:
         if preset not in self.presets:
@@ -171,13 +190,20 @@ def known_models() -> list[str]:
 
 def models_at(preset: str) -> list[str]:
     """The models built at ``preset``: every seeded one, and the pretrained ones that have that preset."""
-    return [*MODEL_MODULES, *(name for name in PRETRAINED_MODELS if preset in get_model(name).presets)]
+    return [
+        *MODEL_MODULES,
+        *(
+            name
+            for name in PRETRAINED_MODELS
+            if get_model(name).is_pretrained(preset) and preset in get_model(name).presets
+        ),
+    ]
 
 
 def definition_module(name: str) -> str:
     """The module that defines model ``name``, under ``speechperf.zoo`` and each backend's ``models`` package."""
     if name in PRETRAINED_MODELS:
-        return PRETRAINED_MODELS[name]
+        return DEFINED_BY.get(PRETRAINED_MODELS[name], PRETRAINED_MODELS[name])
     if name not in MODEL_MODULES:
         known = known_models()
         close = difflib.get_close_matches(name, known, n=1)
@@ -187,7 +213,12 @@ def definition_module(name: str) -> str:
 
 
 def get_model(name: str) -> ReferenceModel:
-    return importlib.import_module(f"speechperf.zoo.{definition_module(name)}").MODEL
+    """The model's ``MODEL``; a module that defines several models (one per direction or checkpoint) has ``MODELS``
+    by name."""
+    definition_module(name)  # an unknown name is one line with the known ones
+    module = importlib.import_module(f"speechperf.zoo.{PRETRAINED_MODELS.get(name, name)}")
+    models = getattr(module, "MODELS", None)
+    return models[name] if models is not None else module.MODEL
 
 
 def check_preset(preset: str) -> str:

@@ -108,12 +108,15 @@ class _Reader:
             raise CTranslate2FormatError(f"{self.path}: {what} at offset {self.pos - length} is not UTF-8") from None
 
 
-def read_model(path: str | Path) -> CTranslate2Model:
-    """Parse ``path`` (a CTranslate2 ``model.bin``); a malformed file raises one line naming it."""
-    path = Path(path)
-    if not path.is_file():
-        raise CTranslate2FormatError(f"CTranslate2 model file {path} does not exist")
-    reader = _Reader(path, path.read_bytes())
+def read_model(path: str | Path, *more_parts: str | Path) -> CTranslate2Model:
+    """Parse ``path`` (a CTranslate2 ``model.bin``), or ``path`` and ``more_parts`` joined in order (a file split
+    over several packages); a malformed file raises one line naming it."""
+    paths = [Path(p) for p in (path, *more_parts)]
+    for part in paths:
+        if not part.is_file():
+            raise CTranslate2FormatError(f"CTranslate2 model file {part} does not exist")
+    path = paths[0]
+    reader = _Reader(path, b"".join(part.read_bytes() for part in paths))
     version = reader.unpack("I", "binary version")
     if version not in SUPPORTED_VERSIONS:
         allowed = ", ".join(map(str, SUPPORTED_VERSIONS))

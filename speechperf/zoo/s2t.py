@@ -31,6 +31,9 @@ class SpeechSeq2SeqHparams:
     conv_channels: int
     num_mel_bins: int = NUM_MEL_BINS
     ctc: bool = True
+    #: the subsampler zeroes the frames past each item's length, so padding changes no item's outputs (a padded
+    #: batch, ``general.batch_size``); part of the architecture, so models built before it are rebuilt
+    subsampler_masks: bool = True
 
 
 def encoder_out_length(frames: np.ndarray | int) -> np.ndarray | int:

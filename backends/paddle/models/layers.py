@@ -36,6 +36,11 @@ def padding_bias(pos, lengths):
     return ((~valid).astype("float32") * MASKED).unsqueeze(1)
 
 
+def frame_mask(x, lengths):
+    """(batch, time) float32: 1 where the position along axis 1 of ``x`` is below the item's length, 0 after."""
+    return (positions(x) < lengths.astype("float32").unsqueeze(1)).astype("float32")
+
+
 def causal_bias(pos):
     future = pos.unsqueeze(1) > pos.unsqueeze(2)
     return future.astype("float32") * MASKED

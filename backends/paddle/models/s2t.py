@@ -8,6 +8,7 @@ from speechperf.backends.paddle.models.layers import (
     EncoderLayer,
     F,
     TransformerDecoder,
+    frame_mask,
     nn,
     padding_bias,
     positions,
@@ -16,8 +17,9 @@ from speechperf.backends.paddle.models.layers import (
 
 
 class Conv1dSubsampler(nn.Layer):
-    def __init__(self, in_channels: int, mid_channels: int, out_channels: int):
+    def __init__(self, in_channels: int, mid_channels: int, out_channels: int, masked: bool = True):
         super().__init__()
+        self.masked = masked
         self.conv_layers = nn.LayerList(
             [
                 nn.Conv1D(in_channels, mid_channels, 5, stride=2, padding=2),
@@ -30,6 +32,8 @@ class Conv1dSubsampler(nn.Layer):
         for conv in self.conv_layers:
             x = F.glu(conv(x), axis=1)
             lengths = (lengths - 1) // 2 + 1
+            if self.masked:
+                x = x * frame_mask(x.transpose([0, 2, 1]), lengths).unsqueeze(1)
         return x.transpose([0, 2, 1]), lengths
 
 
@@ -37,7 +41,7 @@ class SpeechSeq2Seq(nn.Layer):
     def __init__(self, hp):
         super().__init__()
         self.d_model = hp.d_model
-        self.subsample = Conv1dSubsampler(hp.num_mel_bins, hp.conv_channels, hp.d_model)
+        self.subsample = Conv1dSubsampler(hp.num_mel_bins, hp.conv_channels, hp.d_model, hp.subsampler_masks)
         self.encoder_layers = nn.LayerList(
             [EncoderLayer(hp.d_model, hp.heads, hp.ffn) for _ in range(hp.encoder_layers)]
         )

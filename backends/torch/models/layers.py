@@ -35,6 +35,11 @@ def padding_bias(pos: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return ((~valid).to(torch.float32) * MASKED).unsqueeze(1)
 
 
+def frame_mask(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(batch, time) float32: 1 where the position along axis 1 of ``x`` is below the item's length, 0 after."""
+    return (positions(x) < lengths.to(torch.float32).unsqueeze(1)).to(torch.float32)
+
+
 def causal_bias(pos: torch.Tensor) -> torch.Tensor:
     """(batch, time, time) additive bias: MASKED where the key comes after the query."""
     future = pos.unsqueeze(1) > pos.unsqueeze(2)

@@ -10,6 +10,7 @@ from torch import nn
 from speechperf.backends.torch.models.layers import (
     EncoderLayer,
     TransformerDecoder,
+    frame_mask,
     padding_bias,
     positions,
     sinusoidal,
@@ -17,10 +18,13 @@ from speechperf.backends.torch.models.layers import (
 
 
 class Conv1dSubsampler(nn.Module):
-    """fairseq's: two stride-2 convolutions (kernel 5) with GLU; 4x fewer frames."""
+    """fairseq's: two stride-2 convolutions (kernel 5) with GLU; 4x fewer frames. With ``masked``, the frames past
+    each item's length are zeroed after each convolution, so a padded batch gives every item the outputs it gets
+    alone (the next convolution's padding reads zeros there, as it does past the end of an unpadded item)."""
 
-    def __init__(self, in_channels: int, mid_channels: int, out_channels: int):
+    def __init__(self, in_channels: int, mid_channels: int, out_channels: int, masked: bool = True):
         super().__init__()
+        self.masked = masked
         self.conv_layers = nn.ModuleList(
             [
                 nn.Conv1d(in_channels, mid_channels, 5, stride=2, padding=2),
@@ -33,6 +37,8 @@ class Conv1dSubsampler(nn.Module):
         for conv in self.conv_layers:
             x = nn.functional.glu(conv(x), dim=1)
             lengths = torch.div(lengths - 1, 2, rounding_mode="floor") + 1
+            if self.masked:
+                x = x * frame_mask(x.transpose(1, 2), lengths).unsqueeze(1)
         return x.transpose(1, 2), lengths
 
 
@@ -40,7 +46,7 @@ class SpeechSeq2Seq(nn.Module):
     def __init__(self, hp):
         super().__init__()
         self.d_model = hp.d_model
-        self.subsample = Conv1dSubsampler(hp.num_mel_bins, hp.conv_channels, hp.d_model)
+        self.subsample = Conv1dSubsampler(hp.num_mel_bins, hp.conv_channels, hp.d_model, hp.subsampler_masks)
         self.encoder_layers = nn.ModuleList(
             EncoderLayer(hp.d_model, hp.heads, hp.ffn) for _ in range(hp.encoder_layers)
         )

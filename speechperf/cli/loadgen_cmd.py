@@ -1,0 +1,110 @@
+"""``speechperf loadgen``: MLPerf LoadGen's serving scenarios on one backend, over the stages bench builds."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from speechperf.cache import cache_dir
+from speechperf.cli.config_options import config_from_args, config_options
+from speechperf.cli.options import (
+    FiniteFloatRange,
+    budget_option,
+    export_options,
+    instances_option,
+    optional_backend_option,
+    scenario_option,
+    scenario_run_options,
+)
+
+
+@click.command()
+@optional_backend_option(help="A registered backend.")
+@config_options(without="the tiny S2T on generated data")
+@scenario_option()
+@click.option("--accuracy", is_flag=True, help="LoadGen's AccuracyOnly mode: every sample once, scored for quality.")
+@scenario_run_options()
+@click.option(
+    "--samples-per-query", type=click.IntRange(min=1, max=10**6), default=8, show_default=True, help="MultiStream."
+)
+@instances_option
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="Threads per instance.")
+@click.option("--find-peak", is_flag=True, help="Server: bisect for the highest VALID Poisson rate.")
+@budget_option()
+@click.option(
+    "--reference-quality",
+    type=FiniteFloatRange(min=0, max=1e6),
+    default=None,
+    help="Accuracy mode: the fp32 reference's figure (WER in %, BLEU, agreement in %): adds MLPerf's 99% line.",
+)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("loadgen-logs"),
+    show_default=True,
+    help="Where LoadGen's own logs are kept (one folder per test).",
+)
+@export_options("JSON: every test's LoadGen figures, the SUT's, the config; written after each test.")
+def loadgen(
+    backend_name,
+    scenario,
+    accuracy,
+    target_qps,
+    target_latency_ms,
+    percentile,
+    duration,
+    min_queries,
+    samples_per_query,
+    instances,
+    threads,
+    find_peak,
+    budget,
+    reference_quality,
+    log_dir,
+    output,
+    csv_path,
+    md_path,
+    **config_args,
+) -> None:
+    """Run an MLPerf LoadGen scenario on one backend (docs/loadgen.md). Latency includes queueing.
+
+    Exit codes: 0 every sample answered; 1 some sample failed; 2 bad input; 130 interrupted (LoadGen's logs and
+    the exports keep what was measured).
+    """
+    from speechperf.errors import SpeechperfError
+    from speechperf.loadgen.run import Exports, run_loadgen
+    from speechperf.loadgen.settings import ScenarioOptions
+
+    if find_peak and scenario != "Server":
+        raise SpeechperfError(f"--find-peak: needs --scenario Server, not {scenario}")
+    if find_peak and accuracy:
+        raise SpeechperfError("--find-peak: a performance search; drop --accuracy")
+    cfg = config_from_args(
+        config_args,
+        backend=backend_name,
+        threads=threads,
+    )
+    opts = ScenarioOptions(
+        scenario=scenario,
+        mode="accuracy" if accuracy else "performance",
+        target_qps=target_qps,
+        target_latency_ms=target_latency_ms,
+        percentile=percentile,
+        duration_s=duration,
+        min_queries=min_queries,
+        samples_per_query=samples_per_query,
+        instances=instances,
+        threads=threads,
+    )
+    code = run_loadgen(
+        cfg,
+        opts,
+        Exports(log_dir, output, csv_path, md_path),
+        workdir=cache_dir(),
+        find_peak=find_peak,
+        budget_s=budget,
+        reference_quality=reference_quality,
+    )
+    sys.exit(code)

