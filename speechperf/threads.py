@@ -8,6 +8,8 @@ measurement is reported beside it.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import time
 from collections.abc import Callable
 
@@ -21,6 +23,21 @@ class ThreadUse:
     cpu_wall_ratio: float
     #: Cores that other processes kept busy meanwhile; a high value makes a multi-thread reading unreliable.
     other_processes_cores: float
+
+
+def set_gnu_openmp_threads(n: int) -> bool:
+    """Set GNU OpenMP's thread count for the calling thread, where a libgomp is loaded in this process.
+
+    torch and paddle's oneDNN share one libgomp; paddle's own thread setters reach its libiomp5 and MKL, not it.
+    Measured on paddlepaddle 3.3.1: once ``torch.set_num_threads(1)`` has run (``import silero_vad`` does it),
+    a paddle predictor asked for 2 threads keeps one core busy (cpu/wall 1.00) until this is called (1.43).
+    Returns whether a libgomp was there; none is loaded, and none is loaded by this, in a process without them."""
+    try:
+        gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return False
+    gomp.omp_set_num_threads(ctypes.c_int(n))
+    return True
 
 
 def _busy_cpu_seconds() -> float:

@@ -189,3 +189,35 @@ def test_fp32_export_is_the_fp32_model_in_the_int8_container(folder, tmp_path):
     eager = backend.load(model_spec(folder, "decoder_step", "torch-eager"))
     for check in feeds("decoder_step", 3, seed=3):
         assert rel_diff(eager(check), exported(check)) < 1e-5
+
+
+def test_u8s8_saturation_is_expected_only_on_x86_without_vnni():
+    from speechperf.backends.onnxruntime.quantize import u8s8_saturates
+
+    assert u8s8_saturates(("avx2", "fma"), "x86_64")
+    assert u8s8_saturates(("avx2", "avx512f"), "AMD64")
+    assert not u8s8_saturates(("avx2", "avx512_vnni"), "x86_64")
+    assert not u8s8_saturates(("avx2", "avx_vnni"), "x86_64")
+    assert not u8s8_saturates((), "aarch64")
+
+
+@pytest.mark.slow
+def test_ort_dynamic_without_vnni_stores_7_bit_weights_says_so_and_stays_close(folder, tmp_path, monkeypatch):
+    """The branch a CPU without VNNI takes, forced here on any CPU: 7-bit weights, named in the method's note."""
+    import onnx
+    from onnx import numpy_helper
+
+    from speechperf.backends.onnxruntime import quantize as ort_quantize
+
+    monkeypatch.setattr(ort_quantize, "u8s8_saturates", lambda: True)
+    backend = get_backend("onnxruntime")
+    quantized = backend.quantize("ort-dynamic", source(folder, "encoder", ("onnx-torch",)), tmp_path)
+    assert any("7-bit weights (reduce_range)" in n for n in quantized.notes)
+    weights = [numpy_helper.to_array(t) for t in onnx.load(str(quantized.path)).graph.initializer]
+    int8 = [w for w in weights if w.dtype == np.int8 and w.size > 16]
+    assert int8 and max(int(np.abs(w.astype(np.int32)).max()) for w in int8) <= 64
+    comp = MODEL.component("encoder")
+    session = backend.load(ModelSpec(path=quantized.path, inputs=comp.inputs, outputs=comp.outputs), threads=1)
+    fp32 = backend.load(model_spec(folder, "encoder", "onnx-torch"), threads=1)
+    for check in feeds("encoder", 2, seed=5):
+        assert rel_diff(fp32(check), session(check)) < BOUNDS["ort-dynamic"]

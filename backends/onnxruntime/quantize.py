@@ -5,7 +5,9 @@ which onnxruntime recommends before quantizing; where its symbolic shape inferen
 on the reference models' reshapes of dynamic time), the step runs without it and says so in a note.
 
 - ``ort-dynamic``: ``quantize_dynamic``: MatMul, Gemm and LSTM weights stored as signed int8, activations
-  quantized per call from their observed range.
+  quantized per call from their observed range. On an x86 CPU without VNNI the weights are 7-bit
+  (``reduce_range``): there onnxruntime's u8s8 kernels add pairs of products in int16, which saturates for
+  full-range weights (onnxruntime's quantization docs advise it; the method's note says when it applies).
 - ``ort-static-qdq``: ``quantize_static`` in QDQ format: int8 weights (per channel) and int8 activations whose
   ranges were calibrated (MinMax) on real feeds of the benchmark's dataset, read through a CalibrationDataReader.
 """
@@ -127,6 +129,17 @@ class FeedsReader:
         self._next = iter(self._feeds)
 
 
+def u8s8_saturates(flags: tuple[str, ...] | None = None, arch: str | None = None) -> bool:
+    """Whether onnxruntime's u8s8 integer GEMM on this CPU can saturate: x86 without VNNI (AVX2 or AVX-512)."""
+    import platform
+
+    from speechperf.meters.roofs import machine
+
+    arch = (arch or platform.machine()).lower()
+    flags = machine().flags if flags is None else flags
+    return arch in ("x86_64", "amd64", "i686", "x86") and not {"avx512_vnni", "avx_vnni"} & set(flags)
+
+
 def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> QuantizedModel:
     from onnxruntime.quantization import (
         CalibrationDataReader,
@@ -148,12 +161,16 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
                 fp32, notes = upgrade_opset(spec.path, upgraded, spec.path.name, source.calibration)
             notes += preprocess(fp32, pre)
             if method == "ort-dynamic":
+                reduce_range = u8s8_saturates()
+                if reduce_range:
+                    notes.append("7-bit weights (reduce_range): this x86 CPU has no VNNI, so full-range u8s8 saturates")
                 # EnableSubgraph: the silero VAD keeps its LSTMs inside If branches (one per sample rate).
                 quantize_dynamic(
                     str(pre),
                     str(out),
                     weight_type=QuantType.QInt8,
                     op_types_to_quantize=DYNAMIC_OPS,
+                    reduce_range=reduce_range,
                     extra_options={"EnableSubgraph": True},
                 )
             else:

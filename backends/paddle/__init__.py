@@ -7,6 +7,7 @@ import attrs
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, Variant, ZooFormat, check_threads
 from speechperf.backends.paddle.framework import import_paddle
 from speechperf.errors import DeviceError
+from speechperf.threads import set_gnu_openmp_threads
 from speechperf.values import key
 
 SUFFIX_FORMATS = {".json": "inference", ".pdmodel": "inference"}
@@ -114,6 +115,7 @@ class PaddleBackend(BackendBase):
     def set_threads(self, n: int) -> None:
         check_threads(n)
         import_paddle().base.core.set_num_threads(n)  # eager and paddle.jit.load layers
+        set_gnu_openmp_threads(n)  # oneDNN's pool, which a torch in this process may have set already
         self._threads = n  # the predictor takes it from its Config when it is created
 
     def get_threads(self) -> int:
