@@ -259,6 +259,30 @@ def atomic_folder(path: str | Path, what: str = "output") -> Iterator[Path]:
         raise
 
 
+#: The figure files matplotlib writes here; the format follows the suffix.
+FIGURE_FORMATS = (".png", ".svg")
+
+
+def check_figure_path(path: str | Path, what: str) -> Path:
+    """A plot's path: a suffix in ``FIGURE_FORMATS``, then every output's checks (``check_output_path``)."""
+    if Path(path).suffix.lower() not in FIGURE_FORMATS:
+        raise OutputError(f"{what} {shorten_path(path)}: the file must end in {' or '.join(FIGURE_FORMATS)}")
+    return check_output_path(path, what)
+
+
+def save_figure(fig, path: str | Path, what: str) -> Path:
+    """Write a matplotlib figure atomically to ``path`` in the format its suffix names, and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    try:
+        with atomic_path(path, what) as tmp:
+            fig.savefig(tmp, format=Path(path).suffix.lower().lstrip("."))
+    finally:
+        plt.close(fig)
+    return Path(path)
+
+
 def write_text_atomic(path: str | Path, text: str, what: str = "output") -> None:
     """Write ``text`` (UTF-8) to ``path`` so that a reader never sees a half-written file."""
     with atomic_path(path, what) as tmp:

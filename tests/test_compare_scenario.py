@@ -90,6 +90,20 @@ def test_offline_ranks_backends_by_samples_per_s_each_in_a_fresh_process(tmp_pat
 
 @pytest.mark.slow
 @needs_librivox
+def test_multistream_children_get_the_samples_per_query_asked_for(tmp_path):
+    done, data = compare(
+        tmp_path, "--dataset-size", "3", "--scenario", "MultiStream", "--samples-per-query", "2", "--duration", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    assert data["ranked_by"]["metric"] == "latency_ms" and len(data["summary"]) == 2
+    for row, raw in zip(data["summary"], data["rows"], strict=True):
+        assert "not MLPerf-compliant: samples per query 2 != 8" in row["compliance"]
+        summary = (Path(raw["log_dir"]) / "MultiStream-performance" / "mlperf_log_summary.txt").read_text()
+        assert "samples_per_query : 2" in summary  # LoadGen's own record of what it sent
+
+
+@pytest.mark.slow
+@needs_librivox
 def test_server_ranks_backends_by_the_peak_qps_their_searches_found(tmp_path):
     # p50 and 20 queries: LoadGen's early stopping lets a short trial be VALID (p99 would need about 460 queries)
     done, data = compare(
@@ -144,6 +158,11 @@ def test_server_ranks_backends_by_the_peak_qps_their_searches_found(tmp_path):
         (["--scenario", "Offline", "--runs", "2"], "--runs: not used with --scenario Offline"),
         (["--scenario", "Offline", "--instances", "10000"], "--instances 10000: 10000 instance(s) x 1 thread(s)"),
         (["--target-latency-ms", "500"], "--target-latency-ms: needs --scenario"),
+        (
+            ["--scenario", "Offline", "--samples-per-query", "2"],
+            "--samples-per-query: only with --scenario MultiStream",
+        ),
+        (["--scenario", "MultiStream", "--samples-per-query", "0"], "--samples-per-query"),
     ],
 )
 def test_hostile_scenario_options_are_one_line_with_exit_2_before_any_child(tmp_path, args, expected):

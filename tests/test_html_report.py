@@ -74,7 +74,7 @@ def test_bench_html_renders_in_chromium_with_the_tables_figures(tmp_path):
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_compare_html_has_its_plots_inline_and_history_html_its_runs(tmp_path):
     page, store = tmp_path / "compare.html", tmp_path / "s.sqlite"
-    args = ["compare", "--backends", "onnxruntime", "--runs", "2", *FAST, "--html", str(page)]
+    args = ["compare", "--backends", "onnxruntime,torch", "--runs", "2", *FAST, "--html", str(page)]
     result = CliRunner().invoke(main, [*args, "--store", str(store)])
     assert result.exit_code == 0, result.output
     text = page.read_text()
@@ -93,6 +93,8 @@ def test_compare_html_has_its_plots_inline_and_history_html_its_runs(tmp_path):
         .replace("&amp;", "&")
     )["summary"][0]["mean_ms"]
     assert f">{mean}<" in dom
+    # The environment merges the children's: the backend key names both, not the first child's alone.
+    assert '<td class="text">backend</td><td class="text">onnxruntime | torch</td>' in dom
 
     listing = tmp_path / "history.html"
     result = CliRunner().invoke(main, ["history", "--store", str(store), "--plot", "mean_ms", "--html", str(listing)])

@@ -166,6 +166,7 @@ def compare(
     percentile,
     duration,
     min_queries,
+    samples_per_query,
     budget,
     instances,
     **config_args,

@@ -13,7 +13,16 @@ from click.core import ParameterSource
 from speechperf.errors import Interrupted, SpeechperfError
 
 #: compare's parameters that only --scenario uses (the loadgen options) ...
-SCENARIO_PARAMS = ("target_qps", "target_latency_ms", "percentile", "duration", "min_queries", "budget", "instances")
+SCENARIO_PARAMS = (
+    "target_qps",
+    "target_latency_ms",
+    "percentile",
+    "duration",
+    "min_queries",
+    "samples_per_query",
+    "budget",
+    "instances",
+)
 #: ... and those of the bench comparison that a scenario's children do not take
 BENCH_PARAMS = (
     "runs",
@@ -57,6 +66,8 @@ def check_scenario_use(ctx: click.Context, scenario: str | None) -> None:
         )
     if scenario != "Server" and "budget" in given:
         raise SpeechperfError(f"--budget: the peak search's, only with --scenario Server, not {scenario}")
+    if scenario != "MultiStream" and "samples_per_query" in given:
+        raise SpeechperfError(f"--samples-per-query: only with --scenario MultiStream, not {scenario}")
 
 
 def scenario_options(params: dict, threads):
@@ -73,6 +84,7 @@ def scenario_options(params: dict, threads):
         percentile=params["percentile"],
         duration_s=params["duration"],
         min_queries=params["min_queries"],
+        samples_per_query=params["samples_per_query"],
         instances=params["instances"],
     )
     for n in threads:

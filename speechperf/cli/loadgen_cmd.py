@@ -26,9 +26,6 @@ from speechperf.cli.options import (
 @scenario_option()
 @click.option("--accuracy", is_flag=True, help="LoadGen's AccuracyOnly mode: every sample once, scored for quality.")
 @scenario_run_options()
-@click.option(
-    "--samples-per-query", type=click.IntRange(min=1, max=10**6), default=8, show_default=True, help="MultiStream."
-)
 @instances_option
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="Threads per instance.")
 @click.option("--find-peak", is_flag=True, help="Server: bisect for the highest VALID Poisson rate.")

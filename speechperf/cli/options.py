@@ -9,7 +9,14 @@ from pathlib import Path
 import click
 
 from speechperf.backend import KNOWN_DEVICES
-from speechperf.loadgen.settings import MAX_DURATION_S, MAX_QPS, MLPERF_DURATION_S, MLPERF_LATENCY_MS, SCENARIOS
+from speechperf.loadgen.settings import (
+    MAX_DURATION_S,
+    MAX_QPS,
+    MLPERF_DURATION_S,
+    MLPERF_LATENCY_MS,
+    MLPERF_SAMPLES_PER_QUERY,
+    SCENARIOS,
+)
 from speechperf.values import SEED_MAX
 
 backend_option = click.option(
@@ -125,6 +132,13 @@ def scenario_run_options():
                 default=None,
                 help="Minimum queries: default MLPerf's (1024 / 270336 / 270336 / 1); 1 when only --duration "
                 "shortens the run.",
+            ),
+            click.option(
+                "--samples-per-query",
+                type=click.IntRange(min=1, max=10**6),
+                default=MLPERF_SAMPLES_PER_QUERY,
+                show_default=True,
+                help="MultiStream: samples in each query (MLPerf's 8).",
             ),
         ]
     )

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from speechperf.compare import summary as summ
-from speechperf.compare.plot import length_plot_path, save_figure
+from speechperf.compare.plot import length_plot_path
+from speechperf.outputs import save_figure
 
 
 def _points(s: summ.CellSummary) -> dict[str, tuple[list[float], list[float]]]:

@@ -14,19 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from speechperf.errors import SpeechperfError, shorten_path
+from speechperf.errors import SpeechperfError
 from speechperf.extras import require
-from speechperf.outputs import atomic_path, check_output_path
-
-FORMATS = (".png", ".svg")
+from speechperf.outputs import check_figure_path, check_output_path, save_figure
 
 
 def check_plot_path(path: Path) -> None:
     """Before anything is measured: the file type, the path itself (as every output, speechperf.outputs), and
     matplotlib (an extra) being installed."""
-    if Path(path).suffix.lower() not in FORMATS:
-        raise SpeechperfError(f"--plot {shorten_path(path)}: the file must end in {' or '.join(FORMATS)}")
-    check_output_path(path, "--plot")
+    check_figure_path(path, "--plot")
     for beside in (length_plot_path(path), scaling_path(path), roofline_path(path)):  # written after the runs
         check_output_path(beside, "--plot (beside it)")
     require("matplotlib", "--plot")
@@ -104,19 +100,6 @@ def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compa
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
     return save_figure(fig, Path(path), "--plot")
-
-
-def save_figure(fig, path: Path, what: str) -> Path:
-    """Write ``fig`` atomically to ``path`` in the format its suffix names, and free it."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    try:
-        with atomic_path(path, what) as tmp:
-            fig.savefig(tmp, format=path.suffix.lower().lstrip("."))
-    finally:
-        plt.close(fig)
-    return path
 
 
 def roofline_path(path: Path) -> Path:

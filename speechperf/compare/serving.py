@@ -45,6 +45,7 @@ class ServingOptions:
     percentile: float | None = None
     duration_s: float = 600.0
     min_queries: int | None = None
+    samples_per_query: int = 8
     budget_s: float = 300.0
     instances: int = 1
     #: the scenario's MLPerf percentile, what the children use without --percentile (speechperf.loadgen.settings;
@@ -58,6 +59,8 @@ class ServingOptions:
     def loadgen_args(self) -> list[str]:
         args = ["--scenario", self.scenario, "--target-latency-ms", repr(self.target_latency_ms)]
         args += ["--duration", repr(self.duration_s), "--instances", str(self.instances)]
+        if self.scenario == "MultiStream":
+            args += ["--samples-per-query", str(self.samples_per_query)]
         for flag, value in (
             ("--target-qps", self.target_qps),
             ("--percentile", self.percentile),

@@ -59,14 +59,9 @@ def image_html(path: Path) -> str:
 
 
 def _environment_html(env: Mapping[str, Any]) -> str:
-    flat: list[tuple[str, Any]] = []
-    for key, value in env.items():
-        if isinstance(value, Mapping):
-            flat += [(f"{key}.{k}", v) for k, v in value.items()]
-        else:
-            flat.append((key, value))
     rows = "".join(
-        f'<tr><td class="text">{html.escape(k)}</td><td class="text">{html.escape(str(v))}</td></tr>' for k, v in flat
+        f'<tr><td class="text">{html.escape(k)}</td><td class="text">{html.escape(str(v))}</td></tr>'
+        for k, v in env.items()
     )
     return f"<h2>Environment</h2>\n<table>{rows}</table>"
 

@@ -53,7 +53,7 @@ class Keep:
         not stored)."""
         if self.html is not None:
             page = html.render(
-                title or f"speechperf {command}", tables, images, record.environment_of(command, doc), doc
+                title or f"speechperf {command}", tables, images, record.shown_environment(command, doc), doc
             )
             html.write_html(self.html, page)
             log.info("%s: HTML report %s", command, self.html)

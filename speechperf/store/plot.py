@@ -6,16 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from speechperf.errors import SpeechperfError, shorten_path
-from speechperf.outputs import atomic_path, check_output_path
-
-FORMATS = (".png", ".svg")
+from speechperf.outputs import check_figure_path, save_figure
 
 
 def check_plot_path(path: Path) -> Path:
-    if Path(path).suffix.lower() not in FORMATS:
-        raise SpeechperfError(f"-o {shorten_path(path)}: the plot file must end in {' or '.join(FORMATS)}")
-    return check_output_path(path, "-o")
+    return check_figure_path(path, "-o")
 
 
 def plot_history(lines: dict[str, list[tuple[str, str, float]]], metric: str, x: str, path: Path) -> Path:
@@ -50,8 +45,4 @@ def plot_history(lines: dict[str, list[tuple[str, str, float]]], metric: str, x:
     ax.set_title(f"speechperf history: {metric}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_path(path, "-o") as tmp:
-        fig.savefig(tmp, format=Path(path).suffix.lower().lstrip("."))
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, "-o")

@@ -47,6 +47,31 @@ def environment_of(command: str, doc: dict[str, Any]) -> dict[str, Any]:
     return doc.get("environment") or {}
 
 
+def shown_environment(command: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """The environment a report shows, one level flattened (``packages.numpy``). A compare's runs are merged: a key
+    every run agrees on is shown once, one they differ on (``backend``, a framework's version) lists each distinct
+    value in run order, so the page does not pass the first child's backend off as the whole comparison's."""
+    docs = [r["environment"] for r in doc.get("runs") or () if r.get("environment")] if command == "compare" else []
+    envs = [_flat(e) for e in docs] or [_flat(doc.get("environment") or {})]
+    shown: dict[str, list[Any]] = {}
+    for env in envs:
+        for key, value in env.items():
+            values = shown.setdefault(key, [])
+            if value not in values:
+                values.append(value)
+    return {k: v[0] if len(v) == 1 else " | ".join(map(str, v)) for k, v in shown.items()}
+
+
+def _flat(env: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in env.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
 def backends_of(command: str, doc: dict[str, Any]) -> list[str]:
     if command == "compare":
         return sorted({c["backend"] for c in doc.get("cells") or ()})
