@@ -49,6 +49,9 @@ def configure(level: int = logging.INFO) -> logging.Logger:
         logger.removeHandler(_handler)
     _handler = ClickStderrHandler()
     _handler.setFormatter(logging.Formatter("%(message)s"))
+    # The handler filters too: a result document collects the notes (speechperf.results.notes) by lowering the
+    # logger's level, which must not bring them to a -q console.
+    _handler.setLevel(level)
     logger.addHandler(_handler)
     logger.setLevel(level)
     logger.propagate = False  # a root handler (Ray's, an application's) must not print every line a second time

@@ -22,7 +22,7 @@ from speechperf import length_cost, stats, tables
 from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
 from speechperf.meters import first_call, roofline
 from speechperf.outputs import write_text_atomic
-from speechperf.store.record import git_state
+from speechperf.results.environment import git_state
 
 PACKAGES = (
     "speechperf",

@@ -24,6 +24,12 @@ class InputError(click.ClickException):
 
 
 class SpeechperfGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from speechperf.results.document import set_command
+
+        set_command(["speechperf", *args])  # every result document records the command line it came from
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)

@@ -8,36 +8,17 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from speechperf.results.environment import git_state
 
 #: Where each command's document keeps its table rows, and the name of a row (a cell) in it.
 ROWS = {"bench": ("summary", None), "compare": ("summary", "cell"), "optimize": ("table", "variant")}
 #: The metric ``speechperf history`` shows per run: the mean per-sample runtime of the whole run, in ms.
 HEADLINE = {"bench": "runtime_mean_ms", "compare": "mean_ms", "optimize": "latency_ms"}
 TOTAL = "total"
-
-
-def git_state(folder: str | Path) -> tuple[str | None, bool | None]:
-    """The commit checked out in ``folder`` and whether tracked files differ from it; (None, None) when the folder
-    is in no git work tree or git is not installed."""
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        )
-        if commit.returncode != 0:
-            return None, None
-        dirty = subprocess.run(
-            ["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-        return commit.stdout.strip(), bool(dirty.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        return None, None
 
 
 def environment_of(command: str, doc: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""One name per figure across every kind of result document, with its unit (docs/results.md is this table).
+
+The JSON keeps fractions (a WER of 0.062, not 6.2) and milliseconds for latencies; percents are for display only
+(``shown``). A new figure is added here first, then used under this name by every command that has it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class Figure:
+    name: str
+    unit: str  #: "ms", "s", "fraction", "points", "MiB", "1/s", "ratio", ...
+    meaning: str
+    #: how the console and the exports for reading show it: "percent" multiplies a fraction by 100
+    display: str = "plain"
+    digits: int = 3
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("mean_ms", "ms", "mean per-sample runtime (latency) over the timed samples"),
+    Figure("stdev_ms", "ms", "standard deviation of the per-sample runtime (or of the run means, for compare)"),
+    Figure("median_ms", "ms", "median per-sample runtime"),
+    Figure("p90_ms", "ms", "90th percentile of the per-sample runtime"),
+    Figure("p99_ms", "ms", "99th percentile of the per-sample runtime"),
+    Figure("min_ms", "ms", "fastest run"),
+    Figure("max_ms", "ms", "slowest run"),
+    Figure("rtf", "ratio", "real-time factor: processing seconds per second of audio", digits=5),
+    Figure("samples_per_s", "1/s", "samples processed per second"),
+    Figure("audio_s_per_s", "ratio", "seconds of audio processed per second (RTFx)"),
+    Figure("peak_rss_mib", "MiB", "peak resident memory of the process while timing", digits=1),
+    Figure("gflops_per_sample", "GFLOP", "floating-point operations per sample, in 10^9"),
+    Figure("wer", "fraction", "word error rate after the scorer's normalizer", display="percent", digits=4),
+    Figure("cer", "fraction", "character error rate after the scorer's normalizer", display="percent", digits=4),
+    Figure("bleu", "points", "corpus BLEU (sacrebleu, 0-100)", digits=2),
+    Figure("chrf", "points", "corpus chrF (sacrebleu, 0-100)", digits=2),
+    Figure("speedup", "ratio", "fp32 latency over this variant's latency"),
+    Figure("peak_qps", "1/s", "Server scenario: the highest scheduled query rate of a VALID run"),
+    Figure("size_mb", "MB", "model file size, in 10^6 bytes"),
+)
+BY_NAME = {f.name: f for f in FIGURES}
+
+#: Version 1's names of the figures above, per kind (``speechperf.results.upgrade``).
+V1_NAMES: dict[str, dict[str, str]] = {
+    "bench": {
+        "runtime_mean_ms": "mean_ms",
+        "runtime_stdev_ms": "stdev_ms",
+        "runtime_median_ms": "median_ms",
+        "runtime_p90_ms": "p90_ms",
+    },
+    "optimize": {"latency_ms": "mean_ms", "latency_sigma_ms": "stdev_ms"},
+}
+#: Version 1's figures kept in percent (now fractions), per kind, by their version 2 name.
+V1_PERCENT: dict[str, frozenset[str]] = {"bench": frozenset({"wer", "cer"})}
+
+
+def upgrade_row(kind: str, row: dict[str, Any]) -> dict[str, Any]:
+    names = V1_NAMES.get(kind, {})
+    percent = V1_PERCENT.get(kind, frozenset())
+    out = {}
+    for key, value in row.items():
+        key = names.get(key, key)
+        if key in percent and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = value / 100
+        out[key] = value
+    return out
+
+
+def shown(name: str, value: Any) -> str:
+    """A figure as the console and the reports show it: rounded, percent for a fraction, "-" when missing."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    figure = BY_NAME.get(name)
+    if figure is None:
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+    if figure.display == "percent":
+        return f"{value * 100:.{max(figure.digits - 2, 0)}f}%"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{figure.digits}f}"

@@ -1,0 +1,113 @@
+"""Older result documents read as the current schema: a version map, one step per version (as pyperf keeps one).
+
+Schema version 1 had no envelope: each command wrote its own keys (bench ``summary``, optimize ``table``, ...),
+figures had a name per command (``runtime_mean_ms``, ``mean_ms``, ``latency_ms``) and ``loadgen`` wrote no version at
+all. ``_from_v1`` tells the kind from the keys, once, here; nothing else guesses a document's kind.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from speechperf.results import figures
+from speechperf.results.version import SCHEMA_VERSION, DocumentError
+
+#: The version each step reads -> the step that turns it into the next version's form.
+UPGRADES: dict[int, Callable[[dict[str, Any], str], dict[str, Any]]] = {}
+
+
+def to_current(data: dict[str, Any], what: str) -> dict[str, Any]:
+    version = data.get("schema_version")
+    if version is None and "kind" not in data and _v1_kind(data) == "loadgen":
+        version = 1  # loadgen's JSON had no version before the envelope
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise DocumentError(
+            f"{what}: not a speechperf result document (schema_version {version!r}; "
+            f"this speechperf reads 1 to {SCHEMA_VERSION})"
+        )
+    if version > SCHEMA_VERSION:
+        raise DocumentError(
+            f"{what}: schema_version {version} was written by a newer speechperf; this one reads 1 to "
+            f"{SCHEMA_VERSION} (upgrade speechperf to read it)"
+        )
+    data = copy.deepcopy(data)
+    while version < SCHEMA_VERSION:
+        data = UPGRADES[version](data, what)
+        version += 1
+        data["schema_version"] = version
+    return data
+
+
+def _v1_kind(data: dict[str, Any]) -> str | None:
+    if "result" in data and "summary" in data:
+        return "bench"
+    if "cells" in data and "runs" in data:
+        return "compare-best" if data.get("best") else "compare"
+    if "scenario" in data and "ranked_by" in data:
+        return "serving"
+    if "table" in data and "methods" in data:
+        return "optimize"
+    runs = data.get("runs")
+    if isinstance(runs, list) and runs and all(isinstance(r, dict) and "scenario" in r for r in runs):
+        return "loadgen"
+    return None
+
+
+def _from_v1(data: dict[str, Any], what: str) -> dict[str, Any]:
+    kind = _v1_kind(data)
+    if kind is None:
+        raise DocumentError(
+            f"{what}: not a speechperf result document of schema_version 1 (no bench 'result', compare 'cells', "
+            "serving 'scenario', optimize 'table' or loadgen 'runs')"
+        )
+    out: dict[str, Any] = {"kind": kind, "schema_version": 1, "complete": bool(data.get("complete"))}
+    out["command"] = []
+    out["config"] = data.get("config")
+    out["environment"] = data.get("environment") or {}
+    out["notes"] = []
+    out["warnings"] = [str(w) for w in data.get("warnings") or ()] if isinstance(data.get("warnings"), list) else []
+    rest = {k: v for k, v in data.items() if k not in out and k != "warnings"}
+    rows, rest = V1_ROWS[kind](rest)
+    out["rows"] = [figures.upgrade_row(kind, row) for row in rows]
+    return {**out, **rest}
+
+
+def _rows_from(key: str) -> Callable[[dict[str, Any]], tuple[list[dict[str, Any]], dict[str, Any]]]:
+    def take(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        rows = rest.pop(key, None) or []
+        return list(rows), rest
+
+    return take
+
+
+def _optimize_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows = rest.pop("table", None) or []
+    notes = rest.pop("notes", None)
+    if notes:  # version 1 kept each variant's notes in a dict beside the table
+        rest["variant_notes"] = notes
+    return list(rows), rest
+
+
+def _serving_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows = rest.pop("summary", None) or []
+    if "rows" in rest:  # version 1's raw rows (every field of each cell's result)
+        rest["results"] = rest.pop("rows")
+    return list(rows), rest
+
+
+def _loadgen_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    return [], rest  # loadgen's table is derived from its runs by its own reader (speechperf.loadgen.report)
+
+
+#: Where each kind of version 1 kept its table rows.
+V1_ROWS: dict[str, Callable[[dict[str, Any]], tuple[list[dict[str, Any]], dict[str, Any]]]] = {
+    "bench": _rows_from("summary"),
+    "compare": _rows_from("summary"),
+    "compare-best": _rows_from("summary"),
+    "serving": _serving_rows,
+    "optimize": _optimize_rows,
+    "loadgen": _loadgen_rows,
+}
+UPGRADES[1] = _from_v1

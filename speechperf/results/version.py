@@ -1,0 +1,12 @@
+"""The envelope's schema version, and the error a file that is no readable result document raises."""
+
+from __future__ import annotations
+
+from speechperf.errors import SpeechperfError
+
+#: Version 2: the envelope (``speechperf.results.document``); version 1: each command's own JSON.
+SCHEMA_VERSION = 2
+
+
+class DocumentError(SpeechperfError):
+    """A file that is not a speechperf result document this version can read; the message names the file."""
