@@ -7,7 +7,7 @@
 
 Every executor gets the same children (``ChildRun``: a cell, a run number, its bench arguments and folder) and calls
 ``record`` with one ``RunResult`` per child as it finishes (or the one ``skip`` gives in place of launching it); progress lines go to the ``speechperf`` logger. Adding
-one: a module here with ``run(children, timeout_s, jobs, record)`` and ``check(jobs)``, and a line in ``EXECUTORS`` (see docs/architecture.md, "Where to add things").
+one: a module here with ``run(children, timeout_s, jobs, record, skip=None)`` and ``check(jobs)``, and a line in ``EXECUTORS`` (see docs/architecture.md, "Where to add things").
 """
 
 from __future__ import annotations
