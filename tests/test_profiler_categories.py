@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from speechperf.profiler.categories import BETWEEN, CATEGORIES, build, category_of
+from speechperf.profiler.categories import BETWEEN, CATEGORIES, CategoryTable, build, category_of
 
 NAMES = {
     "matmul/linear": [
@@ -133,3 +133,18 @@ def test_profile_compare_bad_input_is_one_line(tmp_path):
     assert f"{junk}: not a category table written by the step profiler" in result.output
     result = CliRunner().invoke(main, ["profile-compare", str(good)])
     assert result.exit_code == 2 and "needs two tables or more" in result.output
+
+
+def test_a_category_table_is_a_profile_document_and_the_old_format_still_reads(tmp_path):
+    import json
+
+    from speechperf.results import read
+
+    path = write(tmp_path, "t", "torch", 2, [("aten::conv1d", 1.0)], 2.0)
+    doc = read(path)
+    assert doc.kind == "profile" and doc["steps"] == 2
+    assert {r["category"]: r["ms_per_step"] for r in doc.rows}["conv"] == 1.0
+    old = {k: v for k, v in json.loads(path.read_text()).items() if k in ("backend", "steps", "step_ns", "by_category")}
+    (tmp_path / "old.categories.json").write_text(json.dumps(old))  # as a speechperf before the envelope wrote it
+    table = CategoryTable.read(tmp_path / "old.categories.json")
+    assert table.steps == 2 and table.ns("conv") == 2_000_000

@@ -16,7 +16,6 @@ training loops).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +23,6 @@ from pathlib import Path
 import attrs
 
 from speechperf.errors import SpeechperfError
-from speechperf.outputs import file_problem
 
 CATEGORIES = (
     "matmul/linear",
@@ -129,8 +127,12 @@ class CategoryTable:
         return [(c, self.ns(c) / per, self.ns(c) / total) for c in names]
 
     def to_json(self, **extra) -> str:
-        """The table as JSON (``extra``: the step timing), for ``speechperf profile-compare``."""
-        record = {
+        """The table as a result document of kind ``profile`` (``extra``: the step timing), for
+        ``speechperf profile-compare``."""
+        from speechperf.results import Document
+
+        rows = [{"category": c, "ms_per_step": round(ms, 6), "share": round(share, 6)} for c, ms, share in self.rows()]
+        body = {
             "backend": self.backend,
             "steps": self.steps,
             "step_ns": self.step_ns,
@@ -138,15 +140,22 @@ class CategoryTable:
             "source": self.source,
             **extra,
         }
-        return json.dumps(record, indent=1)
+        return Document("profile", rows=rows, complete=True, body=body).dumps()
 
     @classmethod
     def read(cls, path: str | Path) -> CategoryTable:
-        """A table written by ``to_json``; a file that is not one is a one-line error naming it."""
-        if (problem := file_problem(path)) is not None:  # before the read: a FIFO blocks it, /dev/zero never ends
-            raise SpeechperfError(f"{path} {problem}; a category table written by the step profiler is a JSON file")
+        """A table written by ``to_json`` (or by a speechperf before the result document, which wrote the body
+        alone); a file that is not one is a one-line error naming it."""
+        from speechperf.results import DocumentError, read
+
         try:
-            record = json.loads(Path(path).read_text(encoding="utf-8"))
+            record = read(path, kinds=("profile",))
+        except DocumentError as exc:
+            why = str(exc).split(": ", 1)[-1]  # the reader's message names the file first
+            raise SpeechperfError(
+                f"{path}: not a category table written by the step profiler (*.categories.json): {why}"
+            ) from None
+        try:
             counts = record["by_category"]
             table = cls(
                 str(record["backend"]),
@@ -155,7 +164,7 @@ class CategoryTable:
                 tuple((c, int(counts.get(c, 0))) for c in CATEGORIES),
                 str(record.get("source", "")),
             )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise SpeechperfError(
                 f"{path}: not a category table written by the step profiler (*.categories.json): "
                 f"{type(exc).__name__}: {exc}"

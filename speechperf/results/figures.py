@@ -42,6 +42,8 @@ FIGURES: tuple[Figure, ...] = (
     Figure("speedup", "ratio", "fp32 latency over this variant's latency"),
     Figure("peak_qps", "1/s", "Server scenario: the highest scheduled query rate of a VALID run"),
     Figure("size_mb", "MB", "model file size, in 10^6 bytes"),
+    Figure("ms_per_step", "ms", "profile: milliseconds per profiled step spent in an op category"),
+    Figure("share", "fraction", "profile: the category's share of the step", display="percent"),
 )
 BY_NAME = {f.name: f for f in FIGURES}
 

@@ -20,8 +20,8 @@ UPGRADES: dict[int, Callable[[dict[str, Any], str], dict[str, Any]]] = {}
 
 def to_current(data: dict[str, Any], what: str) -> dict[str, Any]:
     version = data.get("schema_version")
-    if version is None and "kind" not in data and _v1_kind(data) == "loadgen":
-        version = 1  # loadgen's JSON had no version before the envelope
+    if version is None and "kind" not in data and _v1_kind(data) in ("loadgen", "profile"):
+        version = 1  # loadgen's JSON and the profiler's category table had no version before the envelope
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise DocumentError(
             f"{what}: not a speechperf result document (schema_version {version!r}; "
@@ -49,6 +49,8 @@ def _v1_kind(data: dict[str, Any]) -> str | None:
         return "serving"
     if "table" in data and "methods" in data:
         return "optimize"
+    if "by_category" in data and "steps" in data:
+        return "profile"
     runs = data.get("runs")
     if isinstance(runs, list) and runs and all(isinstance(r, dict) and "scenario" in r for r in runs):
         return "loadgen"
@@ -60,7 +62,7 @@ def _from_v1(data: dict[str, Any], what: str) -> dict[str, Any]:
     if kind is None:
         raise DocumentError(
             f"{what}: not a speechperf result document of schema_version 1 (no bench 'result', compare 'cells', "
-            "serving 'scenario', optimize 'table' or loadgen 'runs')"
+            "serving 'scenario', optimize 'table', loadgen 'runs' or profile 'by_category')"
         )
     out: dict[str, Any] = {"kind": kind, "schema_version": 1, "complete": bool(data.get("complete"))}
     out["command"] = []
@@ -97,6 +99,10 @@ def _serving_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
     return list(rows), rest
 
 
+def _profile_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    return [], rest  # the category table's rows are computed from ``by_category`` (speechperf.profiler.categories)
+
+
 def _loadgen_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return [], rest  # loadgen's table is derived from its runs by its own reader (speechperf.loadgen.report)
 
@@ -109,5 +115,6 @@ V1_ROWS: dict[str, Callable[[dict[str, Any]], tuple[list[dict[str, Any]], dict[s
     "serving": _serving_rows,
     "optimize": _optimize_rows,
     "loadgen": _loadgen_rows,
+    "profile": _profile_rows,
 }
 UPGRADES[1] = _from_v1
