@@ -129,6 +129,7 @@ def test_optimize_html_and_store_hold_every_variant(tmp_path):
     self_contained(text)
     for row in json.loads(out.read_text())["rows"]:
         assert f'<td class="text">{row["variant"]}</td>' in text and f">{row['mean_ms']}<" in text
+    assert '<img alt="optimize.png" src="data:image/png;base64,' in text  # the trade-off, drawn for the page
     import sqlite3
     from contextlib import closing
 
