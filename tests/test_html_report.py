@@ -127,12 +127,13 @@ def test_optimize_html_and_store_hold_every_variant(tmp_path):
     assert result.exit_code == 0, result.output
     text = page.read_text()
     self_contained(text)
-    for row in json.loads(out.read_text())["table"]:
-        assert f'<td class="text">{row["variant"]}</td>' in text and f">{row['latency_ms']}<" in text
+    for row in json.loads(out.read_text())["rows"]:
+        assert f'<td class="text">{row["variant"]}</td>' in text and f">{row['mean_ms']}<" in text
+    assert '<img alt="optimize.png" src="data:image/png;base64,' in text  # the trade-off, drawn for the page
     import sqlite3
     from contextlib import closing
 
     with closing(sqlite3.connect(store)) as con:  # one run, the study's: its bench children store nothing
         assert con.execute("SELECT command, backends FROM runs").fetchall() == [("optimize", "onnxruntime")]
-        cells = con.execute("SELECT DISTINCT cell FROM metrics WHERE metric = 'latency_ms' ORDER BY cell").fetchall()
+        cells = con.execute("SELECT DISTINCT cell FROM metrics WHERE metric = 'mean_ms' ORDER BY cell").fetchall()
     assert cells == [("fp32",), ("ort-dynamic",)]

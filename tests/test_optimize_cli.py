@@ -52,7 +52,7 @@ def optimize(tmp_path: Path, *args: str):
 
 
 def rows(doc: dict) -> dict[str, dict]:
-    return {r["variant"]: r for r in doc["table"]}
+    return {r["variant"]: r for r in doc["rows"]}
 
 
 @pytest.mark.slow
@@ -61,12 +61,13 @@ def test_table_on_the_tiny_s2t(tmp_path, backend, method):
     result, doc = optimize(tmp_path, "-b", backend, "--method", method, "--runs", "2", *TINY)
     assert result.exit_code == 0, result.output
     table = rows(doc)
+    assert (doc["kind"], doc["schema_version"]) == ("optimize", 2)
     assert list(table) == ["fp32", method] and doc["complete"] is True
     fp32, int8 = table["fp32"], table[method]
     assert fp32["status"] == "baseline" and fp32["runs"] == 2 and int8["runs"] == 2
     # Linear weights as int8: the files shrink (measured 0.51x on onnxruntime, 0.47x on torch).
     assert int8["size_ratio"] < 0.7
-    assert int8["latency_ms"] > 0 and int8["speedup"] > 0 and int8["speedup_sigma"] is not None
+    assert int8["mean_ms"] > 0 and int8["speedup"] > 0 and int8["speedup_sigma"] is not None
     assert int8["status"] == "ok" or int8["status"].startswith("no speed-up")
     assert fp32["peak_rss_mib"] > 0 and int8["peak_rss_mib"] > 0
     # The reference model decodes the same tokens (measured 100% on this data; 0.9 leaves room for one flip).
@@ -104,7 +105,7 @@ def test_a_method_that_fails_is_a_row_with_its_reason_and_exit_1(tmp_path):
     )
     assert result.exit_code == 1
     table = rows(doc)
-    assert table["fp32"]["runs"] == 1 and table["fp32"]["latency_ms"] > 0
+    assert table["fp32"]["runs"] == 1 and table["fp32"]["mean_ms"] > 0
     assert table["torchao-dynamic"]["status"] == (
         "failed: method 'torchao-dynamic' reads a model in format module; vad is at hand in: torchscript"
     )
@@ -156,3 +157,60 @@ def test_an_unwritable_output_is_refused_before_any_quantization(tmp_path):
     assert result.exit_code == 2, result.output
     assert "--csv /dev/full is a character device" in result.output
     assert not (tmp_path / "o").exists()  # nothing was quantized
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_json_csv_and_markdown_of_the_finished_variants(tmp_path):
+    """SIGINT once fp32's row is in the JSON (its runs done, the variant's still going): exit 130, and the JSON
+    (complete: false), the CSV and the Markdown all hold fp32's figures; the unfinished variant says so."""
+    import csv
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out, table, md = tmp_path / "o.json", tmp_path / "t.csv", tmp_path / "t.md"
+    args = ["-b", "onnxruntime", "--method", "ort-dynamic", "--runs", "1", *TINY, "--no-store"]
+    exports = ["-o", str(out), "--csv", str(table), "--markdown", str(md), "--out-dir", str(tmp_path / "v")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "speechperf", "optimize", *args, *exports],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # the signal goes to this process alone, as a terminal's Ctrl-C to its group
+    )
+
+    def fp32_done() -> bool:
+        try:
+            doc = json.loads(out.read_text())
+        except (OSError, ValueError):
+            return False
+        return any(r["variant"] == "fp32" and r["mean_ms"] is not None for r in doc["rows"])
+
+    try:
+        deadline = time.monotonic() + 300
+        while not fp32_done():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "fp32 never finished"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted" in err
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "optimize" and doc["complete"] is False
+    got = rows(doc)
+    assert got["fp32"]["status"] == "baseline" and got["fp32"]["runs"] == 1 and got["fp32"]["mean_ms"] > 0
+    assert got["ort-dynamic"]["status"] == "interrupted" and got["ort-dynamic"]["mean_ms"] is None
+    assert [r["variant"] for r in doc["runs"]] == ["fp32"]  # the variant's run was stopped, not recorded
+    written = {r["variant"]: r for r in csv.DictReader(table.open())}
+    assert float(written["fp32"]["mean_ms"]) == got["fp32"]["mean_ms"]
+    assert written["ort-dynamic"]["status"] == "interrupted"
+    mean = f"{got['fp32']['mean_ms']:.2f}"
+    lines = md.read_text().splitlines()
+    assert any(line.startswith("| fp32 | baseline |") and mean in line for line in lines), lines
+    assert any(line.startswith("| ort-dynamic | interrupted |") for line in lines), lines

@@ -99,7 +99,7 @@ def test_vad_on_real_speech_agrees_with_fp32(tmp_path):
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
-    table = {r["variant"]: r for r in json.loads(out.read_text())["table"]}
+    table = {r["variant"]: r for r in json.loads(out.read_text())["rows"]}
     assert table["ort-dynamic"]["size_ratio"] < 0.9  # measured 0.75: the LSTM weights are int8
     assert table["ort-dynamic"]["agreement_or_snr"] >= 0.95
     assert "VAD agreement" in table["ort-dynamic"]["fidelity"]

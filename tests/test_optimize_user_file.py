@@ -53,21 +53,21 @@ def optimized(tmp_path_factory):
 def test_both_methods_complete_their_runs_on_an_opset_11_gru(optimized):
     done, doc, _ = optimized
     assert done.returncode == 0, done.stderr
-    rows = {r["variant"]: r for r in doc["table"]}
+    rows = {r["variant"]: r for r in doc["rows"]}
     assert rows["fp32"]["runs"] == 2
     for method in ("ort-dynamic", "ort-static-qdq"):
         row = rows[method]
         assert not row["status"].startswith("failed"), row["status"]
         assert row["runs"] == 2 and row["speedup"] is not None and row["speedup_sigma"] is not None
         assert row["size_mb"] is not None
-    upgraded = [n for n in doc["notes"]["ort-static-qdq"] if "upgraded from opset 11 to 13" in n]
+    upgraded = [n for n in doc["variant_notes"]["ort-static-qdq"] if "upgraded from opset 11 to 13" in n]
     assert len(upgraded) == 1 and "same outputs on 2 calibration feed(s): mask max |Δ|" in upgraded[0]
 
 
 def test_the_ops_left_out_of_int8_are_listed_with_their_time_share(optimized):
     done, doc, _ = optimized
     for method in ("ort-dynamic", "ort-static-qdq"):
-        row = next(r for r in doc["table"] if r["variant"] == method)
+        row = next(r for r in doc["rows"] if r["variant"] == method)
         text = row["fp32_ops"]
         assert text.startswith("stage1 not int8: GRU ") and "; int8 ops " in text
         gru = float(text.split("GRU ")[1].split("%")[0])
@@ -78,7 +78,7 @@ def test_the_ops_left_out_of_int8_are_listed_with_their_time_share(optimized):
 def test_float_fidelity_of_the_mask_against_fp32(optimized):
     _, doc, _ = optimized
     for method in ("ort-dynamic", "ort-static-qdq"):
-        row = next(r for r in doc["table"] if r["variant"] == method)
+        row = next(r for r in doc["rows"] if r["variant"] == method)
         mask = row["float_outputs"].split(";")[0]
         assert mask.startswith("stage1 outputs.mask max |Δ| ") and " SNR " in mask and " cos " in mask
         snr = float(mask.split("SNR ")[1].split(" dB")[0])

@@ -85,8 +85,16 @@ def _methods_table(backend_name: str | None) -> str:
     metavar="FRACTION",
     help="A variant whose token or VAD agreement with fp32 is below this (e.g. 0.98) is over its quality budget.",
 )
-@export_options("JSON with every run and the table, rewritten as results come in.")
-@keep_options("study")
+@export_options("JSON result document (docs/results.md) with every run and the table, rewritten as results come in.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The trade-off (.png or .svg): each variant's quality (WER, BLEU or agreement with fp32) against its "
+    "speed-up and against its size, fp32 marked, the quality budget as a line. Needs the plot extra.",
+)
+@keep_options("study (with the trade-off plot)")
 def optimize(
     backend_name,
     methods,
@@ -101,6 +109,7 @@ def optimize(
     output,
     csv_path,
     md_path,
+    plot_path,
     keep,
     **config_args,
 ) -> None:
@@ -111,7 +120,8 @@ def optimize(
     --min-agreement) is reported as "over quality budget (WER +19.1 points)", never as "ok".
 
     Exit codes: 0 every method measured (faster or not, within its quality budget or not: the status says);
-    1 a method failed to quantize or to run (its row says why); 2 bad input; 130 interrupted.
+    1 a method failed to quantize or to run (its row says why); 2 bad input; 130 interrupted (the JSON, CSV
+    and Markdown keep the finished variants, the JSON marked complete: false).
     """
     if methods == "list":
         click.echo(_methods_table(backend_name))
@@ -135,7 +145,7 @@ def optimize(
             f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} (see --method list)"
         )
     from speechperf.optimize.fidelity import QualityBudget
-    from speechperf.optimize.run import OptimizeOptions, run_optimize
+    from speechperf.optimize.run import OptimizeOptions, exports, run_optimize
 
     opts = OptimizeOptions(
         backend=backend,
@@ -143,11 +153,9 @@ def optimize(
         out_dir=out_dir or cache_dir() / "optimize" / backend,
         runs=runs,
         calibration_size=calibration_size,
-        output=output,
-        csv_path=csv_path,
-        md_path=md_path,
         timeout_s=timeout_s,
         budget=QualityBudget(max_wer_increase, max_bleu_drop, min_agreement),
-        keep=keep,
+        exports=exports(output, csv_path, md_path, keep),
+        plot=plot_path,
     )
     sys.exit(run_optimize(cfg, opts, workdir=cache_dir()))

@@ -5,7 +5,6 @@ on every variant alike; a child that crashes, is killed or times out is recorded
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,7 +27,7 @@ class VariantRun:
     cell: str
     index: int
     returncode: int | None
-    data: dict | None
+    data: dict | None  #: the child's bench document as current JSON (speechperf.results: rows, result, ...)
     error: str = ""
     outputs_path: str | None = None  # every stage output per sample, as `bench --save-outputs` wrote them
 
@@ -38,10 +37,23 @@ class VariantRun:
 
     @property
     def total(self) -> dict | None:
-        """The ``total`` row of the bench summary (runtime mean in ms, peak RSS in MiB, ...)."""
+        """The ``total`` row of the bench document (``mean_ms``, ``peak_rss_mib``, ...)."""
         if not self.data:
             return None
-        return next((r for r in self.data.get("summary", []) if r.get("stage") == "total"), None)
+        return next((r for r in self.data.get("rows") or () if r.get("stage") == "total"), None)
+
+
+def read_bench(path: Path) -> dict | None:
+    """A child's bench JSON, upgraded to the current schema (speechperf.results), or None when it wrote none or
+    wrote no readable document (the run's error then says why)."""
+    from speechperf.results import DocumentError, read
+
+    if not path.is_file():
+        return None
+    try:
+        return read(path, kinds=("bench",)).to_json()
+    except DocumentError:
+        return None
 
 
 def measure(
@@ -56,7 +68,7 @@ def measure(
 
     def view(result: RunResult) -> VariantRun:
         path = Path(result.json_path)
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        data = read_bench(path)
         return VariantRun(
             result.label,
             result.run,

@@ -14,6 +14,10 @@
    ``--max-bleu-drop``, default 1 point; ``--min-agreement``) is "over quality budget (WER +19.1 points)", never
    "ok".
 
+The result document (``kind: optimize``, docs/results.md) is rewritten through the exports (``-o``, ``--csv``,
+``--markdown``) each time a variant's row is known: after its quantization, and after its last run. Ctrl-C keeps
+them, marked ``complete: false``, with the finished variants (the rest say ``interrupted``) and exits 130.
+
 Exit code: 0 when every method produced a measured variant (whether or not it is faster or within its quality
 budget: "no speed-up" and "over quality budget" are results); 1 when a method failed to quantize or its runs
 failed, or fp32 itself could not be measured (the table still shows every row); 2 for bad input, before anything
@@ -26,6 +30,7 @@ import json
 import logging
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,20 +39,39 @@ import attrs
 
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError, first_line
+from speechperf.exports import Exports
 from speechperf.optimize import fidelity as fid
-from speechperf.optimize.table import Row, print_table, to_csv, to_markdown
-from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
+from speechperf.optimize.table import COLUMNS, Row, print_table, to_csv, to_markdown
+from speechperf.outputs import check_output_folder
+from speechperf.results import Document
+from speechperf.results.environment import LoadProbe, machine
+from speechperf.results.notes import Collected, collect
 from speechperf.stats import SIGNIFICANCE
-from speechperf.store.keep import Keep
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 FP32 = "fp32"
 #: Recorded calls kept per graph for calibration (a decoder step is called once per token).
 FEEDS_PER_GRAPH = 64
 #: Calls per graph on the held-out sample for the graph difference.
 CHECK_CALLS = 8
+#: The statuses of a row whose figures are not known yet.
+UNFINISHED = ("quantizing", "measuring")
+
+
+def exports(output=None, csv=None, markdown=None, keep=None) -> Exports:
+    """optimize's exports: the JSON document, its own CSV columns and Markdown table (speechperf.optimize.table)."""
+    from speechperf.store.keep import Keep
+
+    return Exports(
+        json=output,
+        csv=csv,
+        markdown=markdown,
+        keep=keep or Keep(),
+        columns=COLUMNS,
+        csv_text=to_csv,
+        markdown_text=to_markdown,
+    )
 
 
 @attrs.frozen
@@ -57,12 +81,10 @@ class OptimizeOptions:
     out_dir: Path
     runs: int = 5
     calibration_size: int = 4
-    output: Path | None = None
-    csv_path: Path | None = None
-    md_path: Path | None = None
     timeout_s: float | None = None
     budget: fid.QualityBudget = fid.QualityBudget()
-    keep: Keep = Keep()  #: the store and --html (speechperf.store.keep)
+    exports: Exports = attrs.Factory(exports)  #: -o, --csv, --markdown, --html and the store
+    plot: Path | None = None  #: --plot: the quality / speed-up / size trade-off (speechperf.optimize.plot)
 
 
 def check_methods(backend, methods) -> tuple[str, ...]:
@@ -80,61 +102,95 @@ def check_methods(backend, methods) -> tuple[str, ...]:
     return tuple(methods)
 
 
-class _Report:
-    """The table's rows and the JSON document, rewritten atomically each time something new is known."""
+class _Study:
+    """The table's rows, every run and the result document, written through the exports each time something new
+    is known."""
 
-    def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict):
+    def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict, collected: Collected):
         self.opts = opts
+        self.collected = collected
         self.rows: dict[str, Row] = {}
         self.runs: list[dict[str, Any]] = []
-        self.doc = {
-            "schema_version": SCHEMA_VERSION,
-            "complete": False,
-            "backend": opts.backend,
-            "methods": list(opts.methods),
-            "runs_per_variant": opts.runs,
-            "calibration_size": opts.calibration_size,
-            "quality_budget": attrs.asdict(opts.budget),
-            "config": json.loads(json.dumps(cfg.to_dict())),
-            "environment": env,
-        }
+        self.labels = ""  #: the stages, for the titles ("s2t/tiny")
+        self.doc = Document(
+            kind="optimize",
+            config=json.loads(json.dumps(cfg.to_dict())),
+            environment=env,
+            body={
+                "backend": opts.backend,
+                "methods": list(opts.methods),
+                "runs_per_variant": opts.runs,
+                "calibration_size": opts.calibration_size,
+                "quality_budget": attrs.asdict(opts.budget),
+                "variant_notes": {},
+                "runs": self.runs,
+            },
+        )
+
+    def document(self, complete: bool = False) -> Document:
+        doc = self.doc
+        doc.complete = complete
+        doc.rows = [r.plain() for r in self.rows.values()]
+        doc.body["variant_notes"] = {name: r.notes for name, r in self.rows.items() if r.notes}
+        doc.notes, doc.warnings = list(self.collected.notes), list(self.collected.warnings)
+        return doc
 
     def write(self, complete: bool = False) -> None:
-        self.doc.update(  # also without --output: the store and --html keep this document
-            complete=complete,
-            table=[r.plain() for r in self.rows.values()],
-            notes={name: r.notes for name, r in self.rows.items() if r.notes},
-            runs=self.runs,
-        )
-        if self.opts.output is None:
-            return
-        from speechperf.benchmark.report import write_json_atomic
+        self.opts.exports.write(self.document(complete))
 
-        write_json_atomic(self.opts.output, self.doc)
+    def interrupted(self) -> Document:
+        """Ctrl-C: the finished variants as they are, the others marked (the exports then write this)."""
+        for row in self.rows.values():
+            if row.status in UNFINISHED:
+                row.status = "interrupted"
+        return self.document(complete=False)
 
 
 def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=None) -> int:
-    from speechperf.benchmark import build, report
-    from speechperf.config import write_config
-    from speechperf.data import load_dataset
-    from speechperf.optimize.calibration import record_feeds
-    from speechperf.optimize.variants import config_dict, plan_stage
+    from speechperf.benchmark.derive import config_for_backend
+    from speechperf.benchmark.validate import check_config
     from speechperf.registry import require_backend
 
     out = out or sys.stdout
-    for what, path in (("--output", opts.output), ("--csv", opts.csv_path), ("--markdown", opts.md_path)):
-        if path is not None:  # before quantizing: a bad path must not cost the whole study
-            check_output_path(path, what)
-    out_dir = check_output_folder(opts.out_dir, "--out-dir")
-    opts.keep.check()
-    from speechperf.benchmark.derive import config_for_backend
-    from speechperf.benchmark.validate import check_config
+    opts.exports.check()  # before quantizing: a bad path must not cost the whole study
+    if opts.plot is not None:
+        from speechperf.optimize.plot import check_plot_path
 
+        check_plot_path(opts.plot)
+    check_output_folder(opts.out_dir, "--out-dir")
     check_config(cfg, opts.backend)  # as bench would, before the first quantization
     cfg = config_for_backend(cfg, opts.backend, workdir)  # the stage's file of this backend
     backend = require_backend(opts.backend)
     check_methods(backend, opts.methods)
-    general = cfg.general
+    with collect() as collected:
+        env = {
+            **machine(),
+            "threads": cfg.general.threads,
+            "device": cfg.general.device,
+            "backend": backend.name,
+            "backend_version": backend.availability().version,
+        }
+        study = _Study(opts, cfg, env, collected)
+        with opts.exports.interrupted(study.interrupted):
+            code = _run(study, cfg, backend, workdir)
+            title, tables = _report(study, cfg, out)
+            with tempfile.TemporaryDirectory(prefix="speechperf-optimize-") as folder:  # --html's plot, drawn for it
+                images = _plots(study, title, Path(folder))
+                opts.exports.finish(study.document(complete=True), code, tables=tables, images=images, title=title)
+    return code
+
+
+def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
+    """Quantize, then measure; the rows filled. Returns the exit code."""
+    from speechperf.benchmark import build
+    from speechperf.config import write_config
+    from speechperf.data import load_dataset
+    from speechperf.data.references import load_references
+    from speechperf.optimize.calibration import record_feeds
+    from speechperf.optimize.variants import config_dict, plan_stage
+
+    opts, general = study.opts, cfg.general
+    out_dir = check_output_folder(opts.out_dir, "--out-dir")
     dataset = load_dataset(general, cfg.roles[0])
     if len(dataset) < 2:
         raise SpeechperfError(
@@ -142,16 +198,13 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
             "of calibration to check each graph on)"
         )
     calibration_size = min(opts.calibration_size, len(dataset) - 1)
-    from speechperf.data.references import load_references
-
     load_references(general, dataset, cfg.roles)  # a reference file that does not fit fails here, before quantizing
-    env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
-    rep = _Report(opts, cfg, env)
     base = config_dict(cfg, backend.name)
 
     with build.stdout_to_stderr():
         build.prepare_stages(cfg, backend.name, workdir)
         plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
+        study.labels = " + ".join(p.label for p in plans)
         backend.set_threads(general.threads)
         backend.seed(general.seed)
         stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
@@ -162,11 +215,11 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     speech_out = cfg.roles[-1] in fid.SPEECH_ROLES
     fp32_size = sum(p.stat().st_size for plan in plans for p in plan.fp32_files)
     configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
-    rep.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
+    study.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
     shown_notes: set[str] = set()
     for method in opts.methods:
-        row = rep.rows[method] = Row(method, "quantizing", fp32_bytes=fp32_size)
-        rep.write()
+        row = study.rows[method] = Row(method, "quantizing", fp32_bytes=fp32_size)
+        study.write()
         start = time.perf_counter()
         try:
             with build.stdout_to_stderr():
@@ -190,7 +243,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
                 log.info("note: %s", note)
         configs[method] = _with_dumps(data, out_dir, method, speech_out)
         log.info("%s: quantized in %.1f s, %.2f MB", method, time.perf_counter() - start, size / 1e6)
-    rep.write()
+    study.write()
     del stages  # the frameworks' sessions are not needed while the children run
 
     from speechperf.optimize.measure import measure, variant_cell
@@ -204,45 +257,52 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
         ", ".join(c.label for c in cells),
         opts.runs,
     )
+    rows = _Rows(study, cfg, dataset, out_dir, speech_out)
+    probe = LoadProbe().start()
+    try:
+        results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, rows.on_result)
+    finally:  # on Ctrl-C too: the load seen while timing is part of what was measured
+        study.doc.environment["load"] = probe.stop()
+    rows.finish_rest(results)
+    failed = [r for r in study.rows.values() if r.status.startswith("failed")]
+    return 1 if failed else 0
 
-    def on_result(result):
-        total = result.total
-        rep.runs.append(
-            {
-                "variant": result.cell,
-                "run": result.index + 1,
-                "returncode": result.returncode,
-                "error": result.error,
-                "latency_ms": total and total.get("runtime_mean_ms"),
-                "peak_rss_mib": total and total.get("peak_rss_mib"),
-            }
-        )
-        rep.write()
 
-    results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, on_result)
-    _fill_rows(rep, cfg, plans, results, dataset, out_dir, speech_out, opts.budget)
-    rep.write(complete=True)
-    if opts.csv_path is not None:
-        write_text_atomic(opts.csv_path, to_csv(list(rep.rows.values())))
-    if opts.md_path is not None:
-        write_text_atomic(opts.md_path, to_markdown(list(rep.rows.values())))
-    labels = " + ".join(p.label for p in plans)
-    print_table(
-        list(rep.rows.values()),
-        f"speechperf optimize: {cfg.general.model_type} {labels} on {backend.name}, "
-        f"{general.threads} thread(s), {opts.runs} run(s) per variant",
-        file=out,
-    )
-    log.info("variants and their bench configs are in %s", out_dir)
-    failed = [r for r in rep.rows.values() if r.status.startswith("failed")]
-    code = 1 if failed else 0
-    from speechperf.optimize.table import COLUMNS
+def _report(study: _Study, cfg: BenchConfig, out) -> tuple[str, list[str]]:
+    """The console's table; returns the title and the HTML table."""
     from speechperf.store.html import table_html
 
-    title = f"speechperf optimize: {cfg.general.model_type} {labels} on {backend.name}"
-    table = table_html(title, COLUMNS, [r.plain() for r in rep.rows.values()])
-    opts.keep.finish("optimize", rep.doc, code, tables=[table], title=title)
-    return code
+    opts, general = study.opts, cfg.general
+    title = f"speechperf optimize: {general.model_type} {study.labels} on {opts.backend}"
+    rows = study.document().rows
+    print_table(rows, f"{title}, {general.threads} thread(s), {opts.runs} run(s) per variant", file=out)
+    log.info("variants and their bench configs are in %s", opts.out_dir)
+    return title, [table_html(title, COLUMNS, rows)]
+
+
+def _plots(study: _Study, title: str, folder: Path) -> list[Path]:
+    """--plot FILE, and the same figure for --html (drawn into ``folder`` when --plot is not given)."""
+    opts = study.opts
+    path = opts.plot or (folder / "optimize.png" if opts.exports.keep.html is not None else None)
+    if path is None:
+        return []
+    from speechperf.extras import MissingExtraError, require
+    from speechperf.optimize.plot import plot_tradeoff
+
+    if opts.plot is None:  # --html alone: the page goes without its plot rather than fail at the end
+        try:
+            require("matplotlib", "the --html page's trade-off plot")
+        except MissingExtraError as exc:
+            log.warning("%s", exc)
+            return []
+    doc = study.document(complete=True)
+    drawn = plot_tradeoff(doc.rows, doc["quality_budget"], path, title)
+    if drawn is None:
+        log.warning("--plot: no variant has a quality figure (WER, BLEU, agreement, SNR); nothing drawn")
+        return []
+    if opts.plot is not None:
+        log.info("trade-off plot %s", drawn)
+    return [drawn]
 
 
 def _with_dumps(data: dict, out_dir: Path, name: str, speech_out: bool) -> dict:
@@ -311,87 +371,129 @@ def _graph_diff(backend, plan, stage, keys, check, general, scratch: Path):
     return worst, shares
 
 
-def _fill_rows(rep: _Report, cfg, plans, results, dataset, out_dir: Path, speech_out: bool, budget) -> None:
-    from speechperf.data.references import load_references
-    from speechperf.stats import speed_ratio, welch_p_value
+class _Rows:
+    """Each variant's row, filled as soon as its last run is in (fp32's first: it leads every round), so that the
+    exports hold every finished variant while the others still run, and after a Ctrl-C."""
 
-    by_cell: dict[str, list] = {}
-    for r in results:
-        by_cell.setdefault(r.cell, []).append(r)
-    references = load_references(cfg.general, dataset, cfg.roles)
-    seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
-    role = cfg.roles[-1]
-    first_ok = {name: next((r.data for r in runs if r.ok and r.data), None) for name, runs in by_cell.items()}
-    for name, runs in by_cell.items():
-        row = rep.rows[name]
-        ok = [r for r in runs if r.ok and r.total and r.total.get("runtime_mean_ms") is not None]
-        row.latencies_ms = [r.total["runtime_mean_ms"] for r in ok]
+    def __init__(self, study: _Study, cfg: BenchConfig, dataset, out_dir: Path, speech_out: bool):
+        from speechperf.data.references import load_references
+
+        self.study, self.cfg, self.out_dir, self.speech_out = study, cfg, out_dir, speech_out
+        self.by_cell: dict[str, list] = {}
+        self.references = load_references(cfg.general, dataset, cfg.roles)
+        self.seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
+        self.finished: set[str] = set()
+        self._fp32_outputs: Any = None
+
+    def on_result(self, result) -> None:
+        """One child finished: its run in the document, and its variant's row once all its runs are in."""
+        total = result.total
+        self.study.runs.append(
+            {
+                "variant": result.cell,
+                "run": result.index + 1,
+                "returncode": result.returncode,
+                "error": result.error,
+                "mean_ms": total and total.get("mean_ms"),
+                "peak_rss_mib": total and total.get("peak_rss_mib"),
+            }
+        )
+        runs = self.by_cell.setdefault(result.cell, [])
+        runs.append(result)
+        if len(runs) >= self.study.opts.runs:
+            self.finish(result.cell)
+        self.study.write()
+
+    def finish_rest(self, results) -> None:
+        """After the last run: the rows of variants that got fewer runs (a child refused its input, every later
+        run was stopped), then the statuses of the rows never measured."""
+        for r in results:
+            if r not in self.by_cell.get(r.cell, []):
+                self.by_cell.setdefault(r.cell, []).append(r)
+        for name in [FP32, *self.study.rows]:
+            if name not in self.finished and name in self.by_cell:
+                self.finish(name)
+        for row in self.study.rows.values():
+            if row.status in UNFINISHED:
+                row.status = "failed: not measured"
+
+    def finish(self, name: str) -> None:
+        from speechperf.stats import speed_ratio, welch_p_value
+
+        self.finished.add(name)
+        row, runs = self.study.rows[name], self.by_cell.get(name, [])
+        ok = [r for r in runs if r.ok and r.total and r.total.get("mean_ms") is not None]
+        row.latencies_ms = [r.total["mean_ms"] for r in ok]
         peaks = [r.total["peak_rss_mib"] for r in ok if r.total.get("peak_rss_mib") is not None]
         row.peak_mib = statistics.median(peaks) if peaks else None
         if not ok:
             row.status = f"failed: every run failed ({runs[0].error})" if runs else "failed: not run"
-            continue
+            return
         if len(ok) < len(runs):
             bad = next(r for r in runs if r not in ok)
             row.notes.append(f"{len(runs) - len(ok)} of {len(runs)} runs failed: {bad.error}")
-    fp32 = rep.rows[FP32]
-    language = cfg.general.language
-
-    def fidelity_of(name: str, fp32_run: dict, variant_run: dict):
-        fp32_waves = out_dir / "waveforms" / FP32 if speech_out else None
-        variant_waves = out_dir / "waveforms" / name if speech_out else None
-        diff = 0.0 if name == FP32 else rep.rows[name].graph_rel_diff
-        return fid.stage_fidelity(
-            role, fp32_run, variant_run, references, seconds, fp32_waves, variant_waves, diff, language
-        )
-
-    fp32_run = first_ok.get(FP32)
-    if fp32_run:
-        fp32.fidelity = fidelity_of(FP32, fp32_run, fp32_run)
-    for name, row in rep.rows.items():
-        if name == FP32 or row.status.startswith("failed") or not row.latencies_ms:
-            continue
-        variant_run = first_ok.get(name)
+        fp32 = self.study.rows[FP32]
+        fp32_run, variant_run = self._first_data(FP32), self._first_data(name)
+        if name == FP32:
+            if fp32_run:
+                fp32.fidelity = self._fidelity(FP32, fp32_run, fp32_run)
+            return
         if fp32_run and variant_run:
-            row.fidelity = fidelity_of(name, fp32_run, variant_run)
+            row.fidelity = self._fidelity(name, fp32_run, variant_run)
+        row.float_outputs = self._float_outputs(name)
         if not fp32.latencies_ms:
             row.status = "measured; fp32 failed, no speed-up figure"
-            continue
+            return
         ratio = speed_ratio(row.latencies_ms, fp32.latencies_ms)
         row.speedup, row.speedup_sigma = ratio.value, ratio.sigma
         row.p_value = welch_p_value(row.latencies_ms, fp32.latencies_ms)
         row.status = _speed_status(ratio.value, row.p_value)
-        over = fid.over_budget(fp32.fidelity, row.fidelity, budget)
+        over = fid.over_budget(fp32.fidelity, row.fidelity, self.study.opts.budget)
         if over:  # faster or not, a variant that lost this much is not "ok"
             speed = "" if row.status.startswith("ok") else f"; {row.status}"
             row.status = f"over quality budget ({', '.join(over)}){speed}"
-    _float_outputs(rep, cfg, by_cell)
-    for row in rep.rows.values():
-        if row.status in ("quantizing", "measuring"):
-            row.status = "failed: not measured"
 
+    def _first_data(self, name: str) -> dict | None:
+        return next((r.data for r in self.by_cell.get(name, []) if r.ok and r.data), None)
 
-def _float_outputs(rep: _Report, cfg, by_cell) -> None:
-    """Every float output of every stage (a mask, a waveform, a user file's outputs), each variant against fp32
-    over the whole dataset, from the outputs their first finished runs saved (speechperf.meters.fidelity)."""
-    from speechperf.benchmark.saved_outputs import load_stage_outputs
-    from speechperf.compare.parity import compare_outputs
+    def _fidelity(self, name: str, fp32_run: dict, variant_run: dict):
+        waves = self.out_dir / "waveforms"
+        fp32_waves = waves / FP32 if self.speech_out else None
+        variant_waves = waves / name if self.speech_out else None
+        diff = 0.0 if name == FP32 else self.study.rows[name].graph_rel_diff
+        return fid.stage_fidelity(
+            self.cfg.roles[-1],
+            fp32_run,
+            variant_run,
+            self.references,
+            self.seconds,
+            fp32_waves,
+            variant_waves,
+            diff,
+            self.cfg.general.language,
+        )
 
-    def saved(name):
-        path = next((r.outputs_path for r in by_cell.get(name, []) if r.ok and r.outputs_path), None)
+    def _float_outputs(self, name: str) -> list:
+        """Every float output of every stage (a mask, a waveform, a user file's outputs) against fp32 over the
+        whole dataset, from the outputs their first finished runs saved (speechperf.meters.fidelity)."""
+        from speechperf.compare.parity import compare_outputs
+
+        if self._fp32_outputs is None:
+            self._fp32_outputs = self._saved(FP32) or False
+        other = self._saved(name)
+        if not self._fp32_outputs or other is None:
+            return []
+        tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(self.cfg.stages, 1) if s.tolerance}
+        return [d for d in compare_outputs(self._fp32_outputs, other, tolerances) if not d.exact]
+
+    def _saved(self, name: str):
+        from speechperf.benchmark.saved_outputs import load_stage_outputs
+
+        path = next((r.outputs_path for r in self.by_cell.get(name, []) if r.ok and r.outputs_path), None)
         try:
             return load_stage_outputs(path) if path else None
         except (OSError, ValueError, KeyError):
             return None
-
-    reference = saved(FP32)
-    if reference is None:
-        return
-    tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(cfg.stages, 1) if s.tolerance}
-    for name, row in rep.rows.items():
-        other = saved(name) if name != FP32 else None
-        if other is not None:
-            row.float_outputs = [d for d in compare_outputs(reference, other, tolerances) if not d.exact]
 
 
 def _speed_status(ratio: float, p_value: float | None) -> str:

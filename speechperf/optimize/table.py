@@ -1,10 +1,13 @@
-"""The optimize table: one row per variant (fp32 first), and its JSON, CSV and Markdown exports.
+"""The optimize table: one row per variant (fp32 first), the rows of its result document (``kind: optimize``),
+and its CSV, Markdown and console renderings.
 
 Latency is the benchmark's total runtime per sample (mean over the dataset) of each process run; the row shows the
 mean ± sample standard deviation of those per-run values, and the speed-up is ``fp32 mean / variant mean`` with the
 propagated sigma and Welch's p-value (speechperf.stats): one value per independent process is the statistical unit.
 Peak memory is the median over runs of the run's peak RSS during one forward (MiB, absolute; see
-docs/architecture.md, "Measurements").
+docs/architecture.md, "Measurements"). The figures carry their shared names (speechperf.results.figures): ``mean_ms``
+and ``stdev_ms`` for the latency, ``wer`` / ``cer`` as fractions, ``bleu`` in points, ``size_mb``, ``speedup``,
+``peak_rss_mib``.
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ COLUMNS = (
     "status",
     "size_mb",
     "size_ratio",
-    "latency_ms",
-    "latency_sigma_ms",
+    "mean_ms",
+    "stdev_ms",
     "speedup",
     "speedup_sigma",
     "p_value",
     "runs",
     "peak_rss_mib",
     "fidelity",
+    "fidelity_kind",
     "wer",
     "cer",
     "bleu",
@@ -73,11 +77,11 @@ class Row:
         return "; ".join(d.describe() for d in self.float_outputs)
 
     @property
-    def latency_ms(self) -> float | None:
+    def mean_ms(self) -> float | None:
         return stats.mean(self.latencies_ms)
 
     @property
-    def latency_sigma_ms(self) -> float | None:
+    def stdev_ms(self) -> float | None:
         return stats.stdev(self.latencies_ms)
 
     @property
@@ -93,14 +97,15 @@ class Row:
             "status": self.status,
             "size_mb": _round(self.size_bytes / 1e6, 3) if self.size_bytes is not None else None,
             "size_ratio": _round(self.size_ratio, 3),
-            "latency_ms": _round(self.latency_ms, 3),
-            "latency_sigma_ms": _round(self.latency_sigma_ms, 3),
+            "mean_ms": _round(self.mean_ms, 3),
+            "stdev_ms": _round(self.stdev_ms, 3),
             "speedup": _round(self.speedup, 3),
             "speedup_sigma": _round(self.speedup_sigma, 3),
             "p_value": _round(self.p_value, 4),
             "runs": len(self.latencies_ms),
             "peak_rss_mib": _round(self.peak_mib, 1),
             "fidelity": fid.text() if fid else None,
+            "fidelity_kind": fid.kind if fid else None,  # what agreement_or_snr is: tokens, vad, snr, graphs
             "wer": _round(fid.wer, 4) if fid else None,
             "cer": _round(fid.cer, 4) if fid else None,
             "bleu": _round(fid.bleu, 2) if fid else None,
@@ -122,33 +127,35 @@ def _cell(value) -> str:
     return "-" if value is None else str(value)
 
 
-def to_csv(rows: list[Row]) -> str:
-    return tables.to_csv(COLUMNS, (row.plain() for row in rows))
+def to_csv(doc) -> str:
+    """The document's rows (speechperf.results.Document) as the JSON has them: fractions stay fractions."""
+    return tables.to_csv(COLUMNS, doc.rows)
 
 
-def _display(row: Row) -> list[str]:
-    p = row.plain()
+def _display(p: dict) -> list[str]:
+    """One row (``Row.plain()``, as the document keeps it) as the console and the Markdown show it."""
     size = (
         "-"
-        if p["size_mb"] is None
-        else f"{p['size_mb']:.2f}" + (f" ({p['size_ratio']:.2f}x)" if p["size_ratio"] is not None else "")
+        if p.get("size_mb") is None
+        else f"{p['size_mb']:.2f}" + (f" ({p['size_ratio']:.2f}x)" if p.get("size_ratio") is not None else "")
     )
-    latency = stats.mean_sigma(row.latency_ms, row.latency_sigma_ms)
+    latency = stats.mean_sigma(p.get("mean_ms"), p.get("stdev_ms"))
     speed = "-"
-    if row.speedup is not None:
-        speed = stats.Ratio(row.speedup, row.speedup_sigma).text()
-        speed += f" ({stats.p_text(row.p_value)})" if row.p_value is not None else ""
+    if p.get("speedup") is not None:
+        speed = stats.Ratio(p["speedup"], p.get("speedup_sigma")).text()
+        speed += f" ({stats.p_text(p['p_value'])})" if p.get("p_value") is not None else ""
+    diff = p.get("graph_max_rel_diff")
     return [
-        row.variant,
-        row.status,
+        p["variant"],
+        p["status"],
         size,
         latency,
         speed,
-        _cell(p["peak_rss_mib"]),
-        p["fidelity"] or "-",
-        "-" if row.graph_rel_diff is None else f"{row.graph_rel_diff:.2g}",
-        row.float_text() or "-",
-        row.fp32_text() or "-",
+        _cell(p.get("peak_rss_mib")),
+        p.get("fidelity") or "-",
+        "-" if diff is None else (str(diff) if isinstance(diff, str) else f"{diff:.2g}"),
+        p.get("float_outputs") or "-",
+        p.get("fp32_ops") or "-",
     ]
 
 
@@ -166,11 +173,11 @@ HEADERS = (
 )
 
 
-def to_markdown(rows: list[Row]) -> str:
-    return tables.to_markdown(HEADERS, (_display(row) for row in rows))
+def to_markdown(doc) -> str:
+    return tables.to_markdown(HEADERS, (_display(row) for row in doc.rows))
 
 
-def print_table(rows: list[Row], title: str, file=None) -> None:
+def print_table(rows: list[dict], title: str, file=None) -> None:
     tables.print_table(
         title,
         HEADERS,

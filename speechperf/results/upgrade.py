@@ -71,6 +71,8 @@ def _from_v1(data: dict[str, Any], what: str) -> dict[str, Any]:
     out["notes"] = []
     out["warnings"] = [str(w) for w in data.get("warnings") or ()] if isinstance(data.get("warnings"), list) else []
     rest = {k: v for k, v in data.items() if k not in out and k != "warnings"}
+    if kind == "optimize" and "notes" in data:  # not the envelope's notes: each variant's (``_optimize_rows``)
+        rest["notes"] = data["notes"]
     rows, rest = V1_ROWS[kind](rest)
     out["rows"] = [figures.upgrade_row(kind, row) for row in rows]
     return {**out, **rest}
@@ -89,6 +91,8 @@ def _optimize_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
     notes = rest.pop("notes", None)
     if notes:  # version 1 kept each variant's notes in a dict beside the table
         rest["variant_notes"] = notes
+    if isinstance(rest.get("runs"), list):  # each run's latency_ms is mean_ms, as in the rows
+        rest["runs"] = [figures.upgrade_row("optimize", r) if isinstance(r, dict) else r for r in rest["runs"]]
     return list(rows), rest
 
 
