@@ -76,7 +76,7 @@ def test_the_default_paddle_run_names_the_first_call_per_shape_cost_not_noise(tm
         pytest.skip(f"the machine is too busy for a clear pattern in two runs: first/later {first_over_later(samples)}")
 
     assert cost["detected"]
-    total = data["summary"][-1]
+    total = data["rows"][-1]
     assert total["first_call_new_shape_detected"] is True
     assert total["first_call_new_shape_pct"] == round(cost["excess"] * 100, 1)
     pct = f"{total['first_call_new_shape_pct']:+.1f}%"  # the note and the table say the column's value

@@ -55,6 +55,12 @@ from speechperf.config.schema import DEVICES
     "--target-sr", type=click.IntRange(min=1), default=None, help="Rate the dumped waveforms are resampled to."
 )
 @keep_options("run")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every column (median, batches, throughput, first call, footprint, roofline, ...); by default the "
+    "key ones, fitted to the terminal. The exports always have every column.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def bench(
     backend_name,
@@ -74,6 +80,7 @@ def bench(
     dump_waveform_file_prefix,
     target_sr,
     keep,
+    wide,
     quiet,
     **config_args,
 ) -> None:
@@ -114,5 +121,6 @@ def bench(
         workdir=cache_dir(),
         keep=keep,
         progress=not quiet,
+        wide=wide,
     )
     sys.exit(code)
