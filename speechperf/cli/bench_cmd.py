@@ -34,7 +34,10 @@ from speechperf.config.schema import DEVICES
     show_default=True,
     help="hwm: exact per-call RSS peak (Linux); memory_profiler: fairseq's sampling.",
 )
-@export_options("JSON with every raw timing, the environment and the config, written as results come in.")
+@export_options(
+    "JSON: the run's result document (rows, every raw timing, the environment, the config, the notes), written as "
+    "results come in."
+)
 @click.option(
     "--save-outputs",
     "outputs_path",
@@ -58,8 +61,8 @@ from speechperf.config.schema import DEVICES
 @click.option(
     "--wide",
     is_flag=True,
-    help="Print every column (median, batches, throughput, first call, footprint, roofline, ...); by default the "
-    "key ones, fitted to the terminal. The exports always have every column.",
+    help="Print every column (median, batches, throughput, footprint, roofline, ...); by default the key ones, "
+    "fitted to the terminal. The exports have every column.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def bench(
