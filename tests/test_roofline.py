@@ -164,7 +164,7 @@ def test_check_refuses_more_threads_than_usable_cores():
 def test_a_large_gemm_reaches_most_of_the_gemm_roof(tmp_path, measured):
     if os.getloadavg()[0] > USABLE:
         pytest.skip(f"the machine is busy (load {os.getloadavg()[0]:.1f} on {USABLE} cores): no fair figure")
-    data, result = bench_file(tmp_path, gemm_model(tmp_path / "gemm.onnx"))
+    data, result = bench_file(tmp_path, gemm_model(tmp_path / "gemm.onnx"), "--wide")  # the roofline is --wide's
     stage = data["rows"][0]
     assert stage["roof_bound"] == "compute"
     # onnxruntime's sgemm against numpy's: 79% in a full run of the suite, at least 80% alone; the bounds test the FLOP
