@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import IO, Any
 
@@ -33,19 +34,45 @@ def to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], left: Collection[str] = ()) -> str:
+#: The width of a table not fitted to a terminal (``bench --wide``, the other commands' tables): no row wraps.
+WIDE = 480
+#: The width a table is fitted to when stdout is no terminal (a pipe, a log, CI).
+NOT_A_TERMINAL = 100
+
+
+def terminal_width(file: IO[str]) -> int:
+    """The columns a table printed to ``file`` may take: the terminal's width when ``file`` is one, else
+    ``NOT_A_TERMINAL``."""
+    isatty = getattr(file, "isatty", None)
+    if isatty is not None and isatty():
+        return shutil.get_terminal_size((NOT_A_TERMINAL, 24)).columns
+    return NOT_A_TERMINAL
+
+
+def render_table(
+    title: str,
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    left: Collection[str] = (),
+    width: int | None = None,
+    wrap: Collection[str] | None = None,
+) -> str:
     """The terminal table (rich) as text: the headers named in ``left`` are left-aligned (text), the others right
-    (numbers); a missing value shows as ``-``. Wide enough (480 columns) that a pipe or a log never wraps a row."""
+    (numbers); a missing value shows as ``-``; a header may take two lines (``"p90\\n(ms)"``). ``width``: no line is
+    longer: the columns named in ``wrap`` (default: ``left``) wrap inside themselves to fit, the others never do;
+    None: ``WIDE``, so that a pipe or a log never wraps a row."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
     for header in headers:
-        table.add_column(header, justify="left" if header in left else "right")
+        # Fitted to a width, a wrapping column folds a word too long for it, never cuts it to an ellipsis.
+        wraps = header in (left if wrap is None else wrap)
+        table.add_column(header, justify="left" if header in left else "right", overflow="fold", no_wrap=not wraps)
     for row in rows:
         table.add_row(*("-" if v is None else str(v) for v in row))
     buf = io.StringIO()
-    Console(file=buf, soft_wrap=False, width=480).print(table)
+    Console(file=buf, soft_wrap=False, width=width or WIDE).print(table)
     return buf.getvalue()
 
 

@@ -32,7 +32,7 @@ def bench_json(tmp_path: Path, *args: str) -> dict:
     result = bench(*args, "--output", str(out))
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert data["complete"] is True and data["schema_version"] == 1
+    assert data["kind"] == "bench" and data["complete"] is True and data["schema_version"] == 2
     return data
 
 
@@ -249,6 +249,20 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
         assert len(error_lines) == 1, result.output
 
 
+def test_wide_reaches_the_run(monkeypatch):
+    from speechperf.benchmark import runner
+
+    seen = {}
+
+    def fake_run(cfg, **kw):
+        seen.update(kw)
+        return 0
+
+    monkeypatch.setattr(runner, "run_benchmark", fake_run)
+    assert bench("-b", "onnxruntime", "--wide", "--no-store").exit_code == 0 and seen["wide"] is True
+    assert bench("-b", "onnxruntime", "--no-store").exit_code == 0 and seen["wide"] is False
+
+
 def test_no_backend_is_a_clear_error():
     result = bench("--quiet")
     assert result.exit_code == 2
@@ -421,6 +435,8 @@ def test_default_run_exports_and_dump(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert "speechperf bench: S2T on onnxruntime/cpu" in result.output  # the table is on stdout
+    # Not a terminal: the key columns in 100 columns; the exports have every column.
+    assert max(map(len, result.stdout.splitlines())) <= 100 and "footprint" not in result.stdout
     data = json.loads(out.read_text())
     assert data["config"]["stage1"]["model"] == "s2t" and data["config"]["stage1"]["preset"] == "tiny"
     assert data["config"]["general"]["dataset_type"] == "generated"

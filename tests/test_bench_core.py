@@ -180,22 +180,27 @@ def test_dump_is_named_as_fairseq_and_really_resampled(tmp_path):
 
 
 def test_reports_json_csv_markdown(tmp_path):
+    from speechperf.exports import Exports
+    from speechperf.results import read
+
     _, result = run([FakeStage("s2t"), FakeStage("tts", speech=True)], model_type="2StageS2ST")
     env = report.environment(1, "cpu", "fake", "0")
-    data = report.to_json(result, {"general": {"model_type": "2StageS2ST"}}, env)
-    path = tmp_path / "r.json"
-    report.write_json_atomic(path, data)
+    doc = report.document(result, {"general": {"model_type": "2StageS2ST"}}, env)
+    path, csv_path, md_path = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.md"
+    Exports(json=path, csv=csv_path, markdown=md_path, columns=report.COLUMNS).write(doc)
     loaded = json.loads(path.read_text())
-    assert loaded["schema_version"] == 1 and loaded["complete"] is True
-    assert set(loaded["environment"]) >= {"packages", "cpu", "threads", "device", "git_commit"}
+    assert loaded["kind"] == "bench" and loaded["schema_version"] == 2 and loaded["complete"] is True
+    assert set(loaded["environment"]) >= {"packages", "cpu", "threads", "device", "backend", "git_commit"}
     raw = loaded["result"]["stages"][0]["runtime"]["samples"][0]
     assert len(raw["ns"]) == 2 and all(isinstance(v, int) and v > 0 for v in raw["ns"])  # every raw timing
-    assert [r["stage"] for r in loaded["summary"]] == ["stage1 s2t", "stage2 tts", "total"]
-    assert {r["backend"] for r in loaded["summary"]} == {"fake"}
-    csv_text = report.to_csv(result)
-    assert csv_text.splitlines()[0].startswith("backend,stage,model,ok,failed,runtime_mean_ms")
+    assert [r["stage"] for r in loaded["rows"]] == ["stage1 s2t", "stage2 tts", "total"]
+    assert {r["backend"] for r in loaded["rows"]} == {"fake"}
+    assert set(loaded["length_fit"]) == {"stage1 s2t", "stage2 tts"}
+    assert read(path).rows == loaded["rows"]  # the reader takes it as it is
+    csv_text = csv_path.read_text()
+    assert csv_text.splitlines()[0].startswith("backend,stage,model,ok,failed,mean_ms,stdev_ms,median_ms,p90_ms,")
     assert [line.split(",")[0] for line in csv_text.splitlines()[1:]] == ["fake"] * 3
-    md = report.to_markdown(result)
+    md = md_path.read_text()
     assert md.splitlines()[0].startswith("| backend | stage | model |")
     assert "| fake | total | 2StageS2ST |" in md
 
@@ -216,7 +221,8 @@ def test_interrupt_keeps_what_was_measured(tmp_path, monkeypatch):
     finally:
         unregister_backend("fake")
     data = json.loads(out.read_text())
-    assert data["complete"] is False
+    assert data["kind"] == "bench" and data["complete"] is False
+    assert "busy_cores_others" in data["environment"]["load"]  # the load while it timed, up to the interrupt
     timed = data["result"]["stages"][0]["runtime"]["samples"]
     assert [s["sample_id"] for s in timed] == ["gen0", "gen1"]
     assert csv_path.read_text().splitlines()[1].startswith("fake,stage1 s2t,fake-s2t,2,")

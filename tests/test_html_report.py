@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from speechperf.results.figures import shown
 from tests.test_outputs import one_line_error
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -61,12 +62,12 @@ def test_bench_html_renders_in_chromium_with_the_tables_figures(tmp_path):
     dom, shot = browse(page, tmp_path)
     assert not_blank(shot) > 0.02
     doc = json.loads(out.read_text())
-    total = next(r for r in doc["summary"] if r["stage"] == "total")
-    for column in ("runtime_mean_ms", "runtime_median_ms", "peak_rss_mib"):
-        assert f">{total[column]}<" in dom, column  # the figure, in a cell of the rendered table
+    total = next(r for r in doc["rows"] if r["stage"] == "total")
+    for column in ("mean_ms", "median_ms", "peak_rss_mib"):
+        assert f">{shown(column, total[column])}<" in dom, column  # the figure as the console rounds it, in a cell
     assert "Environment" in dom and doc["environment"]["cpu"] in dom
     link = re.search(r'href="data:application/json;base64,([^"]+)"', dom)
-    assert link and json.loads(base64.b64decode(link.group(1)))["summary"] == doc["summary"]  # the raw numbers
+    assert link and json.loads(base64.b64decode(link.group(1)))["rows"] == doc["rows"]  # the raw numbers
     assert 'id="raw"' in dom
 
 

@@ -45,7 +45,7 @@ def test_bench_runs_the_pinned_stage_on_its_backend_and_shows_it(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     assert [s["backend"] for s in result["result"]["stages"]] == ["torch", "onnxruntime"]
-    assert [r["backend"] for r in result["summary"]] == ["torch", "onnxruntime", "torch"]
+    assert [r["backend"] for r in result["rows"]] == ["torch", "onnxruntime", "torch"]
     assert result["config"]["stage2"]["backend"] == "onnxruntime"
     assert set(result["environment"]["pinned_backends"]) == {"onnxruntime"}
     rows = list(csv.DictReader(table.open()))

@@ -1,51 +1,39 @@
-"""Reports of a benchmark: the table (stdout), JSON with every raw timing, CSV and Markdown exports.
+"""The rows and the result document of a benchmark (``Document(kind="bench")``, docs/results.md).
 
-The JSON carries a schema version, the environment (package versions, CPU, threads, device, git commit) and the
-merged config, and is written atomically (a temporary file renamed over the target), so a reader never sees a
-half-written file and an interrupted run leaves the last complete snapshot.
+The rows are the table of the run, one per stage and a ``total`` row, with the figures named as every command names
+them (``speechperf.results.figures``: ``mean_ms``, ``p90_ms``, ``wer`` as a fraction, ...); the document's body keeps
+``result`` (every raw timing) and ``length_fit``. The exports over it are ``speechperf.exports``; the terminal table
+is ``speechperf.benchmark.console``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import platform
-import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from speechperf import length_cost, stats, tables
-from speechperf.benchmark.results import SCHEMA_VERSION, BenchResult
+from speechperf import length_cost
+from speechperf.benchmark.results import BenchResult
 from speechperf.meters import first_call, roofline
 from speechperf.outputs import write_text_atomic
-from speechperf.results.environment import git_state
+from speechperf.results import Document
+from speechperf.results.environment import machine
+from speechperf.results.figures import shown
+from speechperf.results.notes import Collected
 
-PACKAGES = (
-    "speechperf",
-    "numpy",
-    "torch",
-    "paddlepaddle",
-    "onnxruntime",
-    "onnx",
-    "paddle2onnx",
-    "silero-vad",
-    "soundfile",
-    "soxr",
-)
 COLUMNS = (
     "backend",
     "stage",
     "model",
     "ok",
     "failed",
-    "runtime_mean_ms",
-    "runtime_stdev_ms",
-    "runtime_median_ms",
-    "runtime_p90_ms",
+    "mean_ms",
+    "stdev_ms",
+    "median_ms",
+    "p90_ms",
     "batch_size",
     "batch_latency_mean_ms",
     "batch_latency_p90_ms",
@@ -73,43 +61,31 @@ COLUMNS = (
     "first_call_s",
     "flops_uncounted",
 )
+#: The columns a reader needs first: the console's default table (``--wide`` shows every column) and the first
+#: columns of the HTML table.
+KEY_COLUMNS = (
+    "backend",
+    "stage",
+    "model",
+    "mean_ms",
+    "stdev_ms",
+    "p90_ms",
+    "rtf",
+    "peak_rss_mib",
+    "gflops_per_sample",
+    "quality",
+)
 
 
 def environment(threads: int, device: str, backend_name: str, backend_version: str | None) -> dict[str, Any]:
-    versions: dict[str, str | None] = {}
-    for name in PACKAGES:  # read from the installed metadata: nothing is imported
-        try:
-            versions[name] = version(name)
-        except PackageNotFoundError:
-            versions[name] = None
+    """The machine (``speechperf.results.environment``) and how this run used it."""
     return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
+        **machine(),
         "threads": threads,
         "device": device,
         "backend": backend_name,
         "backend_version": backend_version,
-        "packages": versions,
-        "git_commit": _git_commit(),
     }
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _git_commit() -> str | None:
-    """The commit of the speechperf checkout in use, with ``-dirty`` when it has changes; None if not in git."""
-    commit, dirty = git_state(Path(__file__).resolve().parent)
-    return None if commit is None else commit + ("-dirty" if dirty else "")
 
 
 def _plain(value: Any) -> Any:
@@ -143,16 +119,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def to_json(result: BenchResult, config: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "complete": result.complete,
-        "environment": env,
-        "config": _plain(config),
-        "result": _plain(result),
-        "summary": rows(result),
-        "length_fit": {name: length_cost.to_json(f) for name, f in length_fits(result).items()},
-    }
+def document(
+    result: BenchResult, config: dict[str, Any], env: dict[str, Any], said: Collected | None = None
+) -> Document:
+    """The run's result document: its rows, ``result`` with every raw timing, the length fits; ``said``: the notes
+    and warnings the console printed so far."""
+    return Document(
+        kind="bench",
+        config=_plain(config),
+        environment=env,
+        rows=rows(result),
+        notes=list(said.notes) if said else [],
+        warnings=list(said.warnings) if said else [],
+        complete=result.complete,
+        body={
+            "result": _plain(result),
+            "length_fit": {name: length_cost.to_json(f) for name, f in length_fits(result).items()},
+        },
+    )
 
 
 def length_fits(result: BenchResult) -> dict[str, length_cost.LengthFit]:
@@ -287,10 +271,10 @@ def _row(
         "model": model,
         "ok": ok,
         "failed": failed,
-        "runtime_mean_ms": ms(summary.mean) if summary else None,
-        "runtime_stdev_ms": ms(summary.stdev) if summary and summary.stdev is not None else None,
-        "runtime_median_ms": ms(summary.median) if summary else None,
-        "runtime_p90_ms": ms(summary.p90) if summary else None,
+        "mean_ms": ms(summary.mean) if summary else None,
+        "stdev_ms": ms(summary.stdev) if summary and summary.stdev is not None else None,
+        "median_ms": ms(summary.median) if summary else None,
+        "p90_ms": ms(summary.p90) if summary else None,
         "batch_size": batches.batch_size if batches is not None else None,
         "batch_latency_mean_ms": round(latency.mean * 1e3, 3) if latency else None,
         "batch_latency_p90_ms": round(latency.p90 * 1e3, 3) if latency else None,
@@ -308,93 +292,29 @@ def _row(
 
 
 def quality_columns(quality) -> dict[str, Any]:
-    """The quality meter's columns of a row (speechperf.meters.quality.QualityScore, or None): its headline and
-    WER / CER in percent, BLEU / chrF in points (ASR-BLEU in ``bleu`` for speech output)."""
+    """The quality meter's columns of a row (speechperf.meters.quality.QualityScore, or None): its headline, WER /
+    CER as fractions (as every document keeps them; shown in percent), BLEU / chrF in points (ASR-BLEU in ``bleu``
+    for speech output)."""
 
-    def pct(v):
-        return None if v is None else round(100 * v, 2)
-
-    def pts(v):
-        return None if v is None else round(v, 2)
+    def rounded(v, digits):
+        return None if v is None else round(v, digits)
 
     if quality is None:
         return {"quality": None, "wer": None, "cer": None, "bleu": None, "chrf": None}
     return {
         "quality": quality.headline(),
-        "wer": pct(quality.wer),
-        "cer": pct(quality.cer),
-        "bleu": pts(quality.bleu),
-        "chrf": pts(quality.chrf),
+        "wer": rounded(quality.wer, 6),
+        "cer": rounded(quality.cer, 6),
+        "bleu": rounded(quality.bleu, 2),
+        "chrf": rounded(quality.chrf, 2),
     }
 
 
-def to_csv(result: BenchResult) -> str:
-    return tables.to_csv(COLUMNS, rows(result))
+#: The HTML table's columns: the key ones first, so that they are seen without scrolling.
+HTML_COLUMNS = KEY_COLUMNS + tuple(c for c in COLUMNS if c not in KEY_COLUMNS)
 
 
-def to_markdown(result: BenchResult) -> str:
-    return tables.to_markdown(COLUMNS, ([row.get(c) for c in COLUMNS] for row in rows(result)))
-
-
-def _cell(v: Any) -> str:
-    return "-" if v is None else str(v)
-
-
-def print_table(result: BenchResult, file=None) -> None:
-    """The human table: runtime mean ± σ, median, p90 (ms), RTF, peak RSS and footprint (MiB), GFLOPs per sample."""
-    hybrid = result.hybrid  # some stage pinned to another backend: each row says where it ran
-    headers = (
-        "stage",
-        *(("backend",) if hybrid else ()),
-        "model",
-        "ok/failed",
-        "runtime (ms) mean ± σ",
-        "median",
-        "p90",
-        "batch",
-        "ms/batch",
-        "samples/s",
-        "audio s/s",
-        "1st call, new shape",
-        "RTF",
-        "peak RSS (MiB)",
-        "footprint (MiB)",
-        "GFLOPs/sample",
-        "GFLOP/s (roofline)",
-        "quality",
-    )
-    table = [
-        (
-            row["stage"],
-            *((row["backend"],) if hybrid else ()),
-            row["model"],
-            f"{_cell(row['ok'])}/{row['failed']}",
-            stats.mean_sigma(row["runtime_mean_ms"], row["runtime_stdev_ms"]),
-            row["runtime_median_ms"],
-            row["runtime_p90_ms"],
-            row["batch_size"],
-            row["batch_latency_mean_ms"],
-            row["samples_per_s"],
-            row["audio_s_per_s"],
-            first_call.cell(row),
-            "-" if row["rtf"] is None else f"{row['rtf']:.4f} ({row['rtf_audio']})",
-            row["peak_rss_mib"],
-            row["footprint_mib"],
-            "-" if row["gflops_per_sample"] is None else f"{row['gflops_per_sample']:.4f} ({row['flops_source']})",
-            roofline.cell(row),
-            row["quality"],
-        )
-        for row in rows(result)
-    ]
-    pinned = ", ".join(
-        f"stage{s.index} on {s.backend}" for s in result.stages if s.backend not in (None, result.backend)
-    )
-    title = (
-        f"speechperf bench: {result.model_type} on {result.backend}/{result.device}"
-        + (f" ({pinned}, pinned)" if hybrid else "")
-        + f", {result.threads} thread(s), warmup {result.warmup}"
-        + (" and per shape" if result.warmup_per_shape else "")
-        + f", repeat {result.repeat}"
-        + (f", batch size {result.batch_size}" if result.batch_size > 1 else "")
-    )
-    tables.print_table(title, headers, table, file or sys.stdout, left=("stage", "model"))
+def shown_rows(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with each figure as the console shows it (rounded, a fraction in percent), for the HTML table; a
+    missing value stays None."""
+    return [{c: None if v is None else shown(c, v) for c, v in row.items()} for row in table]

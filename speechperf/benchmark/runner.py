@@ -1,14 +1,16 @@
 """One benchmark run from a merged config: data, backend, stages, measurement, reports, waveform dump.
 
-The CLI's ``bench`` calls ``run_benchmark``; tests and notebooks can too. The JSON output is rewritten after each
-stage-meter pass, and on Ctrl-C the measurements so far are written (JSON with ``"complete": false``, CSV,
-Markdown).
+The CLI's ``bench`` calls ``run_benchmark``; tests and notebooks can too. Its result is one document
+(``Document(kind="bench")``, ``speechperf.benchmark.report``) written through ``speechperf.exports``: JSON, CSV and
+Markdown are rewritten after each stage-meter pass, and on Ctrl-C the measurements so far are written (``"complete":
+false``); the HTML page and the store come last.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import tempfile
 from pathlib import Path
 
 import attrs
@@ -16,7 +18,10 @@ import attrs
 from speechperf.benchmark.validate import check_config
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
+from speechperf.exports import Exports
 from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
+from speechperf.results import notes
+from speechperf.results.environment import LoadProbe
 from speechperf.store import html as html_report
 from speechperf.store.keep import Keep
 
@@ -35,13 +40,15 @@ def run_benchmark(
     workdir: Path,
     keep: Keep | None = None,
     progress: bool = True,
+    wide: bool = False,
     out=None,
     err=None,
 ) -> int:
-    """Run ``cfg``; print the table to ``out``; return the exit code (0 all measured, 1 a sample failed).
+    """Run ``cfg``; print the table to ``out`` (the key columns fitted to its width; ``wide``: every column);
+    return the exit code (0 all measured, 1 a sample failed).
 
-    Notes, warnings and the per-pass progress lines are logged (``speechperf.logs``); ``err`` is only where the
-    live progress bar is drawn when it is a terminal."""
+    Notes, warnings and the per-pass progress lines are logged (``speechperf.logs``) and the notes and warnings
+    kept in the document; ``err`` is only where the live progress bar is drawn when it is a terminal."""
     from speechperf.benchmark import build, report
     from speechperf.benchmark.core import benchmark_for
     from speechperf.data import load_dataset
@@ -59,14 +66,8 @@ def run_benchmark(
 
     # A stage pinned to a backend that is not installed costs nothing: refused before any data or model is loaded.
     pinned = require_pinned_backends(cfg, general.backend)
-    exports = {
-        what: path
-        for what, path in (("--output", output), ("--csv", csv_path), ("--markdown", md_path))
-        if path is not None
-    }
-    for what, path in exports.items():  # before anything is loaded: a bad path must not cost a whole run
-        check_output_path(path, what)
-    keep = (keep or Keep()).check()  # the store and --html: before anything is loaded, as the exports
+    # Every export, the store and --html: before anything is loaded, a bad path must not cost a whole run.
+    exports = Exports(json=output, csv=csv_path, markdown=md_path, keep=keep or Keep(), columns=report.COLUMNS).check()
     if outputs_path is not None:
         outputs_path = check_output_path(outputs_path, "--save-outputs")
     if text_path is not None:
@@ -97,77 +98,128 @@ def run_benchmark(
         )
     from speechperf.benchmark.derive import config_for_backend
 
-    # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in a
-    # child process (it imports the source framework, which must not sit in the measured one).
-    cfg = config_for_backend(cfg, general.backend, workdir)
-    backend = require_backend(general.backend)  # imports the framework
-    with build.stdout_to_stderr():
-        build.prepare_stages(cfg, backend.name, workdir)
-        for each in (backend, *pinned.values()):  # every framework a stage runs on: same threads, same seed
-            each.set_threads(general.threads)
-            each.seed(general.seed)
-        preload = rss_mib()  # the framework is imported, no model is loaded yet
-        stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
+    # What the console says from here on is kept in the document (its notes and warnings).
+    with notes.collect() as said:
+        # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in
+        # a child process (it imports the source framework, which must not sit in the measured one).
+        cfg = config_for_backend(cfg, general.backend, workdir)
+        backend = require_backend(general.backend)  # imports the framework
+        with build.stdout_to_stderr():
+            build.prepare_stages(cfg, backend.name, workdir)
+            for each in (backend, *pinned.values()):  # every framework a stage runs on: same threads, same seed
+                each.set_threads(general.threads)
+                each.seed(general.seed)
+            preload = rss_mib()  # the framework is imported, no model is loaded yet
+            stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
 
-    env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
-    if pinned:  # the frameworks of the stages pinned elsewhere, and their versions
-        env["pinned_backends"] = {name: each.availability().version for name, each in pinned.items()}
-    config_dict = cfg.to_dict()
-    show = _Progress(err) if progress else None
+        env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
+        if pinned:  # the frameworks of the stages pinned elsewhere, and their versions
+            env["pinned_backends"] = {name: each.availability().version for name, each in pinned.items()}
+        config_dict = cfg.to_dict()
+        show = _Progress(err) if progress else None
 
-    def on_progress(label, meter, done, total):
-        if show:
-            show(label, meter, done, total)
-        if output is not None and done == total and total:
-            report.write_json_atomic(output, report.to_json(bench.snapshot(complete=False), config_dict, env))
+        def partial():
+            return report.document(bench.snapshot(complete=False), config_dict, env, said)
 
-    bench = benchmark_for(
-        general.model_type,
-        stages,
-        backend,
-        device=general.device,
-        threads=general.threads,
-        meters=tuple(m for m in general.meters if m != "quality"),
-        warmup=general.warmup,
-        repeat=general.repeat,
-        warmup_per_shape=general.warmup_per_shape,
-        memory_method=memory_method,
-        preload_mib=preload,
-        progress=on_progress,
-        batch_size=general.batch_size,
-    )
-    try:
-        result = bench.gather_all_metrics(dataset)
-        if score_quality:  # its own pass, after every measured one: it never weighs on a timing or memory figure
+        def on_progress(label, meter, done, total):
             if show:
-                show("quality", "scoring the outputs (untimed)", 0, 0)
-            try:
-                quality = quality_pass.measure(bench, dataset, references, general, backend, workdir)
-                result = attrs.evolve(result, quality=quality)
-            except SpeechperfError as exc:  # what was measured is kept and written; the reason is said
-                quality_note = f"quality not scored: {exc}"
-    except KeyboardInterrupt:
+                show(label, meter, done, total)
+            if done == total and total:
+                exports.write(partial())
+
+        bench = benchmark_for(
+            general.model_type,
+            stages,
+            backend,
+            device=general.device,
+            threads=general.threads,
+            meters=tuple(m for m in general.meters if m != "quality"),
+            warmup=general.warmup,
+            repeat=general.repeat,
+            warmup_per_shape=general.warmup_per_shape,
+            memory_method=memory_method,
+            preload_mib=preload,
+            progress=on_progress,
+            batch_size=general.batch_size,
+        )
+        probe = LoadProbe()
+        try:
+            with exports.interrupted(partial):
+                probe.start()  # the load other processes put on the machine while it timed
+                try:
+                    result = bench.gather_all_metrics(dataset)
+                finally:
+                    env["load"] = probe.stop()
+                if score_quality:  # its own pass, after every measured one: never weighs on a timing or memory figure
+                    if show:
+                        show("quality", "scoring the outputs (untimed)", 0, 0)
+                    try:
+                        quality = quality_pass.measure(bench, dataset, references, general, backend, workdir)
+                        result = attrs.evolve(result, quality=quality)
+                    except SpeechperfError as exc:  # what was measured is kept and written; the reason is said
+                        quality_note = f"quality not scored: {exc}"
+        except KeyboardInterrupt:
+            if show:
+                show.close()
+            # The CLI prints "interrupted" and this note on one line; printing it here too would say it twice.
+            written = [str(path) for _, path in exports.paths()]
+            raise Interrupted(f"what was measured is in {', '.join(written)}" if written else "") from None
         if show:
             show.close()
-        _write_exports(bench.snapshot(complete=False), config_dict, env, output, csv_path, md_path)
-        # The CLI prints "interrupted" and this note on one line; printing it here too would say it twice.
-        raise Interrupted(
-            f"what was measured is in {', '.join(map(str, exports.values()))}" if exports else ""
-        ) from None
-    if show:
-        show.close()
-    if "flops" in general.meters and "runtime" in general.meters:  # after every measurement: it runs GEMMs
-        from speechperf.meters.roofs import roofs_for
+        if "flops" in general.meters and "runtime" in general.meters:  # after every measurement: it runs GEMMs
+            from speechperf.meters.roofs import roofs_for
 
-        result = attrs.evolve(result, roofs=roofs_for(general.threads))
-    _write_exports(result, config_dict, env, output, csv_path, md_path)
-    if text_path is not None and result.quality is not None:
-        write_text_atomic(text_path, quality_meter.save_text(result.quality), "--save-text")
-    if outputs_path is not None:
-        from speechperf.benchmark.saved_outputs import save_stage_outputs
+            result = attrs.evolve(result, roofs=roofs_for(general.threads))
+        exports.write(report.document(result, config_dict, env, said))
+        if text_path is not None and result.quality is not None:
+            write_text_atomic(text_path, quality_meter.save_text(result.quality), "--save-text")
+        if outputs_path is not None:
+            from speechperf.benchmark.saved_outputs import save_stage_outputs
 
-        save_stage_outputs(outputs_path, bench.stage_outputs())
-    report.print_table(result, file=out)
+            save_stage_outputs(outputs_path, bench.stage_outputs())
+        from speechperf.benchmark import console
+
+        console.print_table(result, file=out, wide=wide)
+        _log_notes(result)
+        if dump_dir:
+            written_waves = bench.dump_final_speech_output(
+                dump_dir, general.dump_waveform_file_prefix, general.target_sr
+            )
+            if written_waves:
+                log.info(
+                    "wrote %d waveform(s) at %d Hz to %s",
+                    len(written_waves),
+                    general.target_sr,
+                    general.dump_speech_waveforms_dir,
+                )
+            else:
+                log.warning("note: model_type %s produced no waveform; nothing was dumped", general.model_type)
+        if "flops" in general.meters and "runtime" in general.meters:
+            from speechperf.meters import roofline
+
+            log.info("note: %s", roofline.describe(result.roofs, general.threads))
+        _log_quality(result.quality, quality_note)
+        for message in result.failed.values():
+            log.error("failed: %s", message)
+        code = 1 if result.failed else 0
+        with tempfile.TemporaryDirectory(prefix="speechperf-bench-") as folder:
+            images = []
+            if exports.keep.html is not None:  # the page's plots; nothing else shows them
+                from speechperf.benchmark import plots
+
+                images = plots.draw(result, Path(folder))
+            doc = report.document(result, config_dict, env, said)
+            # After the exports and the table: a store that cannot be written now costs nothing that was measured.
+            name = f"{general.model_type} on {backend.name}"
+            table = html_report.table_html(name, report.HTML_COLUMNS, report.shown_rows(doc.rows))
+            exports.finish(doc, code, tables=[table], images=images, title=f"speechperf bench: {name}")
+    return code
+
+
+def _log_notes(result) -> None:
+    """What the table leaves out, below it: the length fits, cold starts, noisy timings, uncounted FLOPs."""
+    from speechperf.benchmark import report
+
     for name, found in report.length_fits(result).items():
         log.info("note: cost against input length, %s: %s", name, found.text())
     for stage in result.stages:
@@ -197,30 +249,6 @@ def run_benchmark(
                 stage.flops.source,
                 ", ".join(stage.flops.uncounted),
             )
-    if dump_dir:
-        written = bench.dump_final_speech_output(dump_dir, general.dump_waveform_file_prefix, general.target_sr)
-        if written:
-            log.info(
-                "wrote %d waveform(s) at %d Hz to %s",
-                len(written),
-                general.target_sr,
-                general.dump_speech_waveforms_dir,
-            )
-        else:
-            log.warning("note: model_type %s produced no waveform; nothing was dumped", general.model_type)
-    if "flops" in general.meters and "runtime" in general.meters:
-        from speechperf.meters import roofline
-
-        log.info("note: %s", roofline.describe(result.roofs, general.threads))
-    _log_quality(result.quality, quality_note)
-    for message in result.failed.values():
-        log.error("failed: %s", message)
-    code = 1 if result.failed else 0
-    # After the exports and the table: a store that cannot be written now costs nothing that was measured.
-    doc = report.to_json(result, config_dict, env)
-    table = html_report.table_html(f"{general.model_type} on {backend.name}", report.COLUMNS, report.rows(result))
-    keep.finish("bench", doc, code, tables=[table], title=f"speechperf bench: {general.model_type} on {backend.name}")
-    return code
 
 
 def _log_quality(quality, note: str | None) -> None:
@@ -243,17 +271,6 @@ def _log_quality(quality, note: str | None) -> None:
         quality.references,
         quality.seconds,
     )
-
-
-def _write_exports(result, config_dict, env, output, csv_path, md_path) -> None:
-    from speechperf.benchmark import report
-
-    if output is not None:
-        report.write_json_atomic(output, report.to_json(result, config_dict, env))
-    if csv_path is not None:
-        write_text_atomic(csv_path, report.to_csv(result), "--csv")
-    if md_path is not None:
-        write_text_atomic(md_path, report.to_markdown(result), "--markdown")
 
 
 class _Progress:

@@ -34,7 +34,10 @@ from speechperf.config.schema import DEVICES
     show_default=True,
     help="hwm: exact per-call RSS peak (Linux); memory_profiler: fairseq's sampling.",
 )
-@export_options("JSON with every raw timing, the environment and the config, written as results come in.")
+@export_options(
+    "JSON: the run's result document (rows, every raw timing, the environment, the config, the notes), written as "
+    "results come in."
+)
 @click.option(
     "--save-outputs",
     "outputs_path",
@@ -55,6 +58,12 @@ from speechperf.config.schema import DEVICES
     "--target-sr", type=click.IntRange(min=1), default=None, help="Rate the dumped waveforms are resampled to."
 )
 @keep_options("run")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every column (median, batches, throughput, footprint, roofline, ...); by default the key ones, "
+    "fitted to the terminal. The exports have every column.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def bench(
     backend_name,
@@ -74,6 +83,7 @@ def bench(
     dump_waveform_file_prefix,
     target_sr,
     keep,
+    wide,
     quiet,
     **config_args,
 ) -> None:
@@ -114,5 +124,6 @@ def bench(
         workdir=cache_dir(),
         keep=keep,
         progress=not quiet,
+        wide=wide,
     )
     sys.exit(code)

@@ -58,8 +58,8 @@ def main() -> None:
             run([exe, "loadgen", "-b", backend, *data, "--scenario", "Offline", "--duration", args.duration,
                  "--log-dir", str(Path(tmp) / f"logs-{backend}"), "-o", str(lg_json)])  # fmt: skip
             bench = json.loads(bench_json.read_text())
-            total = next(row for row in bench["summary"] if row["stage"] == "total")
-            per_sample = total["runtime_mean_ms"] / 1000
+            total = next(row for row in bench["rows"] if row["stage"] == "total")
+            per_sample = total["mean_ms"] / 1000
             served = json.loads(lg_json.read_text())["runs"][0]["summary"]["samples_per_s"]
             print(
                 f"{backend}: bench mean {per_sample * 1000:.2f} ms/sample -> {1 / per_sample:.2f} samples/s; "
