@@ -92,7 +92,7 @@ def mel_filterbank(
     nyquist = sample_rate / 2 if high_freq is None else high_freq
     edges = np.linspace(mel(low_freq), mel(nyquist), num_bins + 2)
     left, center, right = edges[:-2, None], edges[1:-1, None], edges[2:, None]
-    fft_mel = mel(np.arange(n_fft // 2 + 1) * sample_rate / n_fft)[None, :]
+    fft_mel = np.asarray(mel(np.arange(n_fft // 2 + 1) * sample_rate / n_fft))[None, :]
     up = (fft_mel - left) / (center - left)
     down = (right - fft_mel) / (right - center)
     return np.maximum(0.0, np.minimum(up, down)).astype(np.float32)

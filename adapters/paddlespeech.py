@@ -51,7 +51,7 @@ import sys
 import attrs
 
 from speechperf.backend import hooks
-from speechperf.profiler.base import warn_line
+from speechperf.profiler.base import StepProfiler, warn_line
 from speechperf.profiler.options import ProfilerOptionError
 from speechperf.profiler.options import ProfilerOptions as _Options
 from speechperf.registry import get_backend, known_backends
@@ -86,7 +86,8 @@ def detect_backend() -> str:
     loaded = []
     for name in known_backends():
         backend = get_backend(name)
-        if hooks(backend).profiles_training_loops and backend.framework_module in sys.modules:
+        # framework_module is BackendBase's, not the Backend protocol's: a backend without one is never picked.
+        if hooks(backend).profiles_training_loops and getattr(backend, "framework_module", None) in sys.modules:
             loaded.append(name)
     if len(loaded) > 1:
         raise ProfilerOptionError(
@@ -102,8 +103,12 @@ class ProfilerHook:
 
     def __init__(self, flavour: Flavour):
         self.flavour = flavour
+        self._clear()
+
+    def _clear(self) -> None:
+        """The state before the first call."""
         self.options: _Options | None = None
-        self.profiler = None
+        self.profiler: StepProfiler | None = None
         self.finished = False
         #: Each step's sample count when a call gives none (``--benchmark-batch-size``).
         self.default_num_samples: int | None = None
@@ -116,17 +121,18 @@ class ProfilerHook:
         if options_str is None or self.finished:
             return
         if self.profiler is None:
-            self._begin(options_str, backend, strict)
+            profiler = self._begin(options_str, backend, strict)
         else:
+            profiler = self.profiler
             count = num_samples if num_samples is not None else self.default_num_samples
-            self.profiler.step(num_samples=count)
-        if self.profiler.finished:
-            self.profiler.__exit__(None, None, None)
+            profiler.step(num_samples=count)
+        if profiler.finished:
+            profiler.__exit__(None, None, None)
             self.finished = True
-            if self.options.exit_on_finished:
+            if profiler.options.exit_on_finished:  # the options _begin gave it (self.options)
                 sys.exit(0)
 
-    def _begin(self, options_str: str, backend: str | None, strict: bool) -> None:
+    def _begin(self, options_str: str, backend: str | None, strict: bool) -> StepProfiler:
         options = self.parse(options_str, strict)
         name = backend or options.backend or detect_backend()
         chosen = get_backend(name)
@@ -137,7 +143,7 @@ class ProfilerHook:
         # PaddleSpeech's add_profiler_step prints its options; the drop-in runs in a user's training script, where
         # no speechperf CLI sets logging up, and docs/profiler.md promises this line on stderr: the one print kept.
         print(f"profiler options: {options_str!r} -> {self.options!r}", file=sys.stderr)
-        profiler = hooks(chosen).step_profiler(self.options)
+        profiler: StepProfiler = hooks(chosen).step_profiler(self.options)
         profiler.ends_loop_when_finished = True
         if self.flavour.native_summary is not None and hasattr(profiler, "native_summary"):
             profiler.native_summary = dict(self.flavour.native_summary)
@@ -146,6 +152,7 @@ class ProfilerHook:
         if not self._at_exit_registered:
             atexit.register(self.at_exit)
             self._at_exit_registered = True
+        return profiler
 
     def at_exit(self) -> None:
         """The process ends inside the range: stop the profiler, print what it recorded and say so."""
@@ -159,7 +166,7 @@ class ProfilerHook:
             self.profiler.__exit__(None, None, None)
         if self._at_exit_registered:
             atexit.unregister(self.at_exit)
-        self.__init__(self.flavour)
+        self._clear()
 
 
 # -- the "Benchmark Options" group ---------------------------------------------------------------------------------

@@ -188,7 +188,7 @@ def speech_segments(
     start: int | None = None
     silence_from: int | None = None
 
-    def close(end: int) -> None:
+    def close(start: int, end: int) -> None:
         if (end - start) * frame_s >= min_speech_s:
             segments.append(SpeechSegment(start * frame_s, end * frame_s))
 
@@ -203,8 +203,8 @@ def speech_segments(
             if silence_from is None:
                 silence_from = i
             if (i + 1 - silence_from) * frame_s >= min_silence_s:
-                close(silence_from)
+                close(start, silence_from)
                 start = silence_from = None
     if start is not None:
-        close(silence_from if silence_from is not None else len(np.asarray(probabilities).reshape(-1)))
+        close(start, silence_from if silence_from is not None else len(np.asarray(probabilities).reshape(-1)))
     return segments

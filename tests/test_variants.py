@@ -171,6 +171,19 @@ def test_aot_inductor_compiles_on_the_first_call_matches_eager_and_is_cached(tmp
     assert [p.stat().st_mtime_ns for p in packages] == stamps  # loaded from the cache, not compiled again
 
 
+@pytest.mark.parametrize("mode", ["off", "default", "aot-inductor"])
+def test_a_factory_without_declared_inputs_is_fed_by_its_forward_parameters_compiled_or_not(mode):
+    """Read from the module before it is compiled: a torch.compile'd module's forward is (*args, **kwargs), and an
+    AOTInductor one has no forward (both compile on the first call, so loading compiles nothing)."""
+    from speechperf.backend import ModelSpec
+
+    spec = ModelSpec(
+        factory="tests.affine_torch:Affine", factory_kwargs={"n_in": 8, "n_out": 4}, options={"compile": mode}
+    )
+    session = require_backend("torch").load(spec, device="cpu", threads=1)
+    assert [t.name for t in session.inputs] == ["x"]
+
+
 def test_an_empty_kernel_left_by_a_killed_compile_is_dropped_from_the_inductor_cache(tmp_path):
     require_backend("torch")
     from speechperf.backends.torch.session import drop_truncated_kernels

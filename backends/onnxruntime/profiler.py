@@ -96,20 +96,20 @@ class OnnxRuntimeStepProfiler(StepProfiler):
             # Attached after profiling began: batch_range starting at 0 or 1 opens the profiler as the loop is
             # entered, before the loop attaches its sessions. This one made no call before any step.
             self._bounds = {step: calls + (0,) for step, calls in self._bounds.items()}
-            self._profile(len(self._proxies) - 1, proxy)
+            self._profile(self._trace, len(self._proxies) - 1, proxy)
         return proxy
 
     def _open(self, step: int) -> None:
-        self._trace = self.trace_file("onnxruntime_trace.json")
-        self._trace.unlink(missing_ok=True)
+        self._trace = trace = self.trace_file("onnxruntime_trace.json")
+        trace.unlink(missing_ok=True)
         for i, proxy in enumerate(self._proxies):
-            self._profile(i, proxy)
+            self._profile(trace, i, proxy)
         self._bounds = {step: tuple(proxy.calls for proxy in self._proxies)}  # none yet when the range starts at 0, 1
 
-    def _profile(self, i: int, proxy: ProfiledSession) -> None:
-        """Send ``proxy``'s calls to a twin of its session with ORT profiling on."""
+    def _profile(self, trace: Path, i: int, proxy: ProfiledSession) -> None:
+        """Send ``proxy``'s calls to a twin of its session with ORT profiling on, its profile next to ``trace``."""
         spec, threads, providers = proxy.original.loaded_with
-        prefix = self._trace.with_name(f"{self._trace.name}.ort{i}")
+        prefix = trace.with_name(f"{trace.name}.ort{i}")
         options = {**spec.options, "enable_profiling": True, "profile_file_prefix": str(prefix)}
         proxy.current = load_onnx(attrs.evolve(spec, options=options), proxy.device, threads, providers)
 
@@ -125,6 +125,8 @@ class OnnxRuntimeStepProfiler(StepProfiler):
         self._bounds[step] = self._calls()
 
     def _close(self) -> Recorded:
+        trace = self._trace
+        assert trace is not None  # set by _open, which runs before _close
         self._bounds[self.step_num] = self._calls()
         first = min(self._bounds)
         events, starts = [], []
@@ -150,11 +152,11 @@ class OnnxRuntimeStepProfiler(StepProfiler):
         step_marks = [_merged_mark(step, marks[step]) for step in sorted(marks)]
         steps = tuple(sorted(marks))
         kept = step_marks + kept
-        self._trace.write_text(json.dumps({"traceEvents": kept, "displayTimeUnit": "ms"}))
+        trace.write_text(json.dumps({"traceEvents": kept, "displayTimeUnit": "ms"}))
         ops = aggregate(
             (e["args"].get("op_name", e["name"]), round(e["dur"] * 1000)) for e in kept if e.get("cat") == "Node"
         )
-        return Recorded(ops=ops, steps=steps, trace_path=self._trace, categories=_categories(kept, self.backend))
+        return Recorded(ops=ops, steps=steps, trace_path=trace, categories=_categories(kept, self.backend))
 
     def _recorded_events(self, events: list[dict], bounds: dict[int, int]) -> tuple[list[dict], list[dict]]:
         """One session's events of the recorded steps' runs, and a step mark per step that made runs.

@@ -150,15 +150,18 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
     )
 
     spec = source.spec_for(("onnx",), method, _fmt)
+    model = spec.path
+    assert model is not None  # _fmt gives "onnx" only to a spec with a path
+    notes: list[str]
     out_dir.mkdir(parents=True, exist_ok=True)
     pre = out_dir / f"{source.name}.fp32-pre.onnx"
     upgraded = out_dir / f"{source.name}.fp32-opset{STATIC_MIN_OPSET}.onnx"
     out = out_dir / f"{source.name}.onnx"
     try:
         with _quiet():
-            fp32, notes = spec.path, []
+            fp32, notes = model, []
             if method == "ort-static-qdq":
-                fp32, notes = upgrade_opset(spec.path, upgraded, spec.path.name, source.calibration)
+                fp32, notes = upgrade_opset(model, upgraded, model.name, source.calibration)
             notes += preprocess(fp32, pre)
             if method == "ort-dynamic":
                 reduce_range = u8s8_saturates()
@@ -193,14 +196,14 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
     except QuantizationError:
         raise
     except Exception as exc:
-        raise QuantizationError(f"{method} on {spec.path.name}: {first_line(exc)}") from None
+        raise QuantizationError(f"{method} on {model.name}: {first_line(exc)}") from None
     finally:
         pre.unlink(missing_ok=True)
         upgraded.unlink(missing_ok=True)
     if not quantized_ops(out):
         ops = DYNAMIC_OPS if method == "ort-dynamic" else STATIC_OPS
         raise QuantizationError(
-            f"{method} quantized no operator of {spec.path.name} (it quantizes "
+            f"{method} quantized no operator of {model.name} (it quantizes "
             f"{', '.join(ops)}; none was found where onnxruntime.quantization reaches)"
         )
     return QuantizedModel((out,), "onnx", notes=tuple(notes))

@@ -31,6 +31,9 @@ _ORT_TO_NUMPY = {
 
 class OnnxRuntimeSession(Session):
     backend = "onnxruntime"
+    #: (spec, threads, providers), set by load_onnx only: the step profiler reloads such a session with profiling on
+    #: and refuses one without it (declared, not defaulted, so ``hasattr`` tells them apart).
+    loaded_with: tuple[ModelSpec, int | None, list[str]]
 
     def __init__(self, session: ort.InferenceSession, device: str):
         self.session = session

@@ -131,7 +131,8 @@ def layer_flops(layer, arrays: list[np.ndarray]) -> FlopCount:
 
 def walk(program) -> FlopCount:
     """Sum the FLOPs of the counted ops of a PIR program whose shapes are all static."""
-    total, kinds, uncounted = 0, {}, set()
+    total, uncounted = 0, set()
+    kinds: dict[str, int] = {}
 
     def shape(value) -> tuple[int, ...]:
         dims = tuple(value.shape)

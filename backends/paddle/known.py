@@ -5,6 +5,7 @@ from __future__ import annotations
 from speechperf.backends.paddle.framework import import_paddle
 
 paddle = import_paddle()
+from paddle import nn  # noqa: E402
 
 
 def known_session(graph, threads: int | None = None):
@@ -20,16 +21,17 @@ def known_session(graph, threads: int | None = None):
     if threads is not None:
         paddle.base.core.set_num_threads(threads)
     weight = paddle.to_tensor(graph.weight())
+    layer: nn.Layer
     if graph.kind == "matmul":
         layer = _MatMul(weight)
     else:
-        layer = paddle.nn.Conv1D(graph.c_in, graph.c_out, graph.kernel, bias_attr=False)
+        layer = nn.Conv1D(graph.c_in, graph.c_out, graph.kernel, bias_attr=False)
         layer.weight.set_value(weight)
     layer.eval()
     return LayerSession(layer, (TensorInfo("x", "float32"),), (TensorInfo("y"),), "cpu")
 
 
-class _MatMul(paddle.nn.Layer):
+class _MatMul(nn.Layer):
     def __init__(self, weight):
         super().__init__()
         self.weight = self.create_parameter(weight.shape, dtype="float32")

@@ -93,8 +93,9 @@ def _check_tracer_option(prof: StepProfiler) -> None:
         )
 
 
-class _ReaderHook:
-    """reader_cost: time in ``paddle.io.DataLoader``'s ``next()`` (its single- and multi-process iterators)."""
+class _ReaderHook(StepProfiler):
+    """A step profiler whose reader_cost is the time in ``paddle.io.DataLoader``'s ``next()`` (its single- and
+    multi-process iterators)."""
 
     def _hook_reader(self) -> bool:
         from paddle.io.dataloader import dataloader_iter
@@ -112,15 +113,15 @@ class _ReaderHook:
                     add(time.perf_counter_ns() - t)
 
             self._originals[cls] = original
-            cls.__next__ = timed_next
+            cls.__next__ = timed_next  # type: ignore[method-assign]  # patching paddle's iterator class is the point
         return True
 
     def _unhook_reader(self) -> None:
         for cls, original in self._originals.items():
-            cls.__next__ = original
+            cls.__next__ = original  # type: ignore[method-assign]  # undoes the patch above
 
 
-class PaddleStepProfiler(_ReaderHook, StepProfiler):
+class PaddleStepProfiler(_ReaderHook):
     """``api=new``: ``paddle.profiler.Profiler``."""
 
     backend = "paddle"
@@ -158,13 +159,12 @@ class PaddleStepProfiler(_ReaderHook, StepProfiler):
 
     def _start_profiler(self, profiler, step: int) -> None:
         detail = self.options.tracer_option
-        self._trace = self.trace_file("paddle_trace.json")
-        self._trace.unlink(missing_ok=True)
-        trace = str(self._trace)
+        self._trace = trace = self.trace_file("paddle_trace.json")
+        trace.unlink(missing_ok=True)
         self._prof = profiler.Profiler(
             targets=self._targets(),
             scheduler=(self._start, self._end),
-            on_trace_ready=lambda p: p.export(trace, "json"),
+            on_trace_ready=lambda p: p.export(str(trace), "json"),
             record_shapes=detail != "Default",
             profile_memory=detail == "AllOpDetail",
         )
@@ -195,9 +195,13 @@ class PaddleStepProfiler(_ReaderHook, StepProfiler):
             OpStat(name, int(item.call), int(item.cpu_time), int(item.max_cpu_time), int(item.min_cpu_time))
             for name, item in data.event_summary.items.items()
         ]
-        steps = _trace_steps(self._trace)
+        trace = self._trace
+        assert trace is not None  # set by _open, which runs before _close
         return Recorded(
-            ops=ops, steps=steps, trace_path=self._trace, categories=_categories(tree, self._start, self.step_num)
+            ops=ops,
+            steps=_trace_steps(trace),
+            trace_path=trace,
+            categories=_categories(tree, self._start, self.step_num),
         )
 
 
@@ -283,7 +287,7 @@ def stop_profiler(sorted_key: str, profile_path: str) -> None:
     core.disable_profiler(getattr(core.EventSortingKey, _LEGACY_SORT[sorted_key]), profile_path)
 
 
-class LegacyPaddleStepProfiler(_ReaderHook, StepProfiler):
+class LegacyPaddleStepProfiler(_ReaderHook):
     """``api=legacy``: PaddleSpeech's ``start_profiler`` / ``stop_profiler``."""
 
     backend = "paddle"
@@ -317,14 +321,16 @@ class LegacyPaddleStepProfiler(_ReaderHook, StepProfiler):
         self._mark(step)
 
     def _close(self) -> Recorded:
+        raw = self._raw
+        assert raw is not None  # set by _open, which runs before _close
         if self._marker is not None:
             self._marker.end()
             self._marker = None
         try:
-            stop_profiler(self.options.sorted_key, str(self._raw))
+            stop_profiler(self.options.sorted_key, str(raw))
         finally:
             _release(self)
-        events = read_legacy_profile(self._raw)
+        events = read_legacy_profile(raw)
         steps, rows, spans, step_ns = set(), [], [], {}
         for name, start, end in events:
             parts = name.split("/")
@@ -338,14 +344,14 @@ class LegacyPaddleStepProfiler(_ReaderHook, StepProfiler):
             elif len(parts) == 2:
                 rows.append((parts[1], end - start))
                 spans.append((step, parts[1], end - start, None))
-        chrome = self._raw.with_name(self._raw.name + ".json")
+        chrome = raw.with_name(raw.name + ".json")
         write_chrome_trace(events, chrome)
         source = "paddle legacy: events directly inside each step (all of backward is one event), host time"
         return Recorded(
             ops=aggregate(rows),
             steps=tuple(sorted(steps)),
             trace_path=chrome,
-            raw_path=self._raw,
+            raw_path=raw,
             categories=build_categories("paddle", spans, step_ns, source),
         )
 
@@ -367,6 +373,7 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
 def _fields(buf: bytes):
     """(field number, value) of a protobuf message: ints for varints, bytes for length-delimited fields."""
     i = 0
+    value: int | bytes
     while i < len(buf):
         key, i = _varint(buf, i)
         number, wire = key >> 3, key & 7

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from speechperf.backends.paddle.framework import import_paddle
+from speechperf.backends.paddle.session import input_spec
 from speechperf.errors import first_line
 from speechperf.optimize.hook import QuantizationError, QuantizedModel, QuantizeSource
 
@@ -43,8 +44,12 @@ def _tensors(spec, feeds):
 
 def _called_layers(layer, args) -> list:
     called = []
+
+    def record(sub, _inputs) -> None:  # a pre-hook that returns something replaces the inputs
+        called.append(sub)
+
     hooks = [
-        sub.register_forward_pre_hook(lambda s, _inputs: called.append(s) or None)
+        sub.register_forward_pre_hook(record)
         for sub in layer.sublayers()
         if isinstance(sub, (paddle.nn.Linear, paddle.nn.Conv1D))
     ]
@@ -58,7 +63,6 @@ def _called_layers(layer, args) -> list:
 def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> QuantizedModel:
     from paddle.quantization import PTQ, QuantConfig
     from paddle.quantization.observers import AbsmaxObserver
-    from paddle.static import InputSpec
 
     spec = source.spec_for(("layer",), method, _fmt)
     if not source.calibration:
@@ -83,9 +87,9 @@ def quantize(backend, method: str, source: QuantizeSource, out_dir: Path) -> Qua
                     observed(*_tensors(spec, feeds))
             converted = ptq.convert(observed, inplace=False, remain_weight=True)
             names = [t.name for t in spec.inputs] if spec.inputs else list(first)
-            input_spec = [InputSpec(list(first[n].shape), str(first[n].dtype), n) for n in names]
+            specs = [input_spec(n, str(first[n].dtype), list(first[n].shape)) for n in names]
             prefix = out_dir / source.name
-            paddle.jit.save(converted, str(prefix), input_spec=input_spec)
+            paddle.jit.save(converted, str(prefix), input_spec=specs)
             with paddle.no_grad():
                 expected = converted(*_tensors(spec, first))
     except QuantizationError:

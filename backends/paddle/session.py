@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
@@ -15,7 +15,7 @@ from speechperf.backends.paddle.weights import load_weights
 from speechperf.errors import ModelFileError, SpeechperfError, decisive_line, first_line
 
 paddle = import_paddle()
-from paddle import inference  # noqa: E402
+from paddle import inference, nn  # noqa: E402
 
 _PADDLE_TO_NUMPY = {
     "FLOAT32": "float32",
@@ -38,11 +38,11 @@ class PredictorSession(Session):
 
     backend = "paddle"
 
-    def __init__(self, predictor, spec: ModelSpec, device: str):
+    def __init__(self, predictor, spec: ModelSpec, model: Path, device: str):
         self.predictor = predictor
         self.device = device
         names = predictor.get_input_names()
-        declared = _declared_inputs(spec)
+        declared = _declared_inputs(spec, model)
         self.inputs = tuple(declared.get(n) or TensorInfo(n, _dtype(predictor.get_input_handle(n))) for n in names)
         self._fetch = predictor.get_output_names()
         self.outputs = tuple(TensorInfo(n) for n in spec.output_names(self._fetch))
@@ -66,10 +66,11 @@ class PredictorSession(Session):
         return params.stat().st_size if params.is_file() else None
 
 
-def _declared_inputs(spec: ModelSpec) -> dict[str, TensorInfo]:
-    """The inputs a spec names, with the shapes (and dtypes) the program declares where the spec gives none, so
-    a feed of the wrong layout is refused by name, at load by a stage and on each call by the session."""
-    program = pir_input_infos(spec.path)
+def _declared_inputs(spec: ModelSpec, model: Path) -> dict[str, TensorInfo]:
+    """The inputs a spec names, with the shapes (and dtypes) the program ``model`` (the spec's file) declares where
+    the spec gives none, so a feed of the wrong layout is refused by name, at load by a stage and on each call by
+    the session."""
+    program = pir_input_infos(model)
     if not spec.inputs:
         return program
     declared = {}
@@ -143,7 +144,7 @@ def check_program(model: Path) -> None:
         warnings.simplefilter("ignore")
         from paddle.base.proto import framework_pb2
 
-    program = framework_pb2.ProgramDesc()
+    program = framework_pb2.ProgramDesc()  # type: ignore[attr-defined]  # protobuf makes its classes at import
     try:
         program.ParseFromString(model.read_bytes())
     except Exception as exc:  # google.protobuf.message.DecodeError; the module is paddle's dependency, not ours
@@ -159,7 +160,7 @@ def check_program(model: Path) -> None:
         # those of the sublayers a call runs (a lower bound: a weight read without calling its layer is missed).
         if feeds is None or not hasattr(self.layer, "sublayers"):
             return None
-        ran: dict[int, object] = {}
+        ran: dict[int, nn.Layer] = {}
 
         def seen(layer, _inputs) -> None:  # a pre-hook that returns something replaces the inputs
             ran[id(layer)] = layer
@@ -197,7 +198,7 @@ def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session
         predictor = inference.create_predictor(config)
     except Exception as exc:
         raise ModelFileError(f"cannot load {model} as a paddle inference model: {decisive_line(exc)}") from None
-    return PredictorSession(predictor, spec, device)
+    return PredictorSession(predictor, spec, model, device)
 
 
 def predictor_switches(config, options: Mapping, device: str) -> None:
@@ -230,7 +231,7 @@ def _load_jit(spec: ModelSpec, model: Path, device: str, threads: int | None) ->
         raise ModelFileError(f"cannot load {model} with paddle.jit.load: {decisive_line(exc)}") from None
     layer.eval()
     if spec.inputs:
-        inputs = tuple(_declared_inputs(spec).values())
+        inputs = tuple(_declared_inputs(spec, model).values())
     else:
         # The predictor reads the feed names the model was saved with; so does this path.
         probe = inference.create_predictor(_cpu_config(model, _params_path(spec, model)))
@@ -277,20 +278,15 @@ def exported_program(spec: ModelSpec, layer, inputs: tuple[TensorInfo, ...]) -> 
     import hashlib
     import json
 
-    from paddle.static import InputSpec
-
     from speechperf.cache import cache_dir
     from speechperf.outputs import atomic_folder, file_sha256
 
-    if any(t.dtype is None or t.shape is None for t in inputs):
-        raise ModelFileError(
-            f"option layer_api='predictor': {spec.factory} must declare every input's dtype and shape to be exported"
-        )
+    declared = static_inputs(inputs, f"option layer_api='predictor': {spec.factory}")
     identity = {
         "factory": spec.factory,
         "kwargs": {k: str(v) for k, v in sorted(spec.factory_kwargs.items())},
         "weights": None if spec.weights is None else file_sha256(spec.weights),
-        "inputs": [(t.name, t.dtype, [d if isinstance(d, int) else None for d in t.shape]) for t in inputs],
+        "inputs": declared,
         "paddle": paddle.__version__,
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
@@ -298,7 +294,7 @@ def exported_program(spec: ModelSpec, layer, inputs: tuple[TensorInfo, ...]) -> 
     program = folder / "model.json"
     if program.exists():
         return program
-    specs = [InputSpec([d if isinstance(d, int) else None for d in t.shape], t.dtype, t.name) for t in inputs]
+    specs = [input_spec(*one) for one in declared]
     with atomic_folder(folder, "paddle predictor export") as work:
         try:
             static = paddle.jit.to_static(layer, input_spec=specs, full_graph=True)
@@ -309,6 +305,28 @@ def exported_program(spec: ModelSpec, layer, inputs: tuple[TensorInfo, ...]) -> 
                 f"{decisive_line(exc)}"
             ) from None
     return program
+
+
+def static_inputs(inputs: Iterable[TensorInfo], what: str) -> list[tuple[str, str, list[int | None]]]:
+    """(name, dtype, shape with each dynamic axis None) of every input, as ``paddle.jit.to_static`` takes them; a
+    one-line error naming ``what`` when an input does not declare its dtype and shape."""
+    inputs = tuple(inputs)
+    static = [
+        (t.name, t.dtype, [d if isinstance(d, int) else None for d in t.shape])
+        for t in inputs
+        if t.dtype is not None and t.shape is not None
+    ]
+    if len(static) < len(inputs):
+        raise ModelFileError(f"{what} must declare every input's dtype and shape to be exported")
+    return static
+
+
+def input_spec(name: str, dtype: str, shape: list[int | None]):
+    """``paddle.static.InputSpec`` of one input, ``dtype`` a numpy dtype name (``"float32"``)."""
+    from paddle.static import InputSpec
+
+    # paddle takes any numpy dtype name; its annotation is a Literal of them, which a str read from a file is not.
+    return InputSpec(shape, dtype, name)  # type: ignore[arg-type]
 
 
 LOADERS = {"inference": load_inference, "layer": load_layer}

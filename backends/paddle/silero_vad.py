@@ -14,8 +14,8 @@ from __future__ import annotations
 from speechperf.backends.paddle.framework import import_paddle
 
 paddle = import_paddle()
-nn = paddle.nn
-F = paddle.nn.functional
+from paddle import nn  # noqa: E402
+from paddle.nn import functional as F  # noqa: E402
 
 HIDDEN = 128
 

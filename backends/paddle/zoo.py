@@ -15,6 +15,7 @@ from pathlib import Path
 
 from speechperf.backends.paddle.framework import import_paddle
 from speechperf.backends.paddle.models import build, parent_of
+from speechperf.backends.paddle.session import input_spec, static_inputs
 from speechperf.backends.paddle.weights import load_weights
 from speechperf.zoo.catalog import Component, get_model
 
@@ -43,12 +44,7 @@ def load_component(model: str, preset: str, component: str, weights: str | None 
 
 
 def _input_spec(comp: Component) -> list:
-    from paddle.static import InputSpec
-
-    return [
-        InputSpec([d if isinstance(d, int) else None for d in info.shape], info.dtype, info.name)
-        for info in comp.inputs
-    ]
+    return [input_spec(*one) for one in static_inputs(comp.inputs, f"zoo component {comp.name}")]
 
 
 def export_component(comp: Component, layer, out_dir: Path) -> dict[str, tuple[Path, float]]:

@@ -15,6 +15,7 @@ def known_session(graph, threads: int | None = None):
     weight = torch.from_numpy(graph.weight())
     if graph.dtype == "int8":  # torch's int8 GEMM kernel (int8 x int8 -> int32)
         return TorchSession(_IntMatMul(weight).eval(), (TensorInfo("x", "uint8"),), (TensorInfo("y"),), "cpu")
+    module: torch.nn.Module
     if graph.kind == "matmul":
         module = _MatMul(weight)
     else:
@@ -35,6 +36,9 @@ class _MatMul(torch.nn.Module):
 class _IntMatMul(torch.nn.Module):
     """uint8 x int8 -> int32 through torch's int8 x int8 kernel: ``x = (x - 128) + 128``, so ``x @ w`` is
     ``(x - 128) @ w`` plus ``128`` times each column sum of ``w`` (exact in int32)."""
+
+    weight: torch.Tensor  # buffers, registered below (torch types an unknown attribute as Tensor | Module)
+    offset: torch.Tensor
 
     def __init__(self, weight: torch.Tensor):
         super().__init__()

@@ -81,10 +81,12 @@ class TorchStepProfiler(StepProfiler):
         # The shared counter skipped the earlier steps without calling torch; tell torch which step this is, so
         # its schedule and its ProfilerStep#N labels use the loop's step numbers.
         self._prof.step_num = step
-        self._prof.current_action = self._prof.schedule(step)
+        # torch annotates current_action as a Literal of ProfilerAction's members, which schedule()'s result is not.
+        self._prof.current_action = self._prof.schedule(step)  # type: ignore[assignment]
         self._prof.start()
 
     def _advance(self, step: int, num_samples: int | None) -> None:
+        assert self._prof is not None  # set by _open, which runs before _advance
         self._prof.step()
 
     def _hook_reader(self) -> bool:
@@ -101,16 +103,17 @@ class TorchStepProfiler(StepProfiler):
                 add(time.perf_counter_ns() - t)
 
         self._next = original
-        _BaseDataLoaderIter.__next__ = timed_next
+        _BaseDataLoaderIter.__next__ = timed_next  # type: ignore[method-assign]  # patching it is the point
         return True
 
     def _unhook_reader(self) -> None:
         from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-        _BaseDataLoaderIter.__next__ = self._next
+        _BaseDataLoaderIter.__next__ = self._next  # type: ignore[method-assign]  # undoes the patch above
 
     def _close(self) -> Recorded:
         prof, self._prof = self._prof, None
+        assert prof is not None  # set by _open, which runs before _close
         prof.stop()  # in the last active step this saves the trace (on_trace_ready) and keeps the events
         events = prof.events() or []
         ops = aggregate(

@@ -49,7 +49,10 @@ def _fmt(spec) -> str | None:
 def _load_module(spec) -> torch.nn.Module:
     from speechperf.backends.torch.session import LOADERS
 
-    module = LOADERS[_fmt(spec)](spec, "cpu").module
+    fmt = _fmt(spec)
+    assert fmt is not None  # the spec was picked by its format (QuantizeSource.spec_for)
+    module = LOADERS[fmt](spec, "cpu").module
+    assert isinstance(module, torch.nn.Module)  # what the loaders give (a compile option wrapper is none to quantize)
     return module
 
 

@@ -101,7 +101,7 @@ def _output_infos(spec: ModelSpec, count: int | None, where: Path) -> tuple[Tens
     return tuple(TensorInfo(n) for n in names)
 
 
-def compiled(module: Callable, options: Mapping) -> Callable:
+def compiled(module: torch.nn.Module, options: Mapping) -> Callable:
     """``module`` through ``torch.compile`` (Inductor) when the ``compile`` option asks for it, else itself.
 
     torch.compile is lazy: the graphs are compiled on the first call, which the bench's warm-up makes, so the
@@ -172,7 +172,7 @@ class AotInductorModule:
     ``<speechperf cache>/torch_aoti/<key>/model.pt2``, the key hashing the module's class, its weights, torch's
     version and the inputs' dtypes and ranks, so a later process loads it without compiling."""
 
-    def __init__(self, module: Callable):
+    def __init__(self, module: torch.nn.Module):
         self.module = module
         self.runner: Callable | None = None
 
@@ -202,7 +202,9 @@ class AotInductorModule:
         if not package.exists():
             dims = tuple({i: torch.export.Dim.AUTO for i in range(a.dim())} for a in args)
             try:
-                with fx_config.patch(backed_size_oblivious=True), atomic_folder(package.parent, "AOTInductor") as work:
+                # torch's config modules get patch() when they are imported (install_config_module), unseen by mypy.
+                patch = fx_config.patch  # type: ignore[attr-defined]
+                with patch(backed_size_oblivious=True), atomic_folder(package.parent, "AOTInductor") as work:
                     program = torch.export.export(self.module, tuple(args), dynamic_shapes=dims)
                     torch._inductor.aoti_compile_and_package(program, package_path=str(work / "model.pt2"))
             except Exception as exc:
@@ -217,7 +219,7 @@ def load_torchscript(spec: ModelSpec, device: str) -> TorchSession:
     except Exception as exc:
         raise ModelFileError(f"cannot load {path} as TorchScript: {decisive_line(exc)}") from None
     module = _resolve_entry(root, spec.entry, path).eval()
-    schema = module.forward.schema
+    schema = module.forward.schema  # type: ignore[attr-defined]  # a ScriptMethod; torch types forward as a callable
     if spec.options.get("compile", "off") != "off":
         raise ModelFileError(
             f"{path}: option compile={spec.options['compile']!r} applies to the module and export formats "
@@ -345,14 +347,15 @@ def load_module(spec: ModelSpec, device: str) -> TorchSession:
             module.load_state_dict(state)
         except Exception as exc:
             raise ModelFileError(f"cannot load weights {path} into {spec.factory}: {decisive_line(exc)}") from None
-    module = compiled(module.to(device).eval(), spec.options)
+    module = module.to(device).eval()
     if spec.inputs:
         inputs = tuple(spec.inputs)
     else:
+        # The module's own forward: a torch.compile'd module's is (*args, **kwargs) and an AOTInductor one has none.
         params = inspect.signature(module.forward).parameters
         inputs = tuple(TensorInfo(n) for n in params)
     outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)
-    return TorchSession(module, inputs, outputs, device)
+    return TorchSession(compiled(module, spec.options), inputs, outputs, device)
 
 
 LOADERS = {"torchscript": load_torchscript, "export": load_export, "module": load_module}

@@ -33,7 +33,9 @@ def export_weights(spec: ModelSpec, out: Path) -> Path:
     belong here.
     """
     out = _check_output(out)  # before the load, which takes a while
-    return save_state_dict(load_torchscript(spec, "cpu").module, out)
+    module = load_torchscript(spec, "cpu").module
+    assert isinstance(module, torch.nn.Module)  # a TorchScript file loads as a ScriptModule
+    return save_state_dict(module, out)
 
 
 def _check_output(path: Path) -> Path:

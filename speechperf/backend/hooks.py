@@ -90,8 +90,10 @@ class OptionalHooks(Protocol):
         """The module providing optional capability ``name``; a CapabilityUnavailableError if there is none."""
         raise unavailable(self, name, "the backend declares no optional capabilities")
 
-    def step_profiler(self, options: str) -> Any:
-        """A StepProfiler driven by a PaddleSpeech-style option string (``speechperf profile``)."""
+    def step_profiler(self, options: Any) -> Any:
+        """A StepProfiler driven by a PaddleSpeech-style option string (``speechperf profile``) or the
+        speechperf.profiler.ProfilerOptions read from one (the PaddleSpeech drop-ins); Any, as this layer is below
+        speechperf.profiler."""
         raise unavailable(self, "profiler", "no step_profiler")
 
     def count_flops(self, session: Session, feeds: Mapping[str, Any]) -> Any:

@@ -10,8 +10,8 @@ from speechperf.backends.paddle.models.layers import MultiheadAttention, padding
 from speechperf.backends.paddle.models.mt import Encoder
 
 paddle = import_paddle()
-nn = paddle.nn
-F = paddle.nn.functional
+from paddle import nn  # noqa: E402
+from paddle.nn import functional as F  # noqa: E402
 
 EPS = 1e-6  # Marian's layer norm
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -38,8 +39,14 @@ class TextSeq2Seq(nn.Module):
         return self.encoder_layer_norm(x), torch.maximum(src_lengths, torch.ones_like(src_lengths))
 
 
+class Encodes(Protocol):
+    """What Encoder needs of a model: TextSeq2Seq here, Marian in ``models.marian``."""
+
+    def encode(self, src_tokens: torch.Tensor, src_lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
 class Encoder(nn.Module):
-    def __init__(self, model: TextSeq2Seq):
+    def __init__(self, model: Encodes):
         super().__init__()
         self.model = model
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -76,8 +77,14 @@ class Encoder(nn.Module):
         return self.model.encode(features, feature_lengths)
 
 
+class HasDecoder(Protocol):
+    """What DecoderStep needs of a model: SpeechSeq2Seq here, TextSeq2Seq in ``models.mt``."""
+
+    decoder: TransformerDecoder
+
+
 class DecoderStep(nn.Module):
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: HasDecoder):
         super().__init__()
         self.model = model
 

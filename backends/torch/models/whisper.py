@@ -60,6 +60,8 @@ class Layer(nn.Module):
 
 
 class Encoder(nn.Module):
+    positions: torch.Tensor  # a buffer, registered below (torch types an unknown attribute as Tensor | Module)
+
     def __init__(self, hp):
         super().__init__()
         d = hp.d_model
