@@ -186,4 +186,4 @@ def test_compare_best_end_to_end_on_the_tiny_s2t(tmp_path):
     assert all(f"{b} ({v})" in proc.stdout for b, v in winners.items())
     assert "compare --best: the search" in proc.stdout and "compare --best: trying" in proc.stderr
     assert "## compare --best: the search" in md.read_text()
-    assert data["summary"][0]["runs_ok"] == 1 and data["comparisons"][0]
+    assert data["kind"] == "compare-best" and data["rows"][0]["runs_ok"] == 1 and data["comparisons"][0]
