@@ -40,6 +40,8 @@ def _fake_children(tmp_path: Path, seconds: dict[str, float], calls: list[str]):
             path = tmp_path / f"{cell.slug}-{passes}-{run}.json"
             t = seconds[cell.label] * (1 + 0.01 * (run + passes))
             data = {
+                "kind": "bench",  # a child's result document (speechperf.results), as little of it as is read
+                "schema_version": 2,
                 "result": {
                     "threads": 1,
                     "totals": {"per_sample_s": {"a": t, "b": t}},
@@ -120,7 +122,11 @@ def test_scaling_is_the_speedup_over_one_thread_and_its_efficiency(tmp_path):
     for cell in cells:
         path = tmp_path / f"{cell.slug}.json"
         t = means[cell.label]
-        data = {"result": {"threads": cell.threads, "totals": {"per_sample_s": {"a": t}}, "stages": []}}
+        data = {
+            "kind": "bench",
+            "schema_version": 2,
+            "result": {"threads": cell.threads, "totals": {"per_sample_s": {"a": t}}, "stages": []},
+        }
         path.write_text(json.dumps({**data, "environment": {"threads": cell.threads}}))
         results.append(RunResult(cell.label, 0, True, 0, None, None, str(path), "", ""))
     got = scaling(summarize(cells, results))
