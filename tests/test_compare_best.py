@@ -164,6 +164,7 @@ def test_compare_best_end_to_end_on_the_tiny_s2t(tmp_path):
     args = ["--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny", "--dataset-size", "1"]
     args += ["--repeat", "1", "--warmup", "1", "--meters", "runtime", "--backends", "onnxruntime,torch"]
     args += ["--runs", "1", "--best-runs", "1", "--best", "--best-budget", "70", "--workdir", str(tmp_path / "w")]
+    args += ["--no-store"]  # the search is the subject here; the store reads compare-best documents in its own tests
     proc = subprocess.run(
         [sys.executable, "-m", "speechperf", "compare", *args, "-o", str(out), "--markdown", str(md)],
         capture_output=True,
