@@ -283,7 +283,7 @@ def test_compare_sweeps_batch_size_with_batch_parity_and_the_tradeoff_plot(tmp_p
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
-    rows = {row["cell"]: row for row in data["summary"]}
+    rows = {row["cell"]: row for row in data["rows"]}
     one, two = rows["onnxruntime batch_size=1"], rows["onnxruntime batch_size=2"]
     assert (one["batch_size"], two["batch_size"]) == (1, 2)
     assert data["batch_parity"]["onnxruntime batch_size=2"]["mismatch"] is False

@@ -40,6 +40,8 @@ def _fake_children(tmp_path: Path, seconds: dict[str, float], calls: list[str]):
             path = tmp_path / f"{cell.slug}-{passes}-{run}.json"
             t = seconds[cell.label] * (1 + 0.01 * (run + passes))
             data = {
+                "kind": "bench",  # a child's result document (speechperf.results), as little of it as is read
+                "schema_version": 2,
                 "result": {
                     "threads": 1,
                     "totals": {"per_sample_s": {"a": t, "b": t}},
@@ -120,7 +122,11 @@ def test_scaling_is_the_speedup_over_one_thread_and_its_efficiency(tmp_path):
     for cell in cells:
         path = tmp_path / f"{cell.slug}.json"
         t = means[cell.label]
-        data = {"result": {"threads": cell.threads, "totals": {"per_sample_s": {"a": t}}, "stages": []}}
+        data = {
+            "kind": "bench",
+            "schema_version": 2,
+            "result": {"threads": cell.threads, "totals": {"per_sample_s": {"a": t}}, "stages": []},
+        }
         path.write_text(json.dumps({**data, "environment": {"threads": cell.threads}}))
         results.append(RunResult(cell.label, 0, True, 0, None, None, str(path), "", ""))
     got = scaling(summarize(cells, results))
@@ -158,6 +164,7 @@ def test_compare_best_end_to_end_on_the_tiny_s2t(tmp_path):
     args = ["--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny", "--dataset-size", "1"]
     args += ["--repeat", "1", "--warmup", "1", "--meters", "runtime", "--backends", "onnxruntime,torch"]
     args += ["--runs", "1", "--best-runs", "1", "--best", "--best-budget", "70", "--workdir", str(tmp_path / "w")]
+    args += ["--no-store"]  # the search is the subject here; the store reads compare-best documents in its own tests
     proc = subprocess.run(
         [sys.executable, "-m", "speechperf", "compare", *args, "-o", str(out), "--markdown", str(md)],
         capture_output=True,
@@ -186,4 +193,4 @@ def test_compare_best_end_to_end_on_the_tiny_s2t(tmp_path):
     assert all(f"{b} ({v})" in proc.stdout for b, v in winners.items())
     assert "compare --best: the search" in proc.stdout and "compare --best: trying" in proc.stderr
     assert "## compare --best: the search" in md.read_text()
-    assert data["summary"][0]["runs_ok"] == 1 and data["comparisons"][0]
+    assert data["kind"] == "compare-best" and data["rows"][0]["runs_ok"] == 1 and data["comparisons"][0]

@@ -89,7 +89,7 @@ def test_ranked_table_ratios_and_parity_on_three_backends(three_backends):
     for label in ("torch", "paddle", "onnxruntime"):
         assert f"Cell: {label} (2 of 2 runs finished, 1 thread(s))" in out
     assert out.count("Time (mean ± σ):") == 3 and out.count("Range (min … max):") == 3
-    means = {s["cell"]: s["mean_ms"] for s in data["summary"]}
+    means = {s["cell"]: s["mean_ms"] for s in data["rows"]}
     fastest = min(means, key=means.get)
     sentences = [line.strip() for line in out.splitlines() if " times faster than " in line]
     assert len(sentences) == 2 and all(s.startswith(f"{fastest} ran ") for s in sentences)
@@ -113,7 +113,7 @@ def test_statistics_are_those_of_the_children_results(three_backends):
     from scipy.stats import ttest_ind
 
     values = {label: _run_values(data, label) for label in ("torch", "paddle", "onnxruntime")}
-    rows = {s["cell"]: s for s in data["summary"]}
+    rows = {s["cell"]: s for s in data["rows"]}
     for label, runs in values.items():
         assert len(runs) == 2
         assert rows[label]["mean_ms"] == pytest.approx(statistics.fmean(runs) * 1e3, abs=1e-3)
@@ -139,7 +139,12 @@ def test_statistics_are_those_of_the_children_results(three_backends):
 @pytest.mark.slow
 def test_exports_json_csv_markdown_and_plot(three_backends):
     _, paths, data = three_backends
-    assert data["schema_version"] == 1 and data["complete"] is True and data["runs_per_cell"] == 2
+    assert (
+        data["kind"] == "compare"
+        and data["schema_version"] == 2
+        and data["complete"] is True
+        and data["runs_per_cell"] == 2
+    )
     assert data["options"]["backends_text"] == "torch,paddle,onnxruntime" and data["options"]["runs"] == 2
     assert data["config"]["general"]["model_type"] == "S2T" and data["config"]["stage1"]["preset"] == "tiny"
     assert len(data["runs"]) == 6 and [r["label"] for r in data["runs"][:3]] == ["torch", "paddle", "onnxruntime"]
@@ -216,7 +221,7 @@ def test_a_child_killed_with_sigkill_is_reported_and_the_others_are_written(tmp_
     dead = runs[("torch", 0)]
     assert (dead["ok"], dead["signal"], dead["exit_code"], dead["pid"]) == (False, "SIGKILL", 137, killed)
     assert all(runs[key]["ok"] for key in [("torch", 1), ("onnxruntime", 0), ("onnxruntime", 1)])
-    rows = {s["cell"]: s for s in data["summary"]}
+    rows = {s["cell"]: s for s in data["rows"]}
     assert rows["torch"]["runs_ok"] == 1 and rows["torch"]["runs_failed"] == 1
     assert "killed by SIGKILL" in rows["torch"]["failure"] and rows["onnxruntime"]["runs_ok"] == 2
     assert rows["onnxruntime"]["mean_ms"] > 0
@@ -289,7 +294,7 @@ def test_threads_and_sweep_make_one_cell_each_with_the_threads_recorded(tmp_path
     assert len(data["comparisons"]) == 1 and len(data["comparisons"][0]) == 1
     # thread scaling, recomputed from the children's own per-sample runtimes: speed-up over 1 thread, efficiency
     one, two = (statistics.fmean(c["result"]["totals"]["per_sample_s"].values()) for c in children)
-    rows = data["summary"]
+    rows = data["rows"]
     assert rows[0]["speedup_vs_1t"] == 1.0 and rows[0]["efficiency"] == 1.0
     assert rows[1]["speedup_vs_1t"] == pytest.approx(one / two, abs=1e-3)
     assert rows[1]["efficiency"] == pytest.approx(one / two / 2, abs=1e-3)

@@ -291,12 +291,12 @@ def test_after_a_child_exits_2_its_remaining_runs_are_not_launched(tmp_path, cap
 
 def test_the_json_keeps_every_warning_the_console_printed():
     from speechperf.compare.parity import CellParity, OutputDiff
-    from speechperf.compare.report import CompareReport, render, to_json
+    from speechperf.compare.report import CompareReport, document, render
 
     diff = OutputDiff("stage1", "outputs.mask", False, 2, 1, 0.5, 0.5, 6.0, 0.9)
     report = CompareReport((), (), (), (), {"paddle": CellParity("paddle", "torch", (diff,))}, ("numpy 1.26 vs 2.1",))
     console = render(report)
-    warnings = to_json(report, None, {}, 1, True)["warnings"]
+    warnings = document(report, None, {}, 1, True).to_json()["warnings"]
     assert len(warnings) == 2 and all(line in console.splitlines() for line in warnings)
     assert warnings[0].startswith("parity MISMATCH: paddle against torch: stage1 outputs.mask max |Δ| 0.5")
     assert warnings[1] == "warning: the children's environments differ: numpy 1.26 vs 2.1"

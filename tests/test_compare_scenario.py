@@ -11,8 +11,10 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -43,6 +45,7 @@ def compare_command(tmp_path: Path, *args: str) -> list[str]:
         str(tmp_path / "work"),
         "-o",
         str(tmp_path / "out.json"),
+        "--no-store",  # the store has its own test below
         *args,
     ]
 
@@ -54,9 +57,9 @@ def compare(tmp_path: Path, *args: str, timeout: int = 240) -> tuple[subprocess.
 
 
 def check_rows_come_from_their_own_processes(data: dict) -> None:
-    pids = [row["pid"] for row in data["summary"]]
+    pids = [row["pid"] for row in data["rows"]]
     assert len(set(pids)) == len(pids) and os.getpid() not in pids
-    for row in data["rows"]:  # the pid each child recorded itself is the one its row names
+    for row in data["results"]:  # the pid each child recorded itself is the one its row names
         assert json.loads(Path(row["json_path"]).read_text())["pid"] == row["pid"]
 
 
@@ -67,18 +70,20 @@ def test_offline_ranks_backends_by_samples_per_s_each_in_a_fresh_process(tmp_pat
         tmp_path, "--dataset-size", "3", "--scenario", "Offline", "--duration", "1", "--csv", str(tmp_path / "out.csv")
     )
     assert done.returncode == 0, done.stderr
-    rows = data["summary"]
-    assert data["complete"] is True and data["ranked_by"]["metric"] == "samples_per_s"
+    rows = data["rows"]
+    assert data["kind"] == "serving" and data["complete"] is True and data["ranked_by"]["metric"] == "samples_per_s"
+    assert all(r["metric"] == "samples_per_s" and r["audio_s_per_s"] > 0 for r in rows)  # figures.py's names
     assert sorted(r["backend"] for r in rows) == ["onnxruntime", "torch"]
     assert [r["rank"] for r in rows] == [1, 2]
-    assert rows[0]["value"] >= rows[1]["value"] > 0  # the order is the samples/s of the rows
-    assert rows[0]["vs_best"] == 1.0 and rows[1]["vs_best"] == pytest.approx(rows[0]["value"] / rows[1]["value"], 1e-2)
+    assert rows[0]["samples_per_s"] >= rows[1]["samples_per_s"] > 0  # the order is the samples/s of the rows
+    ratio = rows[0]["samples_per_s"] / rows[1]["samples_per_s"]
+    assert rows[0]["vs_best"] == 1.0 and rows[1]["vs_best"] == pytest.approx(ratio, 1e-2)
     check_rows_come_from_their_own_processes(data)
-    for row, raw in zip(rows, data["rows"], strict=True):
+    for row, raw in zip(rows, data["results"], strict=True):
         assert row["result"] in ("VALID", "INVALID") and row["mlperf"] == "not MLPerf-compliant"
         assert "not MLPerf-compliant: duration 1 s < 600 s" in row["compliance"]
         child = json.loads(Path(raw["json_path"]).read_text())
-        assert child["runs"][0]["summary"]["samples_per_s"] == pytest.approx(row["value"], abs=0.01)
+        assert child["runs"][0]["summary"]["samples_per_s"] == pytest.approx(row["samples_per_s"], abs=0.01)
         assert (Path(raw["log_dir"]) / "Offline-performance" / "mlperf_log_summary.txt").is_file()
     assert "speechperf compare --scenario Offline: ranked by samples/s, higher first" in done.stdout
     assert f"{rows[1]['cell']}: not MLPerf-compliant: duration 1 s < 600 s" in done.stdout
@@ -95,8 +100,9 @@ def test_multistream_children_get_the_samples_per_query_asked_for(tmp_path):
         tmp_path, "--dataset-size", "3", "--scenario", "MultiStream", "--samples-per-query", "2", "--duration", "1"
     )
     assert done.returncode == 0, done.stderr
-    assert data["ranked_by"]["metric"] == "latency_ms" and len(data["summary"]) == 2
-    for row, raw in zip(data["summary"], data["rows"], strict=True):
+    assert data["ranked_by"]["metric"] == "p99_ms" and len(data["rows"]) == 2  # MultiStream's MLPerf percentile
+    assert all(row["p99_ms"] > 0 for row in data["rows"])
+    for row, raw in zip(data["rows"], data["results"], strict=True):
         assert "not MLPerf-compliant: samples per query 2 != 8" in row["compliance"]
         summary = (Path(raw["log_dir"]) / "MultiStream-performance" / "mlperf_log_summary.txt").read_text()
         assert "samples_per_query : 2" in summary  # LoadGen's own record of what it sent
@@ -126,24 +132,42 @@ def test_server_ranks_backends_by_the_peak_qps_their_searches_found(tmp_path):
         str(tmp_path / "out.md"),
     )
     assert done.returncode == 0, done.stderr
-    rows = data["summary"]
+    rows = data["rows"]
     check_rows_come_from_their_own_processes(data)
     ranked = [r for r in rows if r["rank"] is not None]
     assert ranked, done.stdout  # silero answers within 1 s at a low rate on every backend
-    assert [r["value"] for r in ranked] == sorted((r["value"] for r in ranked), reverse=True)
-    for row, raw in zip(rows, data["rows"], strict=True):
+    assert [r["peak_qps"] for r in ranked] == sorted((r["peak_qps"] for r in ranked), reverse=True)
+    for row, raw in zip(rows, data["results"], strict=True):
         child = json.loads(Path(raw["json_path"]).read_text())
         valid = [run["target_qps"] for run in child["runs"] if run["summary"]["valid"]]
         assert row["result"] == ("VALID" if valid else "INVALID")
-        assert row["value"] == (pytest.approx(max(valid), abs=0.01) if valid else None)
+        assert row["peak_qps"] == (pytest.approx(max(valid), abs=0.01) if valid else None)
         assert child["peak"]["trials"] == row["trials"] == len(child["runs"])
         invalid_above = [r for r in child["runs"] if not r["summary"]["valid"] and r["target_qps"] > max(valid or [0])]
         assert row["lower_bound"] is (bool(valid) and not invalid_above)
         if row["lower_bound"]:
-            assert f"{row['cell']}: peak {row['value']:.2f} QPS is a lower bound" in done.stdout
+            assert f"{row['cell']}: peak {row['peak_qps']:.2f} QPS is a lower bound" in done.stdout
         assert row["target_latency_ms"] == 1000 and "not MLPerf-compliant: percentile p50 != p99" in row["compliance"]
     assert "p50 (ms) at the peak (<= 1000 ms)" in done.stdout
     assert (tmp_path / "out.md").read_text().startswith("| rank | cell | backend |")
+
+
+@pytest.mark.slow
+def test_scenario_html_has_the_table_and_the_percentile_plot_and_the_store_keeps_the_run(tmp_path):
+    """Before issue 33 `compare --scenario ... --html r.html --store s.sqlite` exited 0 and wrote neither."""
+    page, store, out = tmp_path / "r.html", tmp_path / "s.sqlite", tmp_path / "out.json"
+    command = [EXE, "compare", "--backends", "onnxruntime", "--preset", "tiny", "--dataset-size", "2"]
+    command += ["--scenario", "Offline", "--duration", "1", "--workdir", str(tmp_path / "work"), "-o", str(out)]
+    done = subprocess.run([*command, "--html", str(page), "--store", str(store)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    (row,) = data["rows"]
+    text = page.read_text()
+    assert "<h2>speechperf compare --scenario Offline: S2T</h2>" in text and f">{row['samples_per_s']}<" in text
+    assert re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,', text) == ["percentiles.png"]
+    with sqlite3.connect(store) as db:
+        (command_name, result), *more = db.execute("SELECT command, result FROM runs").fetchall()
+        assert not more and command_name == "serving" and json.loads(result)["rows"] == data["rows"]
 
 
 @pytest.mark.parametrize(
@@ -226,7 +250,7 @@ def test_ctrl_c_in_compare_scenario_interrupts_the_child_and_keeps_its_rows(tmp_
     assert err.strip().splitlines()[-1].startswith(f"interrupted; what was measured is in {tmp_path / 'out.json'}")
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["complete"] is False
-    (row,) = data["rows"]  # torch never started
+    (row,) = data["results"]  # torch never started
     assert row["backend"] == "onnxruntime" and row["complete"] is False and row["trials"] >= 1
     child = json.loads(Path(row["json_path"]).read_text())
     assert child["complete"] is False and child["pid"] == row["pid"]  # the child wrote its part before it ended

@@ -129,7 +129,7 @@ def test_compare_has_the_column_from_its_children(tmp_path):
     assert result.exit_code == 0, result.output
     assert "1st call, new shape" in result.output
     data = json.loads(out.read_text())
-    for row in data["summary"]:
+    for row in data["rows"]:
         children = [
             json.loads(Path(r["json_path"]).read_text())["result"]["totals"]["first_call_per_shape"]
             for r in data["runs"]

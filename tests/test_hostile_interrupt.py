@@ -37,6 +37,6 @@ def test_ctrl_c_in_compare_writes_json_csv_and_markdown_of_the_finished_runs(tmp
     assert data["complete"] is False and 1 <= len([r for r in data["runs"] if r["ok"]]) < 50
     rows = list(csv.DictReader(out["csv"].open()))
     assert [r["cell"] for r in rows] == ["onnxruntime"], rows
-    summary = data["summary"][0]
+    summary = data["rows"][0]
     assert int(rows[0]["runs_ok"]) == summary["runs_ok"] >= 1
     assert "onnxruntime" in out["md"].read_text() and out["md"].read_text().startswith("|")

@@ -92,7 +92,7 @@ def test_compare_html_has_its_plots_inline_and_history_html_its_runs(tmp_path):
         .replace("&gt;", ">")
         .replace("&#x27;", "'")
         .replace("&amp;", "&")
-    )["summary"][0]["mean_ms"]
+    )["rows"][0]["mean_ms"]
     assert f">{mean}<" in dom
     # The environment merges the children's: the backend key names both, not the first child's alone.
     assert '<td class="text">backend</td><td class="text">onnxruntime | torch</td>' in dom

@@ -3,10 +3,9 @@ ranked with statistics, with the outputs checked against each other."""
 
 from __future__ import annotations
 
-import logging
 import sys
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,12 +21,12 @@ from speechperf.cli.options import (
     seed_option,
 )
 from speechperf.compare.best import DEFAULT_BUDGET_S, DEFAULT_SEARCH_RUNS
-from speechperf.compare.executors import EXECUTORS, get_executor
+from speechperf.compare.executors import EXECUTORS
 from speechperf.config.schema import METERS
-from speechperf.errors import Interrupted
 from speechperf.values import JOBS_MAX, RUNS_MAX
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from speechperf.compare.run import CompareOptions
 
 
 def _path_option(*names, help):
@@ -139,38 +138,7 @@ def _path_option(*names, help):
 @scenario_run_options()
 @budget_option(help="With --scenario Server: seconds each backend's peak search may take.")
 @instances_option
-def compare(
-    backends_text,
-    threads_text,
-    runs,
-    sweeps,
-    executor,
-    jobs,
-    timeout_s,
-    warmup,
-    repeat,
-    seed,
-    meters,
-    workdir,
-    output,
-    csv_path,
-    md_path,
-    plot_path,
-    best,
-    best_budget,
-    best_runs,
-    keep,
-    scenario,
-    target_qps,
-    target_latency_ms,
-    percentile,
-    duration,
-    min_queries,
-    samples_per_query,
-    budget,
-    instances,
-    **config_args,
-) -> None:
+def compare(**params) -> None:
     """Run one benchmark config on several backends, each in its own fresh process, and rank them.
 
     Runs are interleaved (A B C A B C ...), one child at a time; the ranking's unit is one run (its mean
@@ -179,291 +147,86 @@ def compare(
     differ from its group's first (parity MISMATCH); 2 bad input; 130 interrupted. With --scenario: one
     `speechperf loadgen` child per cell, ranked by the scenario's figure (docs/compare.md).
     """
-    from speechperf.cli.compare_scenario import check_scenario_use
-    from speechperf.compare import plan
+    from speechperf.compare.run import run_compare
 
-    ctx = click.get_current_context()
-    check_scenario_use(ctx, scenario)
-    config_path, preset, sets = config_args["config_path"], config_args["preset"], config_args["sets"]
+    sys.exit(run_compare(compare_options(click.get_current_context(), params)))
+
+
+def compare_options(ctx: click.Context, p: dict[str, Any]) -> CompareOptions:
+    """The command line as ``run_compare`` takes it, checked: bad input is one line (exit 2) before any child."""
+    from speechperf.cli.compare_scenario import check_scenario_use, scenario_options
+    from speechperf.compare import plan
+    from speechperf.compare.run import BestOptions, CompareOptions
+    from speechperf.exports import Exports
+
+    check_scenario_use(ctx, p["scenario"])
+    backends = _backends(p["backends_text"])
+    threads = plan.parse_threads(p["threads_text"])
+    serving = None if p["scenario"] is None else scenario_options(ctx.params, threads)
+    sweeps = [plan.parse_sweep(item) for item in p["sweeps"]]
+    overrides = config_overrides(p, warmup=p["warmup"], repeat=p["repeat"], seed=p["seed"], meters=p["meters"])
+    base = config_from_options(p["config_path"], dict(overrides), p["preset"], p["sets"])  # bad config: exit 2
+    if p["best"]:
+        from speechperf.compare.best import check_best
+
+        check_best(sweeps, base.general.warmup)
+    return CompareOptions(
+        base=base,
+        cells=tuple(_cells(p, backends, threads, sweeps, overrides, len(base.stages), serving is not None)),
+        backends=tuple(backends),
+        threads=tuple(threads),
+        config_path=p["config_path"],
+        preset=p["preset"],
+        sets=tuple(p["sets"]),
+        args=_passthrough(overrides),
+        runs=p["runs"],
+        executor=p["executor"],
+        jobs=p["jobs"],
+        timeout_s=p["timeout_s"],
+        workdir=p["workdir"],
+        exports=Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"]),
+        plot=p["plot_path"],
+        best=BestOptions(runs=p["best_runs"], budget_s=p["best_budget"]) if p["best"] else None,
+        serving=serving,
+        options=_given(p),
+    )
+
+
+def _backends(text: str | None) -> list[str]:
+    from speechperf.compare import plan
     from speechperf.registry import known_backends
 
     known = known_backends()
-    backends = known if backends_text is None else plan.split_list(backends_text, "--backends")  # '' is refused
+    backends = known if text is None else plan.split_list(text, "--backends")  # '' is refused
     unknown = [b for b in backends if b not in known]
     if unknown:
         raise plan.PlanError(f"--backends: unknown backend {unknown[0]!r}; known backends: {', '.join(known)}")
-    threads = plan.parse_threads(threads_text)
-    serving = None
-    if scenario is not None:
-        from speechperf.cli.compare_scenario import scenario_options
+    return backends
 
-        serving = scenario_options(ctx.params, threads)
-    sweep_items = [plan.parse_sweep(item) for item in sweeps]
-    from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
 
-    for what, path in (("--output", output), ("--csv", csv_path), ("--markdown", md_path)):
-        if path is not None:  # before any child runs: a bad path must not cost the whole comparison
-            check_output_path(path, what)
-    if plot_path is not None:
-        from speechperf.compare.plot import check_plot_path
+def _cells(p: dict[str, Any], backends, threads, sweeps, overrides: dict, stage_count: int, serving: bool) -> list:
+    """The plan's cells, each one's config checked; with --scenario, the loadgen children's cells, which take the
+    config's options, and warmup and seed as the config keys loadgen reads."""
+    from speechperf.compare import plan
 
-        check_plot_path(plot_path)
-    keep.check()
-    get_executor(executor, jobs)  # ray installed, jobs the executor can run: before any work
-    overrides = config_overrides(
-        config_args,
-        warmup=warmup,
-        repeat=repeat,
-        seed=seed,
-        meters=meters,
-    )
-    base = config_from_options(config_path, dict(overrides), preset, sets)  # bad config: exit 2 before any child
-    args = _passthrough(overrides)
+    source = {"config": p["config_path"], "preset": p["preset"]}
     cells = plan.build_cells(
-        backends,
-        threads,
-        sweep_items,
-        config=config_path,
-        preset=preset,
-        sets=sets,
-        args=args,
-        stage_count=len(base.stages),
+        backends, threads, sweeps, **source, sets=p["sets"], args=_passthrough(overrides), stage_count=stage_count
     )
-    if best:
-        from speechperf.compare.best import check_best
-
-        check_best(sweep_items, base.general.warmup)
     for cell in cells:
-        config_from_options(config_path, dict(overrides), cell.preset, cell.sets)
-    workdir = check_output_folder(workdir or _default_workdir(), "--workdir")  # before a derived file is exported
-    _check_backend_files(base, backends)
-    pinned_line = _pinned_line(base)
-
-    from speechperf.benchmark.validate import require_pinned_backends
-
-    require_pinned_backends(base, None)  # every pinned backend installed, before any child runs
-    if serving is not None:
-        from speechperf.cli.compare_scenario import run_scenario
-
-        # the children take the config's options; warmup and seed as the config keys loadgen reads
-        keys = [f"general.{k}={v}" for k, v in (("warmup", warmup), ("seed", seed)) if v is not None]
-        cells = plan.build_cells(
-            backends,
-            threads,
-            [],
-            config=config_path,
-            preset=preset,
-            sets=(*sets, *keys),
-            args=_passthrough(config_overrides(config_args)),
-        )
-        options = {k: (str(v) if isinstance(v, Path) else v) for k, v in ctx.params.items()}
-        sys.exit(
-            run_scenario(
-                serving,
-                cells,
-                workdir,
-                config=base.to_dict(),
-                options=options,
-                output=output,
-                csv_path=csv_path,
-                md_path=md_path,
-                timeout_s=timeout_s,
-            )
-        )
-    _warn_oversubscription(threads)
-
-    from speechperf.compare.launch import RunResult, run_cells
-    from speechperf.compare.report import CompareReport, render, to_csv, to_json, to_markdown
-
-    params = {**click.get_current_context().params, "store": keep.store, "html": keep.html}
-    options = {k: (str(v) if isinstance(v, Path) else v) for k, v in params.items() if k != "keep"}
-    config = base.to_dict()
-    tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(base.stages, 1) if s.tolerance}
-    finished: list[RunResult] = []
-    searched = None
-    if best:
-        searched, cells = _search_best(
-            backends,
-            threads,
-            base,
-            config_path,
-            preset,
-            sets,
-            args,
-            best_runs,
-            best_budget,
-            workdir,
-            executor,
-            timeout_s,
-            tolerances,
-        )
-    print(
-        f"compare: {len(cells)} cell(s) x {runs} run(s), one child at a time"
-        if jobs == 1
-        else f"compare: {len(cells)} cell(s) x {runs} run(s), {jobs} children at a time",
-        file=sys.stderr,
-    )
-    print(f"compare: work folder {workdir}", file=sys.stderr)
-    if pinned_line:
-        print(f"compare: {pinned_line}", file=sys.stderr)
-
-    def document(report, complete: bool) -> dict:
-        data = to_json(report, config, options, runs, complete)
-        if searched is not None:
-            data["best"] = searched.to_json()
-        return {**data, "pinned": pinned_line} if pinned_line else data
-
-    def write(complete: bool):
-        report = CompareReport.build(cells, finished, tolerances)
-        if output is not None:
-            from speechperf.benchmark.report import write_json_atomic
-
-            write_json_atomic(output, document(report, complete))
-        return report
-
-    def on_result(result):
-        finished.append(result)
-        write(complete=False)
-
-    if {"flops", "runtime"} <= set(base.general.meters):
-        from speechperf.meters.roofs import roofs_for
-
-        for n in sorted({c.threads for c in cells}):  # before any child, so that none measures them under load
-            roofs_for(n)
-
-    def export(report) -> None:
-        if csv_path is not None:
-            write_text_atomic(csv_path, to_csv(report), "--csv")
-        if md_path is not None:
-            text = to_markdown(report)
-            if searched is not None:
-                text = f"{text}\n## compare --best: the search\n\n{searched.to_markdown()}"
-            write_text_atomic(md_path, text, "--markdown")
-
-    try:
-        results = run_cells(
-            cells, runs, workdir, executor=executor, timeout_s=timeout_s, on_result=on_result, jobs=jobs
-        )
-    except KeyboardInterrupt:
-        # Ctrl-C: the JSON, CSV and Markdown hold every run that finished (the README's promise for exit 130).
-        export(write(complete=False))
-        kept = [str(p) for p in (output, csv_path, md_path) if p is not None]
-        raise Interrupted(f"what was measured is in {', '.join(kept)}" if kept else "") from None
-    finished[:] = results
-    report = write(complete=True)
-    export(report)
-    if searched is not None:
-        click.echo(searched.render())
-    click.echo(render(report), nl=False)
-    if pinned_line:
-        click.echo(pinned_line)
-    code = 1 if report.failed or report.mismatched else 0
-    plots = _plot(report, plot_path, announce=True) if plot_path is not None else []
-    if keep.html is not None and plot_path is None:
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="speechperf-html-") as folder:  # the page's plots, drawn for it
-            drawn = _plot(report, Path(folder) / "compare.png", announce=False)
-            _finish(keep, document(report, True), code, report, drawn)
-    else:
-        _finish(keep, document(report, True), code, report, plots)
-    # A parity mismatch is a failed check, as a failed child is: it must not look like success to a script.
-    sys.exit(code)
+        config_from_options(p["config_path"], dict(overrides), cell.preset, cell.sets)
+    if not serving:
+        return cells
+    keys = [f"general.{k}={p[k]}" for k in ("warmup", "seed") if p[k] is not None]
+    args = _passthrough(config_overrides(p))
+    return plan.build_cells(backends, threads, [], **source, sets=(*p["sets"], *keys), args=args)
 
 
-def _plot(report, plot_path: Path, announce: bool) -> list[Path]:
-    """compare's plots of ``--plot FILE``: the box plot, FILE.length.png, FILE.scaling.png and FILE.roofline.png
-    where there is something to draw; returns the files drawn."""
-    from speechperf.compare.length_plot import plot_length_cost
-    from speechperf.compare.plot import plot_latency, plot_roofline, plot_scaling, scaling_path
-
-    drawn = [plot_latency(report.summaries, plot_path)]
-    drawn.append(plot_length_cost(report.summaries, plot_path))  # FILE.length.png beside FILE.png
-    if report.scaling:
-        drawn.append(plot_scaling(report.scaling, scaling_path(plot_path)))
-    roofline = plot_roofline(report.summaries, plot_path)
-    if roofline is not None:
-        if announce:
-            print(f"compare: roofline plot {roofline}", file=sys.stderr)
-        drawn.append(roofline)
-    return drawn
-
-
-def _finish(keep, doc: dict, code: int, report, plots: list[Path]) -> None:
-    """The HTML page and the store, after every export and plot (speechperf.store.keep)."""
-    from speechperf.compare.report import COLUMNS, rows
-    from speechperf.store.html import table_html
-
-    model = (doc.get("config") or {}).get("general", {}).get("model_type", "")
-    tables = [table_html(f"compare: {model}", COLUMNS, rows(report))]
-    keep.finish("compare", doc, code, tables=tables, images=plots, title=f"speechperf compare: {model}")
-
-
-def _search_best(
-    backends, threads, base, config_path, preset, sets, args, runs, budget_s, workdir, executor, timeout_s, tolerances
-):
-    """compare --best: the search over every backend's variants (at the first thread count), and the cells of the
-    winners' comparison; no winner at all is exit 1 with the search table printed."""
-    from speechperf.compare import best
-
-    found = best.candidates(backends, threads[0], base, config_path=config_path, preset=preset, sets=sets, args=args)
-    log.info("compare --best: %d variant(s) of %d backend(s), budget %.0f s", len(found), len(backends), budget_s)
-    searched = best.search(
-        found,
-        runs=runs,
-        budget_s=budget_s,
-        workdir=Path(workdir) / "search",
-        executor=executor,
-        timeout_s=timeout_s,
-        tolerances=tolerances,
-    )
-    cells = best.winner_cells(searched, threads, config_path=config_path, preset=preset, sets=sets, args=args)
-    if not cells:
-        click.echo(searched.render())
-        log.error("compare --best: no variant of any backend finished with outputs that pass parity")
-        sys.exit(1)
-    return searched, cells
-
-
-def _warn_oversubscription(threads) -> None:
-    """A warning when the threads asked for exceed the cores other processes leave free."""
-    if max(threads) < 2:
-        return
-    import os
-
-    from speechperf.compare.scaling import oversubscription_warning
-    from speechperf.threads import free_cores
-
-    line = oversubscription_warning(threads, free_cores(), os.cpu_count() or 1)
-    if line:
-        log.warning("%s", line)
-
-
-def _check_backend_files(base, backends) -> None:
-    """Each backend's file of every ``path`` stage, before any child runs: a backend without one is one line, and
-    a derived file is exported and gated on parity here once (the children then take it from the cache)."""
-    from speechperf.benchmark.derive import config_for_backend
-    from speechperf.benchmark.validate import check_config
-    from speechperf.cache import cache_dir
-
-    for name in backends:
-        check_config(base, name)
-        config_for_backend(base, name, cache_dir())
-
-
-def _pinned_line(base) -> str | None:
-    """The one line that says which stages every cell runs on the same pinned backend, so that only the others
-    vary; None when no stage is pinned."""
-    pinned = {i: s.backend for i, s in enumerate(base.stages, 1) if s.backend}
-    if not pinned:
-        return None
-    varied = [f"stage{i}" for i in range(1, len(base.stages) + 1) if i not in pinned]
-    where = ", ".join(f"stage{i} on {name}" for i, name in pinned.items())
-    return (
-        f"pinned: {where} in every cell (stageN.backend); only "
-        + (", ".join(varied) if varied else "no stage")
-        + " vary by backend"
-    )
+def _given(p: dict[str, Any]) -> dict[str, Any]:
+    """The command's options as the document keeps them: paths as text, the store and --html by name."""
+    keep = p["keep"]
+    given = {**{k: v for k, v in p.items() if k != "keep"}, "store": keep.store, "html": keep.html}
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in given.items()}
 
 
 def _passthrough(overrides: dict) -> tuple[str, ...]:
@@ -475,11 +238,3 @@ def _passthrough(overrides: dict) -> tuple[str, ...]:
         flag = "--unsafe-pickle-runs-code" if key == "unsafe_pickle_runs_code" else "--" + key.replace("_", "-")
         args += [flag] if value is True else [flag, str(value)]
     return tuple(args)
-
-
-def _default_workdir() -> Path:
-    import os
-
-    from speechperf.cache import cache_dir
-
-    return cache_dir() / "compare" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"

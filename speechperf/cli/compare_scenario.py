@@ -1,16 +1,13 @@
-"""``compare --scenario``: the options that go with it (and those that do not), and the run that ranks the cells by
-a LoadGen scenario (``speechperf.compare.serving``); compare without --scenario never reaches this."""
+"""``compare --scenario``: the options that go with it (and those that do not), parsed into the children's loadgen
+options; the run that ranks the cells by a LoadGen scenario is ``speechperf.compare.run``'s."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import attrs
 import click
 from click.core import ParameterSource
 
-from speechperf.errors import Interrupted, SpeechperfError
+from speechperf.errors import SpeechperfError
 
 #: compare's parameters that only --scenario uses (the loadgen options) ...
 SCENARIO_PARAMS = (
@@ -95,34 +92,3 @@ def scenario_options(params: dict, threads):
         if hasattr(checked, field.name)
     }
     return ServingOptions(**shared, budget_s=params["budget"], mlperf_percentile=MLPERF_PERCENTILE[checked.scenario])
-
-
-def run_scenario(opts, cells, workdir: Path, *, config, options, output, csv_path, md_path, timeout_s) -> int:
-    """Each cell's loadgen child, one at a time; the exports rewritten after each; the ranking printed at the end.
-    Exit 0 when every child finished, 1 when one failed (its row says why), 130 on Ctrl-C (the exports keep the
-    rows so far, the interrupted child's partial one included)."""
-    from speechperf.benchmark.report import write_json_atomic
-    from speechperf.compare.serving import run_serving
-    from speechperf.compare.serving_report import render, to_csv, to_json, to_markdown
-    from speechperf.outputs import write_text_atomic
-
-    print(f"compare: {len(cells)} cell(s), scenario {opts.scenario}, one loadgen child at a time", file=sys.stderr)
-    print(f"compare: work folder {workdir}", file=sys.stderr)
-
-    def write(rows, complete: bool) -> None:
-        if output is not None:
-            write_json_atomic(output, to_json(rows, opts, config, options, complete))
-        if csv_path is not None:
-            write_text_atomic(csv_path, to_csv(rows, opts), "--csv")
-        if md_path is not None:
-            write_text_atomic(md_path, to_markdown(rows, opts), "--markdown")
-
-    try:
-        rows = run_serving(cells, opts, workdir, timeout_s=timeout_s, on_row=lambda rows: write(rows, False))
-    except KeyboardInterrupt:
-        kept = [str(p) for p in (output, csv_path, md_path) if p is not None]
-        where = f"what was measured is in {', '.join(kept)}; " if kept else ""
-        raise Interrupted(f"{where}LoadGen's logs are in {workdir}") from None
-    write(rows, True)
-    click.echo(render(rows, opts), nl=False)
-    return 0 if all(r.ok for r in rows) else 1

@@ -186,3 +186,28 @@ def _draw_tradeoff(ax, lines: dict[str, list]) -> None:
     ax.set_title("throughput against latency, by batch size")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+
+
+def plot_percentiles(rows: Sequence, path: Path, title: str = "speechperf compare --scenario") -> Path | None:
+    """``compare --scenario``'s latency percentiles: per cell, each percentile LoadGen reported (p50 ... p99.9) of
+    the run behind its figure (Server: at the peak), latency on a log axis; None when no cell has any."""
+    measured = [r for r in rows if r.percentiles_ms]
+    if not measured:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for row in measured:
+        points = sorted((float(k.lstrip("p")), v) for k, v in row.percentiles_ms.items() if v is not None)
+        ax.plot(range(len(points)), [v for _, v in points], marker="o", label=f"{row.label} ({row.result})")
+        ax.set_xticks(range(len(points)), [f"p{q:g}" for q, _ in points])
+    ax.set_yscale("log")
+    ax.set_xlabel("latency percentile")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return save_figure(fig, Path(path), "--html plot")

@@ -18,12 +18,17 @@ from speechperf.compare.scaling import Scaling
 from speechperf.compare.scaling import scaling as cell_scaling
 from speechperf.meters import first_call, roofline
 from speechperf.meters.fidelity import json_number
+from speechperf.results import Document
 
+#: version 1's compare JSON, which speechperf.regression still checks for until it reads result documents
 SCHEMA_VERSION = 1
 UNIT_NOTE = (
     "statistical unit: one process run (the mean per-sample runtime of the run); mean ± σ, range, ratios "
     "and Welch's p are over the runs; median / p90 / p99 over every sample of every run"
 )
+#: a cell's headline quality metric -> its figure's name in the rows (speechperf.results.figures: WER and
+#: agreement as fractions, BLEU in points)
+QUALITY_FIGURES = {"WER": "wer", "BLEU": "bleu", "ASR-BLEU": "bleu", "agreement": "agreement"}
 COLUMNS = (
     "cell",
     "backend",
@@ -59,7 +64,7 @@ COLUMNS = (
     "batch_parity",
     "quality",
     "quality_metric",
-    "quality_points",
+    *dict.fromkeys(QUALITY_FIGURES.values()),
     "quality_vs_reference",
     "failure",
 )
@@ -202,12 +207,22 @@ def rows(report: CompareReport) -> list[dict[str, Any]]:
                 "batch_parity": f"against {batched.reference}: {batched.describe()}" if batched else None,
                 "quality": quality.headline if quality else None,
                 "quality_metric": quality.metric if quality else None,
-                "quality_points": None if quality is None or quality.value is None else round(quality.value, 2),
+                **quality_figures(quality),
                 "quality_vs_reference": (quality.differs or quality.note) if quality else None,
                 "failure": "; ".join(f"run {f.run + 1}: {f.reason} (exit code {f.exit_code})" for f in s.failures)
                 or None,
             }
         )
+    return out
+
+
+def quality_figures(quality: CellQuality | None) -> dict[str, float | None]:
+    """The headline quality under its figure's name: the JSON keeps a WER as a fraction (CellQuality's value is
+    in points, as the console prints it)."""
+    out: dict[str, float | None] = dict.fromkeys(QUALITY_FIGURES.values())
+    if quality is not None and quality.value is not None and quality.metric in QUALITY_FIGURES:
+        name = QUALITY_FIGURES[quality.metric]
+        out[name] = round(quality.value, 2) if name == "bleu" else round(quality.value / 100, 6)
     return out
 
 
@@ -231,17 +246,13 @@ def _parity_json(parity: dict[str, CellParity]) -> dict[str, Any]:
     }
 
 
-def to_json(
-    report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int, complete: bool
-) -> dict[str, Any]:
-    """``options``: the command's options as given (click's parameters)."""
+def body(report: CompareReport, options: dict[str, Any], runs: int) -> dict[str, Any]:
+    """The compare document's own fields (``speechperf.results.Document.body``); its rows are ``rows(report)``.
+    ``options``: the command's options as given (click's parameters)."""
     return {
-        "schema_version": SCHEMA_VERSION,
-        "complete": complete,
         "options": options,
         "statistical_unit": UNIT_NOTE,
         "runs_per_cell": runs,
-        "config": config,
         "cells": [
             {
                 "label": c.label,
@@ -255,7 +266,6 @@ def to_json(
             }
             for c in report.cells
         ],
-        "summary": rows(report),
         "roofline": {
             "label": roofline.LABEL,
             "per_stage": {s.label: s.roofline for s in report.summaries},
@@ -283,36 +293,36 @@ def to_json(
             for s in report.summaries
             if s.ok
         },
-        "environment_notes": list(report.environment_notes),
-        "warnings": report.warnings,
-        "runs": [
-            {
-                **r.to_dict(),
-                "environment": next(
-                    (
-                        e
-                        for s in report.summaries
-                        if s.label == r.label
-                        for e, raw in zip(s.environments, s.runs)
-                        if raw["run"] == r.run
-                    ),
-                    None,
-                ),
-                "timings": next(
-                    (raw for s in report.summaries if s.label == r.label for raw in s.runs if raw["run"] == r.run), None
-                ),
-            }
-            for r in report.results
-        ],
+        "runs": [_run_json(report, r) for r in report.results],
     }
 
 
-def to_csv(report: CompareReport) -> str:
-    return tables.to_csv(COLUMNS, rows(report))
+def document(
+    report: CompareReport, config: dict[str, Any] | None, options: dict[str, Any], runs: int, complete: bool
+) -> Document:
+    """The ``compare`` result document (docs/results.md): the rows of the table, every warning the console
+    printed, and the rest in the body; the command adds its environment, notes and, with --best, the search."""
+    return Document(
+        kind="compare",
+        config=config,
+        rows=rows(report),
+        warnings=report.warnings,
+        complete=complete,
+        body=body(report, options, runs),
+    )
 
 
-def to_markdown(report: CompareReport) -> str:
-    return tables.to_markdown(COLUMNS, ([row[c] for c in COLUMNS] for row in rows(report)))
+def _run_json(report: CompareReport, result: RunResult) -> dict[str, Any]:
+    """One child run: how it ended, the environment it recorded and its raw timings."""
+    summary = next((s for s in report.summaries if s.label == result.label), None)
+    placed = [] if summary is None else list(zip(summary.environments, summary.runs, strict=True))
+    mine = next(((env, raw) for env, raw in placed if raw["run"] == result.run), (None, None))
+    return {**result.to_dict(), "environment": mine[0], "timings": mine[1]}
+
+
+def sentences(report: CompareReport) -> list[str]:
+    """The Summary sentences the console prints ("a ran 2.31 ± 0.12 times faster than b")."""
+    return [c.sentence() for ranking in report.rankings for c in ranking]
 
 
 def _fmt_ms(seconds: float | None) -> str:

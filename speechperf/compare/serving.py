@@ -11,7 +11,6 @@ before it ends (``speechperf.loadgen.run``), and its partial row is kept.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -22,6 +21,8 @@ import attrs
 
 from speechperf.compare.child import RunResult, run_child
 from speechperf.compare.plan import Cell
+from speechperf.results import DocumentError
+from speechperf.results import read as read_document
 
 log = logging.getLogger(__name__)
 #: Seconds an interrupted child gets to write its exports and LoadGen's logs before its group is killed.
@@ -101,6 +102,8 @@ class ServingRow:
     lower_bound: bool = False
     rank: int | None = None
     vs_best: float | None = None  # how many times the best's figure this one's is behind (1.0: the best)
+    #: every latency percentile LoadGen reported for the run behind the figure ("p50" -> ms), for the plot
+    percentiles_ms: dict[str, float] = attrs.Factory(dict)
 
 
 def child_command(cell: Cell, opts: ServingOptions, workdir: Path) -> list[str]:
@@ -179,14 +182,16 @@ def row_of(cell: Cell, opts: ServingOptions, result: RunResult) -> ServingRow:
         unmet=tuple(chosen["summary"]["unmet"]),
         compliance=tuple(chosen.get("compliance") or ()),
         complete=complete,
+        percentiles_ms=dict(chosen["summary"]["percentiles_ms"]),
         **base,
     )
 
 
 def _read(path: str) -> dict[str, Any] | None:
+    """A child's loadgen document as the current schema, whichever version wrote it; None when unreadable."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_document(path, kinds=("loadgen",)).to_json()
+    except DocumentError:
         return None
 
 

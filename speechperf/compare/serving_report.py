@@ -1,5 +1,6 @@
 """What ``compare --scenario`` prints and exports: the ranking table (one row per cell, VALID / INVALID, "not
-MLPerf-compliant" when shortened), the reasons and compliance notes under it; JSON, CSV and Markdown as compare's."""
+MLPerf-compliant" when shortened), the reasons and compliance notes under it; the ``serving`` result document
+(docs/results.md) that the exports write (``speechperf.exports``)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,13 @@ import attrs
 
 from speechperf import tables
 from speechperf.compare.serving import METRIC, ServingOptions, ServingRow
+from speechperf.results import Document
 
-SCHEMA_VERSION = 1
-COLUMNS = (
-    "rank",
-    "cell",
-    "backend",
-    "threads",
-    "scenario",
-    "result",
-    "metric",
-    "value",
-    "vs_best",
-    "percentile",
-    "latency_ms",
+#: the columns before and after the scenario's figures (``columns``)
+HEAD = ("rank", "cell", "backend", "threads", "scenario", "result", "metric")
+TAIL = (
     "target_latency_ms",
-    "rtfx",
+    "audio_s_per_s",
     "samples",
     "trials",
     "lower_bound",
@@ -41,21 +33,39 @@ def _r(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def latency_name(opts: ServingOptions) -> str:
+    """The latency percentile's figure name (speechperf.results.figures): ``p90_ms``, ``p99_ms``."""
+    return f"p{opts.latency_percentile:g}_ms"
+
+
+def figure_name(opts: ServingOptions) -> str:
+    """The figure the scenario ranks by: ``peak_qps``, ``samples_per_s`` or its latency percentile."""
+    name = METRIC[opts.scenario][0]
+    return latency_name(opts) if name == "latency_ms" else name
+
+
+def columns(opts: ServingOptions) -> tuple[str, ...]:
+    """The rows' columns: the ranking figure, then the latency percentile (once when it is the figure)."""
+    figures = dict.fromkeys((figure_name(opts), "vs_best", "percentile", latency_name(opts)))
+    return (*HEAD, *figures, *TAIL)
+
+
 def row_dict(row: ServingRow, opts: ServingOptions) -> dict[str, Any]:
-    return {
+    """One cell's row, its figures named as in ``speechperf.results.figures``."""
+    out: dict[str, Any] = {
         "rank": row.rank,
         "cell": row.label,
         "backend": row.backend,
         "threads": row.threads,
         "scenario": opts.scenario,
         "result": row.result,
-        "metric": METRIC[opts.scenario][0],
-        "value": _r(row.metric),
+        "metric": figure_name(opts),
+        figure_name(opts): _r(row.metric),
         "vs_best": _r(row.vs_best, 3),
         "percentile": row.percentile,
-        "latency_ms": _r(row.latency_ms),
+        latency_name(opts): _r(row.latency_ms),
         "target_latency_ms": opts.target_latency_ms if opts.scenario == "Server" else None,
-        "rtfx": _r(row.rtfx),
+        "audio_s_per_s": _r(row.rtfx),
         "samples": row.samples,
         "trials": row.trials,
         "lower_bound": row.lower_bound if opts.scenario == "Server" else None,
@@ -65,31 +75,28 @@ def row_dict(row: ServingRow, opts: ServingOptions) -> dict[str, Any]:
         "pid": row.pid,
         "failure": None if row.ok else f"{row.reason} (exit code {row.exit_code})",
     }
+    return {c: out[c] for c in columns(opts)}
 
 
-def to_json(
+def document(
     rows: Sequence[ServingRow], opts: ServingOptions, config: dict | None, options: dict, complete: bool
-) -> dict[str, Any]:
-    name, header, higher = METRIC[opts.scenario]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "complete": complete,
-        "scenario": opts.scenario,
-        "ranked_by": {"metric": name, "label": header, "higher_is_better": higher},
-        "options": options,
-        "scenario_options": attrs.asdict(opts),
-        "config": config,
-        "summary": [row_dict(r, opts) for r in rows],
-        "rows": [attrs.asdict(r) for r in rows],
-    }
-
-
-def to_csv(rows: Sequence[ServingRow], opts: ServingOptions) -> str:
-    return tables.to_csv(COLUMNS, [row_dict(r, opts) for r in rows])
-
-
-def to_markdown(rows: Sequence[ServingRow], opts: ServingOptions) -> str:
-    return tables.to_markdown(COLUMNS, [[row_dict(r, opts)[c] for c in COLUMNS] for r in rows])
+) -> Document:
+    """The ``serving`` result document: the display rows; ``results`` every field of each cell's row (as
+    version 1's ``rows``, which speechperf.results.upgrade moves there)."""
+    _, header, higher = METRIC[opts.scenario]
+    return Document(
+        kind="serving",
+        config=config,
+        rows=[row_dict(r, opts) for r in rows],
+        complete=complete,
+        body={
+            "scenario": opts.scenario,
+            "ranked_by": {"metric": figure_name(opts), "label": header, "higher_is_better": higher},
+            "options": options,
+            "scenario_options": attrs.asdict(opts),
+            "results": [attrs.asdict(r) for r in rows],
+        },
+    )
 
 
 def render(rows: Sequence[ServingRow], opts: ServingOptions) -> str:
@@ -118,10 +125,10 @@ def render(rows: Sequence[ServingRow], opts: ServingOptions) -> str:
                 d["rank"],
                 d["cell"],
                 d["result"] + ("" if row.complete else " (partial)"),
-                d["value"],
+                d[figure_name(opts)],
                 vs,
-                d["latency_ms"],
-                d["rtfx"],
+                d[latency_name(opts)],
+                d["audio_s_per_s"],
                 d["samples"],
                 *((d["trials"],) if opts.scenario == "Server" else ()),
                 d["mlperf"],

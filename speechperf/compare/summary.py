@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -28,6 +27,8 @@ from speechperf import length_cost, stats
 from speechperf.compare.child import RunResult
 from speechperf.compare.plan import Cell
 from speechperf.meters import first_call, roofline
+from speechperf.results import DocumentError
+from speechperf.results import read as read_document
 
 #: an outlier must also be this far from the median (steady runs have a tiny MAD; see stats.outliers)
 OUTLIER_MIN_RELATIVE = 0.10
@@ -111,9 +112,11 @@ class CellSummary:
 
 
 def _read(path: str) -> dict[str, Any] | None:
+    """A child's bench document, as the current schema (``rows``, ``result``, ``environment``) whichever version
+    of speechperf wrote it; None when it cannot be read."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_document(path, kinds=("bench",)).to_json()
+    except DocumentError:
         return None
 
 
@@ -157,7 +160,7 @@ def summarize(cells: Sequence[Cell], results: Sequence[RunResult]) -> list[CellS
             batch_size = data["result"].get("batch_size", batch_size)
             batch_seconds.extend(b["seconds"] for b in (totals.get("batching") or {}).get("batches", ()))
             envs.append(data["environment"])
-            placed.append(data.get("summary") or [])
+            placed.append(data.get("rows") or [])
             if totals.get("first_call_per_shape"):
                 first_calls.append(first_call.ShapeCost(**totals["first_call_per_shape"]))
             runs.append(

@@ -96,11 +96,46 @@ def _optimize_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
     return list(rows), rest
 
 
+def _compare_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Version 1's ``quality_points`` (a WER or an agreement in percent, a BLEU in points, as ``quality_metric``
+    says) under its figure's name: ``wer`` / ``agreement`` as fractions, ``bleu`` in points."""
+    rows = []
+    for row in rest.pop("summary", None) or []:
+        row = dict(row)
+        points = row.pop("quality_points", None)
+        names = {"WER": "wer", "BLEU": "bleu", "ASR-BLEU": "bleu", "agreement": "agreement"}
+        for name in dict.fromkeys(names.values()):
+            row.setdefault(name, None)
+        figure = names.get(row.get("quality_metric") or "")
+        if figure is not None and isinstance(points, (int, float)):
+            row[figure] = points if figure == "bleu" else points / 100
+        rows.append(row)
+    return rows, rest
+
+
 def _serving_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rows = rest.pop("summary", None) or []
+    """Version 1's ``value`` under the figure it is (``peak_qps``, ``samples_per_s``), its ``latency_ms`` under its
+    percentile's name (``p90_ms``) and ``rtfx`` as ``audio_s_per_s``."""
+    rows = []
+    for row in rest.pop("summary", None) or []:
+        row = dict(row)
+        latency = f"p{row.get('percentile'):g}_ms" if isinstance(row.get("percentile"), (int, float)) else None
+        value = row.pop("value", None)
+        if latency is not None and "latency_ms" in row:
+            row[latency] = row.pop("latency_ms")
+        if row.get("metric") == "latency_ms" and latency is not None:
+            row["metric"] = latency
+        elif row.get("metric"):
+            row[row["metric"]] = value
+        if "rtfx" in row:
+            row["audio_s_per_s"] = row.pop("rtfx")
+        rows.append(row)
+    ranked = rest.get("ranked_by")
+    if rows and isinstance(ranked, dict) and ranked.get("metric") == "latency_ms":
+        rest["ranked_by"] = {**ranked, "metric": rows[0]["metric"]}
     if "rows" in rest:  # version 1's raw rows (every field of each cell's result)
         rest["results"] = rest.pop("rows")
-    return list(rows), rest
+    return rows, rest
 
 
 def _profile_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -114,8 +149,8 @@ def _loadgen_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
 #: Where each kind of version 1 kept its table rows.
 V1_ROWS: dict[str, Callable[[dict[str, Any]], tuple[list[dict[str, Any]], dict[str, Any]]]] = {
     "bench": _rows_from("summary"),
-    "compare": _rows_from("summary"),
-    "compare-best": _rows_from("summary"),
+    "compare": _compare_rows,
+    "compare-best": _compare_rows,
     "serving": _serving_rows,
     "optimize": _optimize_rows,
     "loadgen": _loadgen_rows,
