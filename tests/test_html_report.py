@@ -15,6 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from speechperf.results import Document, read
+from speechperf.results import loads as read_text
+from speechperf.results.figures import shown
 from tests.test_outputs import one_line_error
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -61,13 +64,16 @@ def test_bench_html_renders_in_chromium_with_the_tables_figures(tmp_path):
     dom, shot = browse(page, tmp_path)
     assert not_blank(shot) > 0.02
     doc = json.loads(out.read_text())
-    total = next(r for r in doc["summary"] if r["stage"] == "total")
-    for column in ("runtime_mean_ms", "runtime_median_ms", "peak_rss_mib"):
-        assert f">{total[column]}<" in dom, column  # the figure, in a cell of the rendered table
-    assert "Environment" in dom and doc["environment"]["cpu"] in dom
+    table = doc.get("summary") or doc["rows"]  # the table as -o wrote it, in whichever schema version bench writes
+    total = next(r for r in table if r["stage"] == "total")
+    for column in [c for c in total if c.endswith(("mean_ms", "median_ms")) or c == "peak_rss_mib"]:
+        cell = f">{shown(column, total[column])}<"
+        assert cell in dom, column  # the figure as the console rounds it, in a cell of the rendered table
+    assert "Environment" in dom and read(out).environment["cpu"] in dom
     link = re.search(r'href="data:application/json;base64,([^"]+)"', dom)
-    assert link and json.loads(base64.b64decode(link.group(1)))["summary"] == doc["summary"]  # the raw numbers
+    assert link and read_text(base64.b64decode(link.group(1))).rows == read(out).rows  # the raw numbers
     assert 'id="raw"' in dom
+    assert "$ speechperf bench -b onnxruntime" in dom  # the command line
 
 
 @pytest.mark.slow
@@ -91,8 +97,9 @@ def test_compare_html_has_its_plots_inline_and_history_html_its_runs(tmp_path):
         .replace("&gt;", ">")
         .replace("&#x27;", "'")
         .replace("&amp;", "&")
-    )["summary"][0]["mean_ms"]
-    assert f">{mean}<" in dom
+    )
+    mean = (mean.get("summary") or mean["rows"])[0]["mean_ms"]
+    assert f">{shown('mean_ms', mean)}<" in dom
     # The environment merges the children's: the backend key names both, not the first child's alone.
     assert '<td class="text">backend</td><td class="text">onnxruntime | torch</td>' in dom
 
@@ -101,6 +108,7 @@ def test_compare_html_has_its_plots_inline_and_history_html_its_runs(tmp_path):
     assert result.exit_code == 0, result.output
     dom, shot = browse(listing, tmp_path)
     assert "speechperf history" in dom and ">compare<" in dom and dom.count("<img") == 1
+    assert "$ speechperf history --store" in dom
     assert not_blank(shot) > 0.02
 
 
@@ -127,12 +135,60 @@ def test_optimize_html_and_store_hold_every_variant(tmp_path):
     assert result.exit_code == 0, result.output
     text = page.read_text()
     self_contained(text)
-    for row in json.loads(out.read_text())["table"]:
-        assert f'<td class="text">{row["variant"]}</td>' in text and f">{row['latency_ms']}<" in text
+    for row in read(out).rows:
+        assert f'<td class="text">{row["variant"]}</td>' in text and f">{shown('mean_ms', row['mean_ms'])}<" in text
     import sqlite3
     from contextlib import closing
 
     with closing(sqlite3.connect(store)) as con:  # one run, the study's: its bench children store nothing
         assert con.execute("SELECT command, backends FROM runs").fetchall() == [("optimize", "onnxruntime")]
-        cells = con.execute("SELECT DISTINCT cell FROM metrics WHERE metric = 'latency_ms' ORDER BY cell").fetchall()
+        cells = con.execute("SELECT DISTINCT cell FROM metrics WHERE metric = 'mean_ms' ORDER BY cell").fetchall()
     assert cells == [("fp32",), ("ort-dynamic",)]
+
+
+def loadgen_page(tmp_path: Path) -> tuple[Path, Document]:
+    """A loadgen document with a note, a warning and a row wider than the page, through the exporters' --html."""
+    from speechperf.exports import Exports
+    from speechperf.results.loadgen_table import COLUMNS
+    from speechperf.store.keep import Keep
+
+    row = {c: None for c in COLUMNS}
+    row.update(scenario="Offline", mode="performance", backend="onnxruntime", instances=1, threads=1)
+    row.update(result="VALID", headline="48.81 samples/s", samples_per_s=48.81, p90_ms=1.8849999999999998)
+    row.update(p50_ms=1.1, p99_ms=2.5, samples=400, compliance="not MLPerf-compliant: duration 1 s < 600 s")
+    doc = Document(
+        kind="loadgen",
+        command=["speechperf", "loadgen", "-b", "onnxruntime", "--scenario", "Offline"],
+        rows=[row],
+        notes=["Offline: not MLPerf-compliant: duration 1 s < 600 s"],
+        warnings=["the machine was busy: 1.5 other cores"],
+        environment={"cpu": "Test CPU 9000", "packages": {"numpy": "2.0"}},
+        complete=True,
+    )
+    page = tmp_path / "loadgen.html"
+    Exports(keep=Keep(None, page)).check().finish(doc, 0, title="speechperf loadgen: Offline on onnxruntime")
+    return page, doc
+
+
+def test_a_document_page_has_its_command_notes_warnings_and_rounded_figures(tmp_path):
+    page, doc = loadgen_page(tmp_path)
+    text = page.read_text()
+    self_contained(text)
+    assert '<p class="command">$ speechperf loadgen -b onnxruntime --scenario Offline</p>' in text
+    assert "<li>Offline: not MLPerf-compliant: duration 1 s &lt; 600 s</li>" in text
+    assert '<ul class="warnings"><li>the machine was busy: 1.5 other cores</li></ul>' in text
+    assert ">1.885<" in text and "1.8849999999999998<" not in text  # rounded as the console rounds p90_ms
+    assert '<td class="text">packages.numpy</td><td class="text">2.0</td>' in text  # the environment, flattened
+    first = text.split("<details>")[0]  # the key columns, before the details block with every column
+    assert "<th>p90_ms</th>" in first and "<th>compliance</th>" not in first
+    assert "every column (" in text and "<th>compliance</th>" in text.split("<details>")[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_a_document_page_shows_its_command_line_and_notes_in_chromium(tmp_path):
+    page, _ = loadgen_page(tmp_path)
+    dom, shot = browse(page, tmp_path)
+    assert not_blank(shot) > 0.02
+    assert "$ speechperf loadgen -b onnxruntime --scenario Offline" in dom
+    assert "Offline: not MLPerf-compliant: duration 1 s &lt; 600 s" in dom and ">1.885<" in dom
