@@ -235,7 +235,10 @@ def test_history_plots_a_metric_per_backend_and_stage(filled, tmp_path, x):
     result = history(filled, "--plot", "runtime", "--stage", "total", "--x", x, "-o", str(both))
     assert result.exit_code == 0 and "1 line(s)" in result.output, result.output
     # compare's own per-stage figure is stored too (its table has one row per cell)
-    staged = rows(filled, "SELECT stage FROM metrics WHERE metric = 'mean_ms' ORDER BY stage")
+    compare = "SELECT id FROM runs WHERE command = 'compare'"
+    staged = rows(
+        filled, f"SELECT stage FROM metrics WHERE metric = 'mean_ms' AND run_id IN ({compare}) ORDER BY stage"
+    )
     assert staged == [("stage1 s2t",), ("total",)]
 
 

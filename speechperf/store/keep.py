@@ -14,6 +14,7 @@ import attrs
 
 from speechperf.cache import cache_dir
 from speechperf.results import Document
+from speechperf.results.document import current_command
 from speechperf.store import db, html, record
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class Keep:
             # A command not yet converted to the document passes (command, its version 1 dict, exit code): read
             # it as any version 1 file is read. To go once every command writes a Document (issue 33).
             doc = Document.from_json(exit_code[0], f"the {doc} document")
+            doc.command = current_command()  # the run this process just made
         code: int | None = exit_code[-1]
         if self.html is not None:
             page = html.render_document(doc, tables, images, title or f"speechperf {doc.kind}")
