@@ -101,7 +101,7 @@ class Exports:
     ) -> int | None:
         """The last write of the exports, then the HTML page and the store; returns the run's id in the store."""
         self.write(doc)
-        return self.keep.finish(doc.kind, doc.to_json(), exit_code, tables=tables, images=images, title=title)
+        return self.keep.finish(doc, exit_code, tables=tables, images=images, title=title)
 
     @contextlib.contextmanager
     def interrupted(self, current: Callable[[], Document | None]) -> Iterator[None]:

@@ -1,26 +1,31 @@
 """``speechperf diff BASE.json NEW.json``: a baseline against a new run, and the regression gate for CI.
 
-Reads the JSON of ``speechperf bench -o`` or of ``speechperf compare -o`` (both sides of one kind), checks each
-``schema_version`` on load, and compares per unit (docs/compare.md, "Regression gate"):
+Reads two result documents of one kind (``speechperf.results.read``: any schema version it reads) and dispatches on
+their ``kind`` (docs/results.md); per unit (docs/compare.md, "Regression gate"):
 
-- bench JSON: per stage (``stage1 s2t``) and the ``total``; the statistical unit is the per-sample runtime (each
+- bench: per stage (``stage1 s2t``) and the ``total``; the statistical unit is the per-sample runtime (each
   sample's median of its repeats);
-- compare JSON: per cell (``onnxruntime``, ``torch t2``...), the cascade total, and per cell and stage; the unit is
-  one process run (the mean per-sample runtime of the run), compare's own unit.
+- compare (and compare --best): per cell (``onnxruntime``, ``torch t2``...), the cascade total, and per cell and
+  stage; the unit is one process run (the mean per-sample runtime of the run), compare's own unit;
+- optimize: per variant (``fp32``, ``ort-dynamic``...); the unit is one process run, as compare's;
+- loadgen and serving (compare --scenario): per scenario (loadgen: ``SingleStream``, ``Server peak``...) or cell
+  (serving); peak QPS, samples/s and the p90/p99 latencies LoadGen measured, one run (one process) per side.
 
-Per unit: ``new/base`` of the mean with its propagated σ and Welch's two-sided p over the units
+For the timing kinds: ``new/base`` of the mean with its propagated σ and Welch's two-sided p over the units
 (``speechperf.stats``: the one place these are defined), and the ratios of the median, p90 and peak RSS, and of
-WER when both runs scored it. A regression on ``--fail-metric`` is ``new/base > 1 + --fail-above`` and, for the
-timing metrics, Welch's p < 0.05; where no test can be made (one value on a side) the ratio alone decides and the
-output says so. Peak RSS and WER are single figures: their ratio alone decides (a WER that was 0 regresses on any
-increase).
+WER when both runs scored it. A regression on ``--fail-metric`` is the figure worse by more than ``--fail-above``
+(``new/base > 1 + X``; for a rate, where higher is better, ``base/new > 1 + X``: the time per sample grew by more
+than X) and, for the timing metrics, Welch's p < 0.05; where no test can be made (one value on a side, every
+serving figure) the ratio alone decides and the output says so. The default metric, ``headline``, is the mean for
+the timing kinds and each scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s;
+SingleStream: p90; MultiStream and a Server at a fixed rate: p99).
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +33,29 @@ import attrs
 import numpy as np
 
 from speechperf import stats
-from speechperf.benchmark.results import SCHEMA_VERSION as BENCH_SCHEMA
-from speechperf.compare.report import SCHEMA_VERSION as COMPARE_SCHEMA
 from speechperf.errors import SpeechperfError, shorten_path
-from speechperf.outputs import file_problem
+from speechperf.results import Document, read
+from speechperf.results.figures import shown
+from speechperf.results.loadgen_table import PEAK
+from speechperf.store.record import environment_of, row_name
 
-METRICS = ("mean", "median", "p90", "peak_rss", "wer")
+#: The figures ``--fail-metric`` may name; ``headline``: each unit's own (see the module's doc).
+METRICS = ("headline", "mean", "median", "p90", "p99", "peak_rss", "wer", "samples_per_s", "peak_qps")
 TIMING_METRICS = ("mean", "median", "p90")
+#: Rates: a drop is a regression.
+HIGHER_IS_BETTER = frozenset({"samples_per_s", "peak_qps"})
+#: The figure each metric is, by its name in the documents (``speechperf.results.figures``).
+FIGURE = {
+    "mean": "mean_ms",
+    "median": "median_ms",
+    "p90": "p90_ms",
+    "p99": "p99_ms",
+    "peak_rss": "peak_rss_mib",
+    "wer": "wer",
+    "samples_per_s": "samples_per_s",
+    "peak_qps": "peak_qps",
+}
+SERVING_KINDS = ("serving", "loadgen")
 #: environment keys that must match between the two runs (the commit is what is expected to differ)
 ENV_KEYS = ("python", "platform", "cpu", "cpu_count", "threads", "device", "backend", "packages")
 #: config and option keys that say where results go or how many runs there are, not what is measured
@@ -62,19 +83,24 @@ class DiffInputError(SpeechperfError):
 
 @attrs.frozen
 class Unit:
-    """What one stage or cell of one run measured: ``values`` are the statistical units (seconds)."""
+    """What one stage, cell, variant or scenario of one run measured. ``values``: the statistical units of the mean
+    (seconds; none for a serving figure); ``figures``: the single figures by metric name (the timing kinds' in
+    seconds, the serving kinds' in their documents' units: ms, 1/s)."""
 
     name: str
     values: tuple[float, ...]
-    median: float | None
-    p90: float | None
-    peak_rss: float | None
-    wer: float | None
+    figures: Mapping[str, float | None]
+    headline: str = "mean"  #: what ``--fail-metric headline`` means for this unit
+    result: str | None = None  #: a serving run's VALID / INVALID
+
+    def resolve(self, metric: str) -> str:
+        return self.headline if metric == "headline" else metric
 
     def metric(self, name: str) -> float | None:
-        if name == "mean":
+        name = self.resolve(name)
+        if name == "mean" and self.values:
             return stats.mean(self.values)
-        return getattr(self, name)
+        return self.figures.get(name)
 
 
 @attrs.frozen
@@ -86,6 +112,7 @@ class Row:
     p_value: float | None
 
     def ratio_of(self, metric: str) -> float | None:
+        """new/base of ``metric``; None when a side lacks it."""
         b, n = self.base.metric(metric), self.new.metric(metric)
         if b is None or n is None:
             return None
@@ -93,14 +120,26 @@ class Row:
             return None if n == 0 else float("inf")
         return n / b
 
+    def worse_by(self, metric: str) -> float | None:
+        """How many times worse NEW is on ``metric``: new/base, or base/new for a rate (higher is better)."""
+        name = self.base.resolve(metric)
+        b, n = self.base.metric(name), self.new.metric(name)
+        if b is None or n is None:
+            return None
+        if b == n:
+            return 1.0
+        if name in HIGHER_IS_BETTER:
+            return float("inf") if n == 0 else b / n
+        return float("inf") if b == 0 else n / b
+
     def regressed(self, metric: str, fail_above: float) -> bool | None:
         """True / False; None when the metric is missing on a side."""
-        ratio = 1.0 if self.base.metric(metric) == 0 == self.new.metric(metric) else self.ratio_of(metric)
-        if ratio is None:
+        worse = self.worse_by(metric)
+        if worse is None:
             return None
-        if ratio <= 1 + fail_above:
+        if worse <= 1 + fail_above:
             return False
-        if metric in TIMING_METRICS and self.p_value is not None:
+        if self.base.resolve(metric) in TIMING_METRICS and self.p_value is not None:
             return self.p_value < stats.SIGNIFICANCE
         return True
 
@@ -108,35 +147,21 @@ class Row:
 @attrs.frozen
 class Loaded:
     path: Path
-    kind: str  # "bench" or "compare"
-    data: dict[str, Any]
+    doc: Document
+
+    @property
+    def kind(self) -> str:
+        return self.doc.kind
 
 
 def load(path: Path) -> Loaded:
-    what = shorten_path(path)
-    if (problem := file_problem(path)) is not None:  # before the read: a FIFO blocks it, /dev/zero never ends
-        raise DiffInputError(f"{what} {problem}; a bench or compare JSON is a file")
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DiffInputError(f"{what}: cannot be read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise DiffInputError(f"{what}: not JSON ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise DiffInputError(f"{what}: not a speechperf bench or compare JSON (the top level is no object)")
-    if "result" in data and "summary" in data:
-        kind, known = "bench", BENCH_SCHEMA
-    elif "cells" in data and "runs" in data:
-        kind, known = "compare", COMPARE_SCHEMA
-    else:
-        raise DiffInputError(f"{what}: not a speechperf bench or compare JSON (neither 'result' nor 'cells'+'runs')")
-    version = data.get("schema_version")
-    if version != known:
+    """The result document at ``path``, of a kind diff can gate; anything else is one line (exit 2)."""
+    doc = read(path)
+    if doc.kind not in UNITS:
         raise DiffInputError(
-            f"{what}: {kind} JSON of schema_version {version!r}; this speechperf reads schema_version {known} "
-            "(a newer speechperf wrote it, or it is no speechperf file)"
+            f"{shorten_path(path)}: a {doc.kind} document has no figure to gate; diff takes {', '.join(UNITS)} documents"
         )
-    return Loaded(Path(path), kind, data)
+    return Loaded(Path(path), doc)
 
 
 def _p90(values: Sequence[float]) -> float | None:
@@ -147,35 +172,47 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _bench_units(data: dict[str, Any]) -> dict[str, Unit]:
-    result = data["result"]
-    wer = {row["stage"]: row.get("wer") for row in data.get("summary", [])}
+def _timing(name: str, values: Sequence[float], pooled: Sequence[float], peak_rss: Any, wer: Any) -> Unit:
+    figures = {"median": _median(pooled), "p90": _p90(pooled), "peak_rss": peak_rss, "wer": wer}
+    return Unit(name, tuple(values), figures)
+
+
+def _bench_units(doc: Document) -> dict[str, Unit]:
+    result = doc["result"]
+    wer = {row.get("stage"): row.get("wer") for row in doc.rows}
     units = {}
     for stage in result["stages"]:
         name = f"stage{stage['index']} {stage['role']}"
         samples = (stage.get("runtime") or {}).get("samples") or []
-        values = tuple(statistics.median(s["ns"]) / 1e9 for s in samples)
+        values = [statistics.median(s["ns"]) / 1e9 for s in samples]
         memory = stage.get("memory") or {}
-        units[name] = Unit(name, values, _median(values), _p90(values), memory.get("peak_mib"), wer.get(name))
+        units[name] = _timing(name, values, values, memory.get("peak_mib"), wer.get(name))
     totals = result["totals"]
-    values = tuple(totals["per_sample_s"].values())
-    units["total"] = Unit("total", values, _median(values), _p90(values), totals.get("peak_mib"), wer.get("total"))
+    values = list(totals["per_sample_s"].values())
+    units["total"] = _timing("total", values, values, totals.get("peak_mib"), wer.get("total"))
     return units
 
 
-def _compare_units(data: dict[str, Any]) -> dict[str, Unit]:
-    rows = {row["cell"]: row for row in data.get("summary", [])}
+def _compare_wer(row: dict[str, Any]) -> float | None:
+    if row.get("wer") is not None:
+        return row["wer"]
+    if str(row.get("quality_metric") or "").lower() == "wer" and row.get("quality_points") is not None:
+        return row["quality_points"] / 100  # version 1 kept compare's WER in points
+    return None
+
+
+def _compare_units(doc: Document) -> dict[str, Unit]:
+    rows = {row.get("cell"): row for row in doc.rows}
     runs: dict[str, list[dict[str, Any]]] = {}
-    for run in data["runs"]:
+    for run in doc["runs"]:
         if run.get("ok") and run.get("timings"):
             runs.setdefault(run["label"], []).append(run["timings"])
     units = {}
     for label, timings in runs.items():
         row = rows.get(label, {})
-        wer = row.get("quality_points") if str(row.get("quality_metric") or "").lower() == "wer" else None
         pooled = [v for t in timings for v in t["per_sample_s"].values()]
-        values = tuple(statistics.fmean(t["per_sample_s"].values()) for t in timings if t["per_sample_s"])
-        units[label] = Unit(label, values, _median(pooled), _p90(pooled), row.get("peak_rss_mib"), wer)
+        values = [statistics.fmean(t["per_sample_s"].values()) for t in timings if t["per_sample_s"]]
+        units[label] = _timing(label, values, pooled, row.get("peak_rss_mib"), _compare_wer(row))
         per_stage: dict[str, tuple[list[float], list[float]]] = {}
         for t in timings:
             for stage in t.get("stages", []):
@@ -187,12 +224,89 @@ def _compare_units(data: dict[str, Any]) -> dict[str, Unit]:
                     stage_pooled.extend(medians)
         if len(per_stage) > 1:  # a one-stage cell's stage is its total
             for name, (run_values, stage_pooled) in per_stage.items():
-                units[name] = Unit(name, tuple(run_values), _median(stage_pooled), _p90(stage_pooled), None, None)
+                units[name] = _timing(name, run_values, stage_pooled, None, None)
     return units
 
 
+def _optimize_units(doc: Document) -> dict[str, Unit]:
+    """Per variant: each finished process run's mean per-sample runtime (the body's ``runs``), as compare's."""
+    per_run: dict[str, list[float]] = {}
+    for run in doc.get("runs") or ():
+        ms = run.get("mean_ms", run.get("latency_ms"))
+        if run.get("returncode") == 0 and isinstance(ms, (int, float)):
+            per_run.setdefault(run["variant"], []).append(ms / 1e3)
+    units = {}
+    for row in doc.rows:
+        name = row_name("optimize", row)
+        if name is None:
+            continue
+        values = per_run.get(name, [])
+        unit = _timing(name, values, values, row.get("peak_rss_mib"), row.get("wer"))
+        if not values and row.get("mean_ms") is not None:  # no runs kept: the row's mean, as a single figure
+            unit = attrs.evolve(unit, figures={**unit.figures, "mean": row["mean_ms"] / 1e3})
+        units[name] = unit
+    return units
+
+
+def _scenario_headline(scenario: Any, peak: bool) -> str:
+    """A scenario's own figure (MLPerf's): a Server peak search's rate; otherwise Offline's samples/s, the
+    latency percentile of the streams, and p99 for a Server at a fixed rate (its latency bound is on p99)."""
+    if peak:
+        return "peak_qps"
+    return {"Offline": "samples_per_s", "SingleStream": "p90", "MultiStream": "p99"}.get(str(scenario), "p99")
+
+
+def _serving_figures(row: dict[str, Any]) -> dict[str, float | None]:
+    got = {m: row.get(FIGURE[m]) for m in ("peak_qps", "samples_per_s", "p90", "p99")}
+    # version 1 named a serving row's figure in ``metric`` and put it in ``value``, its latency in ``latency_ms``
+    if row.get("metric") in ("peak_qps", "samples_per_s") and got[row["metric"]] is None:
+        got[row["metric"]] = row.get("value")
+    if row.get("latency_ms") is not None and row.get("percentile") is not None:
+        got.setdefault(f"p{row['percentile']:g}", None)
+        if got[f"p{row['percentile']:g}"] is None:
+            got[f"p{row['percentile']:g}"] = row["latency_ms"]
+    return got
+
+
+def _serving_units(doc: Document) -> dict[str, Unit]:
+    scenario = doc.get("scenario")
+    units = {}
+    for row in doc.rows:
+        name = row_name("serving", row)
+        if name is None:
+            continue
+        where = row.get("scenario", scenario)
+        headline = _scenario_headline(where, where == "Server")
+        if where in ("SingleStream", "MultiStream") and row.get("percentile") is not None:
+            headline = f"p{row['percentile']:g}"
+        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"))
+    return units
+
+
+def _loadgen_units(doc: Document) -> dict[str, Unit]:
+    units = {}
+    for row in doc.rows:
+        name = row_name("loadgen", row)
+        if name is None:  # a peak search's trial
+            continue
+        headline = _scenario_headline(row.get("scenario"), row.get("mode") == PEAK)
+        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"))
+    return units
+
+
+#: Each kind diff gates, with how its units are read.
+UNITS: dict[str, Callable[[Document], dict[str, Unit]]] = {
+    "bench": _bench_units,
+    "compare": _compare_units,
+    "compare-best": _compare_units,
+    "optimize": _optimize_units,
+    "serving": _serving_units,
+    "loadgen": _loadgen_units,
+}
+
+
 def units(loaded: Loaded) -> dict[str, Unit]:
-    return _bench_units(loaded.data) if loaded.kind == "bench" else _compare_units(loaded.data)
+    return UNITS[loaded.kind](loaded.doc)
 
 
 def _flat(value: Any, prefix: str) -> dict[str, Any]:
@@ -206,27 +320,37 @@ def _flat(value: Any, prefix: str) -> dict[str, Any]:
 
 
 def _environment(loaded: Loaded) -> dict[str, Any]:
-    if loaded.kind == "bench":
-        env = loaded.data.get("environment") or {}
-    else:
-        env = next((r["environment"] for r in loaded.data["runs"] if r.get("environment")), {})
-        env = {k: v for k, v in env.items() if k not in ("threads", "backend", "backend_version")}  # per cell
+    env = environment_of(loaded.doc)
+    if loaded.kind in ("compare", "compare-best", "serving"):  # per cell, not per run
+        env = {k: v for k, v in env.items() if k not in ("threads", "backend", "backend_version")}
     return {k: env.get(k) for k in ENV_KEYS if k in env}
+
+
+def _own(loaded: Loaded) -> dict[str, Any]:
+    """What the kind itself says about what it measured, beyond its config and environment."""
+    doc = loaded.doc
+    if loaded.kind == "bench":
+        result = doc["result"]
+        out = {"samples": list(result["samples"])}
+        out.update({f"result.{k}": result.get(k) for k in ("threads", "warmup", "repeat", "backend", "device")})
+        return out
+    out = {}
+    for key in ("options", "scenario_options"):
+        out.update(_flat(doc.get(key) or {}, key))
+    if loaded.kind in ("compare", "compare-best"):
+        out["cells"] = sorted(c["label"] for c in doc.get("cells") or ())
+    for key in ("backend", "methods", "calibration_size", "scenario"):
+        if doc.get(key) is not None:
+            out[key] = doc.get(key)
+    return out
 
 
 def differences(base: Loaded, new: Loaded) -> list[str]:
     """One line per thing that differs between the two runs besides the code measured: config, options, inputs,
     thread counts, machine and package versions."""
-    left = {**_flat(base.data.get("config") or {}, "config"), **_flat(_environment(base), "environment")}
-    right = {**_flat(new.data.get("config") or {}, "config"), **_flat(_environment(new), "environment")}
-    if base.kind == "compare":
-        left.update(_flat(base.data.get("options") or {}, "options"))
-        right.update(_flat(new.data.get("options") or {}, "options"))
-        left["cells"], right["cells"] = (sorted(c["label"] for c in d.data["cells"]) for d in (base, new))
-    else:
-        left["samples"], right["samples"] = (list(d.data["result"]["samples"]) for d in (base, new))
-        for key in ("threads", "warmup", "repeat", "backend", "device"):
-            left[f"result.{key}"], right[f"result.{key}"] = (d.data["result"].get(key) for d in (base, new))
+    left, right = (
+        {**_flat(d.doc.config or {}, "config"), **_flat(_environment(d), "environment"), **_own(d)} for d in (base, new)
+    )
     keys = sorted(set(left) | set(right))
     return [
         f"{key}: {json.dumps(left.get(key), default=str)} / {json.dumps(right.get(key), default=str)}"
@@ -240,7 +364,8 @@ def diff(base: Loaded, new: Loaded) -> list[Row]:
     out = []
     for name in [n for n in left if n in right]:
         b, n = left[name], right[name]
-        ratio = stats.speed_ratio(b.values, n.values) if b.values and n.values and stats.mean(b.values) else None
+        mean_b = stats.mean(b.values)
+        ratio = stats.speed_ratio(b.values, n.values) if b.values and n.values and mean_b else None
         p = stats.welch_p_value(b.values, n.values)
         out.append(Row(name, b, n, ratio, p))
     return out
@@ -268,13 +393,44 @@ def _ratio_cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def verdict(row: Row, metric: str, fail_above: float | None) -> str:
+    if fail_above is None:
+        return "-"
+    found = row.regressed(metric, fail_above)
+    name = row.base.resolve(metric)
+    if found is None:
+        return f"no {name} on a side"
+    untested = name in TIMING_METRICS and row.p_value is None and bool(row.base.values or row.new.values)
+    note = " (no test: ratio alone)" if untested else ""
+    return ("REGRESSION" if found else "ok") + note
+
+
 def render(rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None) -> str:
-    """The table: base and new mean ± σ (ms), new/base ± σ, Welch's p, the other ratios, and the verdict."""
+    """The table and, under it, the statistical unit and the gate."""
+    title = f"speechperf diff: {shorten_path(new.path)} against {shorten_path(base.path)} ({base.kind} documents)"
+    if base.kind in SERVING_KINDS:
+        return _render_serving(title, rows, base, metric, fail_above)
+    return _render_timing(title, rows, base, metric, fail_above)
+
+
+def _gate_line(rows: Sequence[Row], metric: str, fail_above: float | None, test: bool) -> str:
+    if fail_above is None:
+        return "no gate (--fail-above not given)"
+    if metric == "headline":  # name what it stands for here
+        metric += f" ({', '.join(dict.fromkeys(r.base.resolve(metric) for r in rows))})"
+    line = f"gate: {metric} worse by more than {fail_above:.1%} (new/base above {1 + fail_above:.3f}; for a rate, "
+    line += f"base/new above {1 + fail_above:.3f})"
+    return line + (f" with Welch's p < {stats.SIGNIFICANCE}" if test else ", the ratio alone") + " is a regression"
+
+
+def _render_timing(title: str, rows: Sequence[Row], base: Loaded, metric: str, fail_above: float | None) -> str:
+    """Base and new mean ± σ (ms), new/base ± σ, Welch's p, the other ratios, and the verdict."""
     from speechperf import tables
 
     unit = "sample" if base.kind == "bench" else "run"
+    first = {"bench": "stage", "optimize": "variant"}.get(base.kind, "cell")
     headers = (
-        "stage" if base.kind == "bench" else "cell",
+        first,
         f"base mean ± σ (ms, n {unit}s)",
         f"new mean ± σ (ms, n {unit}s)",
         "new/base",
@@ -287,19 +443,9 @@ def render(rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_abo
     )
 
     def ms(u: Unit) -> str:
-        m, s = stats.mean(u.values), stats.stdev(u.values)
+        m = u.metric("mean")
+        s = stats.stdev(u.values)
         return "-" if m is None else f"{stats.mean_sigma(m * 1e3, None if s is None else s * 1e3)} (n={len(u.values)})"
-
-    def verdict(row: Row) -> str:
-        if fail_above is None:
-            return "-"
-        found = row.regressed(metric, fail_above)
-        if found is None:
-            return f"no {metric} on a side"
-        untested = metric in TIMING_METRICS and row.p_value is None
-        if found:
-            return "REGRESSION" + (" (no test: ratio alone)" if untested else "")
-        return "ok" + (" (no test: ratio alone)" if untested else "")
 
     table = [
         (
@@ -309,15 +455,48 @@ def render(rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_abo
             "-" if r.ratio is None else r.ratio.text(),
             "-" if r.p_value is None else f"{r.p_value:.2g}",
             *(_ratio_cell(r.ratio_of(m)) for m in ("median", "p90", "peak_rss", "wer")),
-            verdict(r),
+            verdict(r, metric, fail_above),
         )
         for r in rows
     ]
-    title = f"speechperf diff: {shorten_path(new.path)} against {shorten_path(base.path)} ({base.kind} JSON)"
     text = tables.render_table(title, headers, table, left=(headers[0], headers[-1]))
-    gate = (
-        "no gate (--fail-above not given)"
-        if fail_above is None
-        else f"gate: {metric} new/base above {1 + fail_above:.3f} with Welch's p < {stats.SIGNIFICANCE} is a regression"
+    what = {"bench": "one sample (its median over the repeats)", "optimize": "one process run of a variant"}
+    return text + f"statistical unit: {what.get(base.kind, 'one run')}; {_gate_line(rows, metric, fail_above, True)}\n"
+
+
+#: The serving figures diff shows, in this order, with the name the documents give them.
+SERVING_SHOWN = ("peak_qps", "samples_per_s", "p90", "p99")
+
+
+def _render_serving(title: str, rows: Sequence[Row], base: Loaded, metric: str, fail_above: float | None) -> str:
+    """One line per unit and figure: base, new, new/base, which way is better, and the gate on the gated one."""
+    from speechperf import tables
+
+    first = "scenario" if base.kind == "loadgen" else "cell"
+    headers = (first, "result (base / new)", "figure", "base", "new", "new/base", "better", f"gate ({metric})")
+    table = []
+    for r in rows:
+        gated = r.base.resolve(metric)
+        names = [m for m in SERVING_SHOWN if r.base.metric(m) is not None or r.new.metric(m) is not None]
+        names += [m for m in (gated, r.base.headline) if m not in names and m in r.base.figures]
+        names += [gated] if gated not in names else []
+        for i, m in enumerate(names):
+            figure = FIGURE.get(m, f"{m}_ms")
+            table.append(
+                (
+                    r.name if i == 0 else "",
+                    f"{r.base.result or '-'} / {r.new.result or '-'}" if i == 0 else "",
+                    figure,
+                    shown(figure, r.base.metric(m)),
+                    shown(figure, r.new.metric(m)),
+                    _ratio_cell(r.ratio_of(m)),
+                    "higher" if m in HIGHER_IS_BETTER else "lower",
+                    verdict(r, metric, fail_above) if m == gated else "",
+                )
+            )
+    text = tables.render_table(title, headers, table, left=(first, headers[1], "figure", "better", headers[-1]))
+    unit = (
+        "statistical unit: one LoadGen run (one process) on each side: its figures are single values, so no test is "
+        "made and the ratio alone decides"
     )
-    return text + f"statistical unit: one {unit}; {gate}\n"
+    return text + f"{unit}; {_gate_line(rows, metric, fail_above, False)}\n"

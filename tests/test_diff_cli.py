@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_outputs import one_line_error
+
 SPEECHPERF = [sys.executable, "-m", "speechperf"]
 PINNED = ["taskset", "-c", "0"] if os.path.exists("/usr/bin/taskset") else []
 BENCH = [
@@ -146,12 +148,12 @@ def test_a_future_schema_version_is_one_line_exit_2(runs, tmp_path):
     done = cli("diff", str(runs["base"]), str(future))
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "schema_version 99" in done.stderr
-    assert "reads schema_version 1" in done.stderr
+    assert "reads 1 to 2" in done.stderr
 
 
 @pytest.mark.parametrize(
     ("content", "says"),
-    [("not json", "not JSON"), ("[1, 2]", "no object"), ('{"a": 1}', "not a speechperf bench or compare JSON")],
+    [("not json", "not JSON"), ("[1, 2]", "no JSON object"), ('{"a": 1}', "not a speechperf result document")],
 )
 def test_foreign_files_are_one_line_exit_2(tmp_path, content, says):
     path = tmp_path / "x.json"
@@ -162,7 +164,7 @@ def test_foreign_files_are_one_line_exit_2(tmp_path, content, says):
 
 def test_bench_and_compare_json_are_not_mixed(runs):
     done = cli("diff", str(runs["base"]), str(runs["compare_base"]))
-    assert done.returncode == 2 and "both must come from" in done.stderr
+    assert done.returncode == 2 and "diff compares two documents of one kind" in done.stderr
 
 
 def test_a_bad_threshold_is_one_line_exit_2(runs):
@@ -182,3 +184,147 @@ def test_compare_fits_cost_against_length_and_plots_it_beside_the_box_plot(runs)
     # one length only in the bench runs: no fit, and the table's note says why
     bench = json.loads(runs["base"].read_text())["length_fit"]["stage1 s2t"]
     assert bench["reason"] == "1 distinct audio length(s), a fit needs at least 3"
+
+
+# Documents made here (every kind diff gates, each figure known), and the version 1 files of tests/data/v1: fast.
+
+V1 = sorted((Path(__file__).parent / "data" / "v1").glob("*.json"))
+
+
+def run_diff(base: Path, new: Path, *args: str):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    return CliRunner().invoke(main, ["diff", str(base), str(new), *args])
+
+
+@pytest.mark.parametrize("path", V1, ids=[p.stem for p in V1])
+def test_every_version_1_file_reads_as_its_kind_and_passes_the_gate_against_itself(path):
+    from speechperf.results import KINDS, read
+    from speechperf.results.figures import BY_NAME
+
+    raw = json.loads(path.read_text())
+    doc = read(path)
+    kind = path.stem if path.stem in KINDS else path.stem.split("-")[0]  # loadgen-peak.json: a loadgen file
+    assert doc.schema_version == 2 and doc.kind == kind
+    assert doc.rows, "a version 1 file's table is read into rows"
+    assert not {"runtime_mean_ms", "latency_ms", "rtfx"} & {k for row in doc.rows for k in row}, doc.rows[0]
+    assert doc.complete is bool(raw.get("complete"))
+    done = run_diff(path, path, "--fail-above", "5%")
+    assert done.exit_code == 0, done.output
+    assert "REGRESSION" not in done.output and "statistical unit:" in done.output
+    assert all(k in BY_NAME for row in doc.rows for k, v in row.items() if k.endswith("_ms") and v is not None)
+
+
+def _run(scenario: str, p90: float, p99: float, per_s: float, target: float | None = None, result="VALID") -> dict:
+    """One LoadGen test as a loadgen document keeps it (``runs``)."""
+    return {
+        "scenario": scenario,
+        "mode": "performance",
+        "backend": "onnxruntime",
+        "instances": 1,
+        "threads": 1,
+        "target_qps": target,
+        "rtfx": 10.0,
+        "samples": 100,
+        "compliance": [],
+        "summary": {
+            "result": result,
+            "headline": "-",
+            "percentiles_ms": {"p50": p90 / 2, "p90": p90, "p99": p99},
+            "samples_per_s": per_s,
+            "scheduled_qps": target,
+            "completed_qps": per_s,
+            "unmet": [],
+        },
+    }
+
+
+def loadgen_doc(path: Path, runs: list[dict], peak: dict | None = None, **env) -> Path:
+    from speechperf.results import Document
+    from speechperf.results.loadgen_table import rows
+
+    body = {"runs": runs, **({"peak": peak} if peak else {})}
+    doc = Document(kind="loadgen", rows=rows(runs, peak), body=body, complete=True, environment=env)
+    doc.write(path)
+    return path
+
+
+def test_loadgen_documents_gate_each_scenario_on_its_own_figure(tmp_path):
+    base = loadgen_doc(tmp_path / "a.json", [_run("SingleStream", 20.0, 30.0, 50.0)])
+    same = loadgen_doc(tmp_path / "b.json", [_run("SingleStream", 20.8, 45.0, 49.0)])  # p90 +4%: under 5%
+    slow = loadgen_doc(tmp_path / "c.json", [_run("SingleStream", 22.0, 30.0, 50.0)])  # p90 +10%
+    ok = run_diff(base, same, "--fail-above", "5%")
+    assert ok.exit_code == 0, ok.output
+    line = next(ln for ln in ok.output.splitlines() if "p90_ms" in ln)
+    assert "20.000" in line and "20.800" in line and "1.040" in line and "ok" in line and "lower" in line
+    assert "one LoadGen run (one process) on each side" in ok.output and "headline (p90)" in ok.output
+    bad = run_diff(base, slow, "--fail-above", "5%")
+    assert bad.exit_code == 1, bad.output
+    assert "REGRESSION" in next(ln for ln in bad.output.splitlines() if "p90_ms" in ln)
+    # the p99 got 50% worse in ``same``: the gate watches it when told to
+    assert run_diff(base, same, "--fail-above", "5%", "--fail-metric", "p99").exit_code == 1
+    # samples/s: higher is better, 2% lower passes a 5% gate and fails a 1% one
+    assert run_diff(base, same, "--fail-above", "5%", "--fail-metric", "samples_per_s").exit_code == 0
+    assert run_diff(base, same, "--fail-above", "1%", "--fail-metric", "samples_per_s").exit_code == 1
+
+
+def test_a_server_peak_gates_on_peak_qps_where_higher_is_better(tmp_path):
+    def peak(path, rate):
+        trials = [_run("Server", 50.0, 90.0, rate, target=rate), _run("Server", 900.0, 2500.0, 2 * rate, 2 * rate)]
+        trials[1]["summary"]["result"] = "INVALID"
+        return loadgen_doc(path, trials, {"peak_qps": rate, "trials": 2, "seconds": 9.0, "budget_s": 10.0})
+
+    base, lower, higher = peak(tmp_path / "a.json", 10.0), peak(tmp_path / "b.json", 8.0), peak(tmp_path / "c.json", 20)
+    down = run_diff(base, lower, "--fail-above", "5%")
+    assert down.exit_code == 1, down.output
+    line = next(ln for ln in down.output.splitlines() if "peak_qps" in ln)
+    assert "Server peak" in line and "0.800" in line and "higher" in line and "REGRESSION" in line
+    assert "trial" not in down.output  # the trials' rates differ between runs: only the peak is compared
+    assert run_diff(base, higher, "--fail-above", "5%").exit_code == 0
+
+
+def test_documents_of_two_kinds_or_of_a_kind_without_figures_are_one_line_exit_2(tmp_path):
+    from speechperf.results import Document
+
+    loadgen = loadgen_doc(tmp_path / "a.json", [_run("Offline", 1.0, 2.0, 3.0)])
+    other = tmp_path / "h.json"
+    Document(kind="history", rows=[{"id": 1}]).write(other)
+    one_line_error(run_diff(loadgen, other), "a history document has no figure to gate", "loadgen")
+    one_line_error(run_diff(other, other), "h.json")
+    serving = tmp_path / "s.json"
+    Document(kind="serving", rows=[{"cell": "onnxruntime", "samples_per_s": 3.0}]).write(serving)
+    one_line_error(run_diff(loadgen, serving), "BASE is a loadgen document and NEW a serving document")
+
+
+def test_serving_rows_of_both_versions_are_gated_on_the_scenario_figure(tmp_path):
+    from speechperf.results import Document
+
+    def serving(path: Path, value: float) -> Path:  # version 1's row form: the figure in metric/value
+        row = {"cell": "onnxruntime", "scenario": "Offline", "metric": "samples_per_s", "value": value}
+        row.update(result="VALID", latency_ms=40.0, percentile=99.0)
+        Document(kind="serving", rows=[row], body={"scenario": "Offline"}).write(path)
+        return path
+
+    base, down = serving(tmp_path / "a.json", 100.0), serving(tmp_path / "b.json", 90.0)
+    done = run_diff(base, down, "--fail-above", "5%")
+    assert done.exit_code == 1 and "REGRESSION" in done.output, done.output
+    assert run_diff(base, down, "--fail-above", "5%", "--fail-metric", "p99").exit_code == 0  # same latency
+
+
+def test_optimize_variants_are_gated_per_variant_over_their_runs(tmp_path):
+    from speechperf.results import Document
+
+    def optimize(path: Path, ms: list[float]) -> Path:
+        runs = [{"variant": "fp32", "run": i, "returncode": 0, "mean_ms": m} for i, m in enumerate(ms)]
+        rows = [{"variant": "fp32", "mean_ms": sum(ms) / len(ms), "peak_rss_mib": 100.0, "wer": 0.1}]
+        Document(kind="optimize", rows=rows, body={"backend": "onnxruntime", "runs": runs}).write(path)
+        return path
+
+    fast, slow = optimize(tmp_path / "o1.json", [10.0, 10.1, 9.9]), optimize(tmp_path / "o2.json", [20.0, 20.2, 19.8])
+    done = run_diff(fast, slow, "--fail-above", "5%")
+    assert done.exit_code == 1, done.output
+    row = next(ln for ln in done.output.splitlines() if "fp32" in ln)
+    assert "(n=3)" in row and "REGRESSION" in row and "one process run of a variant" in done.output
+    assert run_diff(fast, slow, "--fail-above", "5%", "--fail-metric", "wer").exit_code == 0

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from speechperf.results import Document, read
 from speechperf.results.figures import shown
 from tests.test_outputs import one_line_error
 
@@ -69,6 +70,7 @@ def test_bench_html_renders_in_chromium_with_the_tables_figures(tmp_path):
     link = re.search(r'href="data:application/json;base64,([^"]+)"', dom)
     assert link and json.loads(base64.b64decode(link.group(1)))["rows"] == doc["rows"]  # the raw numbers
     assert 'id="raw"' in dom
+    assert "$ speechperf bench -b onnxruntime" in dom  # the command line
 
 
 @pytest.mark.slow
@@ -93,7 +95,7 @@ def test_compare_html_has_its_plots_inline_and_history_html_its_runs(tmp_path):
         .replace("&#x27;", "'")
         .replace("&amp;", "&")
     )["rows"][0]["mean_ms"]
-    assert f">{mean}<" in dom
+    assert f">{shown('mean_ms', mean)}<" in dom
     # The environment merges the children's: the backend key names both, not the first child's alone.
     assert '<td class="text">backend</td><td class="text">onnxruntime | torch</td>' in dom
 
@@ -102,6 +104,7 @@ def test_compare_html_has_its_plots_inline_and_history_html_its_runs(tmp_path):
     assert result.exit_code == 0, result.output
     dom, shot = browse(listing, tmp_path)
     assert "speechperf history" in dom and ">compare<" in dom and dom.count("<img") == 1
+    assert "$ speechperf history --store" in dom
     assert not_blank(shot) > 0.02
 
 
@@ -128,8 +131,8 @@ def test_optimize_html_and_store_hold_every_variant(tmp_path):
     assert result.exit_code == 0, result.output
     text = page.read_text()
     self_contained(text)
-    for row in json.loads(out.read_text())["rows"]:
-        assert f'<td class="text">{row["variant"]}</td>' in text and f">{row['mean_ms']}<" in text
+    for row in read(out).rows:
+        assert f'<td class="text">{row["variant"]}</td>' in text and f">{shown('mean_ms', row['mean_ms'])}<" in text
     assert '<img alt="optimize.png" src="data:image/png;base64,' in text  # the trade-off, drawn for the page
     import sqlite3
     from contextlib import closing
@@ -138,3 +141,51 @@ def test_optimize_html_and_store_hold_every_variant(tmp_path):
         assert con.execute("SELECT command, backends FROM runs").fetchall() == [("optimize", "onnxruntime")]
         cells = con.execute("SELECT DISTINCT cell FROM metrics WHERE metric = 'mean_ms' ORDER BY cell").fetchall()
     assert cells == [("fp32",), ("ort-dynamic",)]
+
+
+def loadgen_page(tmp_path: Path) -> tuple[Path, Document]:
+    """A loadgen document with a note, a warning and a row wider than the page, through the exporters' --html."""
+    from speechperf.exports import Exports
+    from speechperf.results.loadgen_table import COLUMNS
+    from speechperf.store.keep import Keep
+
+    row = {c: None for c in COLUMNS}
+    row.update(scenario="Offline", mode="performance", backend="onnxruntime", instances=1, threads=1)
+    row.update(result="VALID", headline="48.81 samples/s", samples_per_s=48.81, p90_ms=1.8849999999999998)
+    row.update(p50_ms=1.1, p99_ms=2.5, samples=400, compliance="not MLPerf-compliant: duration 1 s < 600 s")
+    doc = Document(
+        kind="loadgen",
+        command=["speechperf", "loadgen", "-b", "onnxruntime", "--scenario", "Offline"],
+        rows=[row],
+        notes=["Offline: not MLPerf-compliant: duration 1 s < 600 s"],
+        warnings=["the machine was busy: 1.5 other cores"],
+        environment={"cpu": "Test CPU 9000", "packages": {"numpy": "2.0"}},
+        complete=True,
+    )
+    page = tmp_path / "loadgen.html"
+    Exports(keep=Keep(None, page)).check().finish(doc, 0, title="speechperf loadgen: Offline on onnxruntime")
+    return page, doc
+
+
+def test_a_document_page_has_its_command_notes_warnings_and_rounded_figures(tmp_path):
+    page, doc = loadgen_page(tmp_path)
+    text = page.read_text()
+    self_contained(text)
+    assert '<p class="command">$ speechperf loadgen -b onnxruntime --scenario Offline</p>' in text
+    assert "<li>Offline: not MLPerf-compliant: duration 1 s &lt; 600 s</li>" in text
+    assert '<ul class="warnings"><li>the machine was busy: 1.5 other cores</li></ul>' in text
+    assert ">1.885<" in text and "1.8849999999999998<" not in text  # rounded as the console rounds p90_ms
+    assert '<td class="text">packages.numpy</td><td class="text">2.0</td>' in text  # the environment, flattened
+    first = text.split("<details>")[0]  # the key columns, before the details block with every column
+    assert "<th>p90_ms</th>" in first and "<th>compliance</th>" not in first
+    assert "every column (" in text and "<th>compliance</th>" in text.split("<details>")[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_a_document_page_shows_its_command_line_and_notes_in_chromium(tmp_path):
+    page, _ = loadgen_page(tmp_path)
+    dom, shot = browse(page, tmp_path)
+    assert not_blank(shot) > 0.02
+    assert "$ speechperf loadgen -b onnxruntime --scenario Offline" in dom
+    assert "Offline: not MLPerf-compliant: duration 1 s &lt; 600 s" in dom and ">1.885<" in dom

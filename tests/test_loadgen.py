@@ -89,7 +89,7 @@ def test_single_stream_on_the_silero_vad_over_librivox_reports_loadgen_figures(t
     logs = Path(run["log_dir"])
     assert (logs / "mlperf_log_summary.txt").is_file() and (logs / "mlperf_log_detail.txt").is_file()
     assert "Result is : " + summary["result"] in (logs / "mlperf_log_summary.txt").read_text()
-    assert (tmp_path / "out.csv").read_text().splitlines()[1].startswith("SingleStream,performance,onnxruntime")
+    assert (tmp_path / "out.csv").read_text().splitlines()[1].startswith("SingleStream,performance,,onnxruntime")
 
 
 @needs_librivox
@@ -280,3 +280,57 @@ def test_a_short_offline_run_over_clips_of_different_lengths_meets_its_minimum_d
     assert done.returncode == 0, done.stderr
     summary = data["runs"][0]["summary"]
     assert summary["result"] == "VALID", summary
+
+
+@pytest.mark.slow
+def test_two_runs_are_stored_diffed_per_scenario_and_written_as_html(tmp_path):
+    """The issue's promise: `loadgen -o a.json` twice, `diff a.json b.json --fail-above 5%`, `history` lists both
+    and `--html` writes a page; the document is a loadgen document (kind, schema_version, rows, load)."""
+    pytest.importorskip("onnxruntime")
+    from speechperf.results import read
+
+    store = tmp_path / "s.sqlite"
+    args = ["-b", "onnxruntime", "--dataset-size", "2", "--scenario", "SingleStream", "--duration", "1"]
+    for name in ("a", "b"):
+        done, _ = loadgen(tmp_path, *args, "--store", str(store), "--html", str(tmp_path / f"{name}.html"))
+        assert done.returncode == 0, done.stderr
+        (tmp_path / "out.json").rename(tmp_path / f"{name}.json")
+    doc = read(tmp_path / "a.json")
+    assert doc.kind == "loadgen" and doc.complete and doc.command[1:3] == ["loadgen", "--log-dir"]
+    (row,) = doc.rows
+    assert row["scenario"] == "SingleStream" and 0 < row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"]
+    assert row["samples_per_s"] > 0 and doc["runs"][0]["summary"]["result"] == row["result"]
+    assert doc.environment["backend"] == "onnxruntime" and "busy_cores_others" in doc.environment["load"]
+    assert "SingleStream: not MLPerf-compliant: duration 1 s < 600 s" in doc.notes
+    page = (tmp_path / "a.html").read_text()
+    assert "$ speechperf loadgen --log-dir" in page and "not MLPerf-compliant: duration 1 s &lt; 600 s" in page
+
+    listing = CliRunner().invoke(main, ["history", "--store", str(store)])
+    assert listing.exit_code == 0 and "2 run(s)" in listing.output and "SingleStream" in listing.output
+    same = CliRunner().invoke(main, ["diff", str(tmp_path / "a.json"), str(tmp_path / "a.json"), "--fail-above", "5%"])
+    assert same.exit_code == 0 and "SingleStream" in same.output and "one LoadGen run" in same.output, same.output
+    both = CliRunner().invoke(main, ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--fail-above", "5%"])
+    ratio = read(tmp_path / "b.json").rows[0]["p90_ms"] / row["p90_ms"]
+    assert both.exit_code == (1 if ratio > 1.05 else 0), both.output  # the gate is SingleStream's p90
+    slower = json.loads((tmp_path / "a.json").read_text())
+    slower["rows"][0]["p90_ms"] *= 1.2
+    (tmp_path / "slow.json").write_text(json.dumps(slower))
+    gated = CliRunner().invoke(
+        main, ["diff", str(tmp_path / "a.json"), str(tmp_path / "slow.json"), "--fail-above", "5%"]
+    )
+    assert gated.exit_code == 1 and "REGRESSION" in gated.output, gated.output
+
+
+def test_the_rows_of_a_run_are_those_its_version_1_form_is_read_with():
+    """One row builder: the command's rows and a version 1 file's (upgraded from its runs) are the same."""
+    from speechperf.loadgen.report import LoadgenRun, rows, runs_json
+    from speechperf.loadgen.summary import Summary
+    from speechperf.results import loads
+
+    summary = Summary(True, "VALID", (), {"p50": 1.0, "p90": 2.0, "p99": 3.0}, 1.5, "x", 9.0, 8.9, 8.9, {})
+    run = LoadgenRun("Server", "performance", "torch", 1, 1, 9.0, 100.0, 99.0, summary, 5.0, 1.0, 4, (), {}, (), "l")
+    peak = {"peak_qps": 9.0, "peak_latency_ms": 3.0, "trials": 1, "seconds": 2.0, "budget_s": 5.0}
+    v1 = loads(json.dumps({"complete": True, "backend": "torch", "peak": peak, "runs": runs_json([run])}))
+    assert v1.kind == "loadgen" and v1.rows == rows([run], peak)
+    assert [r["mode"] for r in v1.rows] == ["performance", "peak"] and v1.rows[1]["peak_qps"] == 9.0
+    assert v1.rows[0]["trial"] == 1 and v1.rows[1]["p99_ms"] == 3.0 and v1.rows[0]["audio_s_per_s"] == 5.0

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from speechperf.results import loads, read
 from speechperf.store import db
 from tests.test_outputs import one_line_error
 
@@ -54,7 +55,6 @@ def test_a_bench_run_is_stored_with_its_json_metrics_environment_and_commit(tmp_
     store, out = tmp_path / "runs.sqlite", tmp_path / "r.json"
     result = bench("--store", str(store), "-o", str(out))
     assert result.exit_code == 0, result.output
-    doc = json.loads(out.read_text())
     (run,) = rows(
         store,
         "SELECT command, backends, model, git_commit, git_dirty, cwd, hostname, cores, packages, "
@@ -64,13 +64,11 @@ def test_a_bench_run_is_stored_with_its_json_metrics_environment_and_commit(tmp_
     assert run[6] == os.uname().nodename and run[7] == os.cpu_count()
     packages = json.loads(run[8])
     assert packages["onnxruntime"] and packages["speechperf"]  # read from the installed metadata
-    assert run[9] == doc["schema_version"] and run[11:] == (1, 0)
-    stored = json.loads(run[10])
-    assert stored["summary"] == doc["summary"]  # the same document -o wrote
-    metrics = dict(
-        rows(store, "SELECT stage, value FROM metrics WHERE metric = 'runtime_mean_ms' AND backend = 'onnxruntime'")
-    )
-    expected = {r["stage"]: r["runtime_mean_ms"] for r in doc["summary"]}
+    assert run[9] == 2 and run[11:] == (1, 0)  # stored as the current schema version
+    stored = loads(run[10])
+    assert stored.kind == "bench" and stored.rows == read(out).rows  # the same document -o wrote
+    metrics = dict(rows(store, "SELECT stage, value FROM metrics WHERE metric = 'mean_ms' AND backend = 'onnxruntime'"))
+    expected = {r["stage"]: r["mean_ms"] for r in stored.rows}
     assert set(metrics) == {"stage1 s2t", "total"} and metrics == pytest.approx(expected)
 
     (folder / "model.txt").write_text("v2\n")  # a tracked file changed: the run is marked dirty
@@ -125,7 +123,7 @@ def test_benches_writing_at_once_are_all_stored(tmp_path):
     errors = [p.communicate(timeout=240)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], errors
     assert rows(store, "SELECT count(*) FROM runs WHERE command = 'bench'") == [(3,)]
-    assert rows(store, "SELECT count(DISTINCT run_id) FROM metrics WHERE metric = 'runtime_mean_ms'") == [(3,)]
+    assert rows(store, "SELECT count(DISTINCT run_id) FROM metrics WHERE metric = 'mean_ms'") == [(3,)]
 
 
 def _foreign(path: Path) -> None:
@@ -210,7 +208,7 @@ def history(store: Path, *args: str):
 def test_history_lists_and_filters_the_stored_runs(filled):
     listing = history(filled)
     assert listing.exit_code == 0, listing.output
-    assert "3 run(s)" in listing.output and "compare" in listing.output and "runtime_mean_ms" in listing.output
+    assert "3 run(s)" in listing.output and "compare" in listing.output and "(mean_ms)" in listing.output
     commits = [c for (c,) in rows(filled, "SELECT git_commit FROM runs ORDER BY id")]
     assert len(set(commits)) == 2 and commits[1] == commits[2]  # compare ran at the second commit
     assert "2 run(s)" in history(filled, "--commit", commits[1][:8]).output
@@ -219,7 +217,7 @@ def test_history_lists_and_filters_the_stored_runs(filled):
     assert "0 run(s)" in history(filled, "--since", "2999-01-01").output
     one_line_error(history(filled, "--backend", "tensorflow"), "--backend 'tensorflow'", "holds: onnxruntime")
     one_line_error(history(filled, "--since", "yesterday"), "--since 'yesterday'", "2026-01-31")
-    one_line_error(history(filled, "--plot", "speed", "-o", "x.png"), "--plot 'speed'", "runtime_mean_ms")
+    one_line_error(history(filled, "--plot", "speed", "-o", "x.png"), "--plot 'speed'", "mean_ms")
     one_line_error(history(filled, "--plot", "mean_ms", "--stage", "stage9", "-o", "x.png"), "--stage", "total")
 
 
@@ -228,16 +226,19 @@ def test_history_plots_a_metric_per_backend_and_stage(filled, tmp_path, x):
     import matplotlib.image
 
     png = tmp_path / f"{x}.png"
-    result = history(filled, "--plot", "runtime_mean_ms", "--x", x, "-o", str(png))
+    result = history(filled, "--plot", "mean_ms", "--x", x, "-o", str(png))
     assert result.exit_code == 0, result.output
     assert "2 line(s)" in result.output  # onnxruntime stage1 s2t and onnxruntime total
     pixels = matplotlib.image.imread(png)
     assert pixels.shape[0] > 200 and pixels.std() > 0.05
-    both = tmp_path / f"runtime-{x}.png"  # bench's runtime_mean_ms and compare's mean_ms on one plot
+    both = tmp_path / f"runtime-{x}.png"  # bench's and compare's mean_ms on one plot
     result = history(filled, "--plot", "runtime", "--stage", "total", "--x", x, "-o", str(both))
     assert result.exit_code == 0 and "1 line(s)" in result.output, result.output
     # compare's own per-stage figure is stored too (its table has one row per cell)
-    staged = rows(filled, "SELECT stage FROM metrics WHERE metric = 'mean_ms' ORDER BY stage")
+    compare = "SELECT id FROM runs WHERE command = 'compare'"
+    staged = rows(
+        filled, f"SELECT stage FROM metrics WHERE metric = 'mean_ms' AND run_id IN ({compare}) ORDER BY stage"
+    )
     assert staged == [("stage1 s2t",), ("total",)]
 
 
@@ -267,3 +268,65 @@ def test_history_refuses_an_empty_filter_and_a_limit_past_any_store(filled, args
     assert result.exit_code == 2 and "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and needle in errors[0] and "store" not in errors[0].split(needle)[0], result.output
+
+
+def _loadgen_document(samples_per_s: float, p99: float):
+    from speechperf.results import Document
+
+    row = {"scenario": "Offline", "mode": "performance", "trial": None, "backend": "onnxruntime"}
+    row.update(result="VALID", samples_per_s=samples_per_s, p90_ms=p99 / 2, p99_ms=p99)
+    trial = {**row, "scenario": "Server", "trial": 1, "samples_per_s": 1.0}  # a peak search's trial: not a metric
+    config = {"general": {"model_type": "S2T", "backend": "onnxruntime"}}
+    env = {"cpu": "x", "cpu_count": 2, "python": "3.11", "backend": "onnxruntime"}
+    return Document(kind="loadgen", rows=[row, trial], config=config, environment=env, complete=True)
+
+
+def test_a_loadgen_document_is_stored_by_its_kind_listed_and_plotted(tmp_path, monkeypatch):
+    from speechperf.exports import Exports
+    from speechperf.store import history as stored_history
+    from speechperf.store.keep import Keep
+
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "s.sqlite"
+    for per_s, p99 in ((40.0, 30.0), (42.5, 28.0)):
+        Exports(keep=Keep(store)).check().finish(_loadgen_document(per_s, p99), 0)
+    assert (
+        rows(store, "SELECT command, backends, model, result_schema_version, exit_code FROM runs")
+        == [("loadgen", "onnxruntime", "S2T", 2, 0)] * 2
+    )
+    stored = rows(store, "SELECT cell, metric, value FROM metrics WHERE run_id = 2 AND metric LIKE 'p99%'")
+    assert stored == [("Offline", "p99_ms", 28.0)]  # the trial row is in the document only
+    listing = history(store)
+    assert listing.exit_code == 0, listing.output
+    assert "Offline 42.500 (samples_per_s)" in listing.output and "loadgen" in listing.output
+    lines = stored_history.series(store, "p99_ms", stored_history.Filters(), None)  # what --plot p99_ms draws
+    assert {name: [v for _, _, v in points] for name, points in lines.items()} == {"onnxruntime Offline": [30.0, 28.0]}
+
+
+def test_version_1_runs_already_in_a_store_read_under_the_current_names(tmp_path):
+    """A store written before the envelope keeps bench's ``runtime_mean_ms`` and its WER in percent: history shows
+    and plots them as ``mean_ms`` and a fraction, beside a version 2 run."""
+    from speechperf.store import history as stored_history
+    from speechperf.store.record import metric_rows, record
+
+    store = tmp_path / "s.sqlite"
+    old = {"time": "2020-01-01T00:00:00+00:00", "command": "bench", "backends": "onnxruntime", "complete": 1}
+    old.update(result_schema_version=1, result=json.dumps({"schema_version": 1, "summary": []}))
+    metrics = [("onnxruntime", None, "total", "runtime_mean_ms", 12.5), ("onnxruntime", None, "total", "wer", 25.0)]
+    db.append(store, old, metrics)
+    doc = loads(json.dumps({"schema_version": 1, "complete": True, "result": {}, "summary": []}))
+    doc.rows = [{"stage": "total", "mean_ms": 10.0, "wer": 0.2}]
+    doc.environment = {"backend": "onnxruntime"}
+    db.append(store, record(doc, 0, cwd=tmp_path), metric_rows(doc))  # tmp_path: in no git work tree
+    listing = {r["id"]: r["headline"] for r in stored_history.runs(store, stored_history.Filters())}
+    assert listing == {1: "onnxruntime 12.500 (mean_ms)", 2: "onnxruntime 10.000 (mean_ms)"}
+    filters = stored_history.Filters()
+    assert stored_history.series(store, "mean_ms", filters, None) == {
+        "onnxruntime": [("2020-01-01T00:00:00+00:00", "no commit", 12.5), (stored_time(store, 2), "no commit", 10.0)]
+    }
+    wer = stored_history.series(store, "wer", filters, None)["onnxruntime"]
+    assert [v for _, _, v in wer] == [0.25, 0.2]
+
+
+def stored_time(store: Path, run_id: int) -> str:
+    return rows(store, "SELECT time FROM runs WHERE id = ?", run_id)[0][0]

@@ -1,8 +1,10 @@
-"""``speechperf diff BASE.json NEW.json``: per stage or cell, new against base, and a regression gate for CI.
+"""``speechperf diff BASE.json NEW.json``: per stage, cell, variant or scenario, new against base, and a regression
+gate for CI, on two result documents of one kind (bench, compare, compare-best, optimize, loadgen, serving).
 
 Exit codes: 0 no significant regression (or no ``--fail-above`` given); 1 a significant regression of
-``--fail-metric`` above ``--fail-above``; 2 bad input (unreadable or foreign JSON, an unknown ``schema_version``,
-runs that differ in config, inputs, threads or machine without ``--allow-different``).
+``--fail-metric`` above ``--fail-above``; 2 bad input (unreadable or foreign JSON, a newer ``schema_version``, two
+documents of different kinds or of a kind with no figure to gate, runs that differ in config, inputs, threads or
+machine without ``--allow-different``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import logging
 import sys
 
 import click
+
+from speechperf.regression import METRICS
 
 log = logging.getLogger(__name__)
 
@@ -22,15 +26,17 @@ log = logging.getLogger(__name__)
     "--fail-above",
     default=None,
     metavar="PCT",
-    help="Exit 1 when --fail-metric of a stage or cell got worse by more than this (5% or 0.05), significantly "
-    "(Welch's p < 0.05) for the timing metrics.",
+    help="Exit 1 when --fail-metric of a stage, cell, variant or scenario got worse by more than this (5% or 0.05), "
+    "significantly (Welch's p < 0.05) for the timing metrics; for a rate (samples_per_s, peak_qps) worse is lower.",
 )
 @click.option(
     "--fail-metric",
-    type=click.Choice(("mean", "median", "p90", "peak_rss", "wer")),
-    default="mean",
+    type=click.Choice(METRICS),
+    default="headline",
     show_default=True,
-    help="The figure the gate watches.",
+    help="The figure the gate watches; headline: the mean runtime for bench, compare and optimize, each scenario's "
+    "own figure for loadgen and serving (Server peak: peak_qps; Offline: samples_per_s; SingleStream: p90; "
+    "MultiStream, Server: p99).",
 )
 @click.option(
     "--allow-different",
@@ -38,15 +44,14 @@ log = logging.getLogger(__name__)
     help="Compare runs whose config, inputs, threads or machine differ (each difference is still warned about).",
 )
 def diff(base_path, new_path, fail_above, fail_metric, allow_different) -> None:
-    """Compare NEW.json against BASE.json (both from `bench -o` or both from `compare -o`)."""
+    """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
     from speechperf import regression
 
     threshold = None if fail_above is None else regression.parse_percent(fail_above)
     base, new = regression.load(base_path), regression.load(new_path)
     if base.kind != new.kind:
         raise regression.DiffInputError(
-            f"BASE is a {base.kind} JSON and NEW a {new.kind} JSON: both must come from bench -o, or both from "
-            "compare -o"
+            f"BASE is a {base.kind} document and NEW a {new.kind} document: diff compares two documents of one kind"
         )
     differs = regression.differences(base, new)
     for line in differs:
@@ -58,7 +63,9 @@ def diff(base_path, new_path, fail_above, fail_metric, allow_different) -> None:
         )
     rows = regression.diff(base, new)
     if not rows:
-        raise regression.DiffInputError("BASE and NEW have no stage or cell in common: there is nothing to compare")
+        raise regression.DiffInputError(
+            "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"
+        )
     click.echo(regression.render(rows, base, new, fail_metric, threshold), nl=False)
     failed = [r for r in rows if threshold is not None and r.regressed(fail_metric, threshold)]
     sys.exit(1 if failed else 0)

@@ -39,7 +39,11 @@ def _not_empty(ctx, param, value):
 )
 @click.option("--limit", type=click.IntRange(min=1, max=LIMIT_MAX), default=None, help="Only the newest N runs.")
 @click.option(
-    "--plot", "metric", default=None, metavar="METRIC", help="Plot this stored metric (e.g. runtime_mean_ms)."
+    "--plot",
+    "metric",
+    default=None,
+    metavar="METRIC",
+    help="Plot this stored metric (e.g. mean_ms, p99_ms, peak_qps; runtime: every kind's mean_ms).",
 )
 @click.option(
     "--stage", default=None, callback=_not_empty, help="With --plot: only this stage (e.g. 'stage1 s2t', total)."
@@ -48,11 +52,13 @@ def _not_empty(ctx, param, value):
 @click.option("--output", "-o", type=_path, default=None, help="With --plot: the plot file (.png or .svg).")
 @click.option("--html", "html_path", type=_path, default=None, help="The listing (and plot) as one HTML page.")
 def history(store, backend, model, since, commit, limit, metric, stage, x_axis, output, html_path) -> None:
-    """List the stored bench, compare and optimize runs, newest first, and plot a metric over them.
+    """List the stored runs of every kind (bench, compare, optimize, loadgen, serving...), newest first, and plot a
+    metric over them (docs/history.md).
 
     Exit codes: 0 listed (or plotted); 2 bad input (a filter or metric the store does not hold: the line lists
     those it does; a file that is not a speechperf store).
     """
+    from speechperf.results.document import current_command
     from speechperf.store import db, history, plot
     from speechperf.store.html import check_html_path, render, table_html, write_html
     from speechperf.store.keep import default_store
@@ -76,7 +82,7 @@ def history(store, backend, model, since, commit, limit, metric, stage, x_axis, 
             f"speechperf history: {len(rows)} run(s) in {store}",
             history.COLUMNS,
             ([r[c] for c in history.COLUMNS] for r in rows),
-            left=("time", "command", "model", "config", "backends", "commit", "headline"),
+            left=("time", "kind", "model", "config", "backends", "commit", "headline"),
         ),
         nl=False,
     )
@@ -92,5 +98,6 @@ def history(store, backend, model, since, commit, limit, metric, stage, x_axis, 
             raw = {"store": str(store), "filters": attrs.asdict(filters), "runs": rows}
             if lines is not None:
                 raw["series"] = {name: [list(p) for p in points] for name, points in lines.items()}
-            write_html(html_path, render("speechperf history", [table], images, {}, raw))
+            page = render("speechperf history", [table], images, {}, raw, command=current_command())
+            write_html(html_path, page)
             click.echo(f"history: HTML report {html_path}", err=True)

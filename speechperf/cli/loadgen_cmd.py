@@ -14,6 +14,7 @@ from speechperf.cli.options import (
     budget_option,
     export_options,
     instances_option,
+    keep_options,
     optional_backend_option,
     scenario_option,
     scenario_run_options,
@@ -44,6 +45,7 @@ from speechperf.cli.options import (
     help="Where LoadGen's own logs are kept (one folder per test).",
 )
 @export_options("JSON: every test's LoadGen figures, the SUT's, the config; written after each test.")
+@keep_options("run")
 def loadgen(
     backend_name,
     scenario,
@@ -63,16 +65,20 @@ def loadgen(
     output,
     csv_path,
     md_path,
+    keep,
     **config_args,
 ) -> None:
     """Run an MLPerf LoadGen scenario on one backend (docs/loadgen.md). Latency includes queueing.
 
-    Exit codes: 0 every sample answered; 1 some sample failed; 2 bad input; 130 interrupted (LoadGen's logs and
-    the exports keep what was measured).
+    Exit codes: 0 every sample answered; 1 some sample failed; 2 bad input (a --store that is not a speechperf
+    store included); 130 interrupted (LoadGen's logs and the exports keep what was measured). Each finished run is
+    appended to the results store unless --no-store (`speechperf history`).
     """
     from speechperf.errors import SpeechperfError
-    from speechperf.loadgen.run import Exports, run_loadgen
+    from speechperf.exports import Exports
+    from speechperf.loadgen.run import run_loadgen
     from speechperf.loadgen.settings import ScenarioOptions
+    from speechperf.results.loadgen_table import COLUMNS
 
     if find_peak and scenario != "Server":
         raise SpeechperfError(f"--find-peak: needs --scenario Server, not {scenario}")
@@ -98,7 +104,8 @@ def loadgen(
     code = run_loadgen(
         cfg,
         opts,
-        Exports(log_dir, output, csv_path, md_path),
+        Exports(json=output, csv=csv_path, markdown=md_path, keep=keep, columns=COLUMNS),
+        log_dir=log_dir,
         workdir=cache_dir(),
         find_peak=find_peak,
         budget_s=budget,

@@ -1,4 +1,5 @@
-"""A LoadGen run's result and its exports: JSON (everything), CSV and Markdown (one row per run), the console table."""
+"""A LoadGen test's result, the document's ``runs`` and rows made from it (``speechperf.results.loadgen_table``),
+and the console table with the notes under it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from speechperf import tables
 from speechperf.loadgen.summary import Summary
+from speechperf.results import figures, loadgen_table
 
 
 @attrs.frozen
@@ -51,64 +53,9 @@ def stage_times(labels, seconds_per_stage) -> tuple[StageTime, ...]:
     return tuple(out)
 
 
-COLUMNS = (
-    "scenario",
-    "mode",
-    "backend",
-    "instances",
-    "threads",
-    "result",
-    "headline",
-    "target_qps",
-    "scheduled_qps",
-    "completed_qps",
-    "samples_per_s",
-    "rtfx",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "p99.9_ms",
-    "samples",
-    "unmet",
-    "compliance",
-)
-
-
-def row(run: LoadgenRun) -> dict[str, Any]:
-    s = run.summary
-
-    def r(v, digits=2):
-        return None if v is None else round(v, digits)
-
-    return {
-        "scenario": run.scenario,
-        "mode": run.mode,
-        "backend": run.backend,
-        "instances": run.instances,
-        "threads": run.threads,
-        "result": s.result,
-        "headline": s.headline,
-        "target_qps": r(run.target_qps),
-        "scheduled_qps": r(s.scheduled_qps),
-        "completed_qps": r(s.completed_qps),
-        "samples_per_s": r(s.samples_per_s),
-        "rtfx": r(run.rtfx),
-        "p50_ms": r(s.percentiles_ms.get("p50")),
-        "p90_ms": r(s.percentiles_ms.get("p90")),
-        "p99_ms": r(s.percentiles_ms.get("p99")),
-        "p99.9_ms": r(s.percentiles_ms.get("p99.9")),
-        "samples": run.samples,
-        "unmet": "; ".join(s.unmet) or None,
-        "compliance": "; ".join(run.compliance) or None,
-    }
-
-
-def to_json(runs, extra: dict[str, Any], complete: bool = True) -> dict[str, Any]:
-    return {
-        "complete": complete and all(r.complete for r in runs),
-        **extra,
-        "runs": [attrs.asdict(r, value_serializer=_plain) for r in runs],
-    }
+def runs_json(runs) -> list[dict[str, Any]]:
+    """The document's ``runs``: every test as a plain dict (the form ``speechperf.results.loadgen_table`` reads)."""
+    return [attrs.asdict(r, value_serializer=_plain) for r in runs]
 
 
 def _plain(inst, field, value):
@@ -117,29 +64,46 @@ def _plain(inst, field, value):
     return value
 
 
-def to_csv(runs) -> str:
-    return tables.to_csv(COLUMNS, [row(r) for r in runs])
+def rows(runs, peak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return loadgen_table.rows(runs_json(runs), peak)
 
 
-def to_markdown(runs) -> str:
-    return tables.to_markdown(COLUMNS, [[row(r)[c] for c in COLUMNS] for r in runs])
+#: The console's columns (the exports have every column of ``loadgen_table.COLUMNS``).
+TABLE = (
+    "backend",
+    "scenario",
+    "result",
+    "headline",
+    "samples_per_s",
+    "audio_s_per_s",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "samples",
+)
 
 
-TABLE = ("backend", "scenario", "result", "headline", "samples_per_s", "rtfx", "p50_ms", "p90_ms", "p99_ms", "samples")
-
-
-def print_runs(runs, file) -> None:
-    rows = [[row(r)[c] for c in TABLE] for r in runs]
-    tables.print_table("speechperf loadgen", TABLE, rows, file, left=("backend", "scenario", "result", "headline"))
+def run_notes(runs) -> list[str]:
+    """What the console prints under the table: each unmet condition, each compliance note, per-stage times."""
+    lines = []
     for run in runs:
-        for reason in run.summary.unmet:
-            file.write(f"{run.scenario} {run.summary.result}: {reason}\n")
-        for note in run.compliance:
-            file.write(f"{run.scenario}: {note}\n")
+        lines += [f"{run.scenario} {run.summary.result}: {reason}" for reason in run.summary.unmet]
+        lines += [f"{run.scenario}: {note}" for note in run.compliance]
         for stage in run.stages if len(run.stages) > 1 else ():
-            file.write(
-                f"{run.scenario}: stage {stage.label}: mean {stage.mean_ms:.2f} ms, p90 {stage.p90_ms:.2f} ms "
-                f"over {stage.calls} call(s) (service time, no queueing)\n"
-                if stage.mean_ms is not None
-                else ""
-            )
+            if stage.mean_ms is not None:
+                lines.append(
+                    f"{run.scenario}: stage {stage.label}: mean {stage.mean_ms:.2f} ms, p90 {stage.p90_ms:.2f} ms "
+                    f"over {stage.calls} call(s) (service time, no queueing)"
+                )
+    return lines
+
+
+def print_runs(table_rows: list[dict[str, Any]], notes: list[str], file) -> None:
+    shown_rows = [
+        [figures.shown(c, r.get(c)) for c in TABLE] for r in table_rows if r.get("mode") != loadgen_table.PEAK
+    ]
+    tables.print_table(
+        "speechperf loadgen", TABLE, shown_rows, file, left=("backend", "scenario", "result", "headline")
+    )
+    for line in notes:
+        file.write(line + "\n")

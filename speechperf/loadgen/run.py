@@ -19,23 +19,20 @@ import attrs
 from speechperf.benchmark.validate import check_config
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
+from speechperf.exports import Exports
 from speechperf.extras import require
 from speechperf.loadgen import report
 from speechperf.loadgen.settings import ScenarioOptions, check_options, test_settings
 from speechperf.loadgen.summary import accuracy_summary, interrupted_summary, read_summary
-from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
+from speechperf.outputs import check_output_folder
+from speechperf.results import Document, loadgen_table
+from speechperf.results.environment import LoadProbe, machine
+from speechperf.results.notes import collect
+from speechperf.store.html import table_html
 
 log = logging.getLogger(__name__)
 LOADGEN_THREAD = "speechperf-loadgen-test"
 ESTIMATE_S = 3.0  # the warm-up's timed pass over the dataset, at most (one sample at least)
-
-
-@attrs.frozen
-class Exports:
-    folder: Path
-    output: Path | None = None
-    csv_path: Path | None = None
-    md_path: Path | None = None
 
 
 def run_loadgen(
@@ -43,23 +40,30 @@ def run_loadgen(
     opts: ScenarioOptions,
     exports: Exports,
     *,
+    log_dir: Path,
     workdir: Path,
     find_peak: bool = False,
     budget_s: float = 300.0,
     reference_quality: float | None = None,
     out=None,
 ) -> int:
-    out = out or sys.stdout
+    """Check everything, measure, print; the document goes through ``exports`` (written after each test, on
+    Ctrl-C, and at the end with --html and the store); returns the exit code (1: some sample failed)."""
+    with collect() as got:
+        return _run(
+            cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, reference_quality, out or sys.stdout
+        )
+
+
+def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, reference_quality, out) -> int:
     check_options(opts)
     lg = require("mlperf_loadgen", "speechperf loadgen")
     general = cfg.general
     if not general.backend:
         raise SpeechperfError("no backend given: pass --backend NAME (or general.backend)")
     check_config(cfg)
-    folder = check_output_folder(exports.folder, "--log-dir")
-    for what, path in (("--output", exports.output), ("--csv", exports.csv_path), ("--markdown", exports.md_path)):
-        if path is not None:
-            check_output_path(path, what)
+    folder = check_output_folder(log_dir, "--log-dir")
+    exports.check()
     from speechperf.benchmark import build
     from speechperf.benchmark.derive import config_for_backend
     from speechperf.data import load_dataset
@@ -102,7 +106,10 @@ def run_loadgen(
     )
     qsl = lg.ConstructQSL(len(inputs), len(inputs), lambda _: None, lambda _: None)
     runs: list[report.LoadgenRun] = []
-    extra: dict = {"backend": backend.name, "pid": os.getpid(), "config": cfg.to_dict(), "loadgen_logs": str(folder)}
+    extra: dict = {"backend": backend.name, "pid": os.getpid(), "loadgen_logs": str(folder)}
+    env = {**machine(), "backend": backend.name, "device": general.device, "threads": opts.threads}
+    env["instances"] = opts.instances
+    probe = LoadProbe().start()
     labels = [stage.label for stage in instances[0]]
     lg_started = False
 
@@ -126,16 +133,23 @@ def run_loadgen(
             raise
         return _result(run_opts, backend.name, qps, capacity, sut, labels, test_dir)
 
-    def write(partial: bool = False) -> None:
+    def document(complete: bool = False) -> Document:
         done = list(runs)
-        if exports.output is not None:
-            from speechperf.benchmark.report import write_json_atomic
+        doc = Document(
+            kind="loadgen",
+            config=cfg.to_dict(),
+            environment={**env, "load": probe.result or probe.stop()},
+            rows=report.rows(done, extra.get("peak")),
+            notes=[*got.notes, *report.run_notes(done)],
+            warnings=list(got.warnings),
+            complete=complete and all(r.complete for r in done),
+            body={**extra, "scenario_options": attrs.asdict(opts), "runs": report.runs_json(done)},
+        )
+        probe.result = None  # the load is measured again at the next write, over the whole run so far
+        return doc
 
-            write_json_atomic(exports.output, report.to_json(done, extra, complete=not partial))
-        if exports.csv_path is not None:
-            write_text_atomic(exports.csv_path, report.to_csv(done), "--csv")
-        if exports.md_path is not None:
-            write_text_atomic(exports.md_path, report.to_markdown(done), "--markdown")
+    def write(partial: bool = False) -> None:
+        exports.write(document(complete=False))
 
     try:
         if find_peak:
@@ -150,12 +164,10 @@ def run_loadgen(
                 lambda qps: max(opts.duration_s, opts.query_count / qps),
             )
             extra["peak"] = peak
-            write()
         else:
             runs.append(one_test(f"{opts.scenario}-{opts.mode}", opts.target_qps, opts))
             if score_quality:
                 extra["quality"] = _score(sut, dataset, references, general, backend, workdir, reference_quality)
-            write()
     except KeyboardInterrupt:
         sut.draining = True
         write(partial=True)
@@ -170,18 +182,27 @@ def run_loadgen(
         raise Interrupted(note) from None
     finally:
         lg.DestroyQSL(qsl)
-    report.print_runs(runs, out)
+    probe.stop()
+    doc = document(complete=True)
+    report.print_runs(doc.rows, report.run_notes(runs), out)
+    lines = []
     if find_peak:
-        _print_peak(extra["peak"], opts, out)
-    if "quality" in extra:
-        for line in extra["quality"]["lines"]:
-            out.write(line + "\n")
+        lines.append(_peak_line(extra["peak"], opts))
+    lines += extra.get("quality", {}).get("lines", [])
+    for line in lines:
+        out.write(line + "\n")
+    doc.notes += lines
     log.info("LoadGen's logs: %s", folder)
     failed = sum(len(r.failed) for r in runs)
     if failed:
         first = next(iter(runs[-1].failed.values()), "")
         log.error("failed: %d sample(s); first: %s", failed, first)
-    return 1 if failed else 0
+        doc.warnings.append(f"failed: {failed} sample(s); first: {first}")
+    code = 1 if failed else 0
+    title = f"speechperf loadgen: {opts.scenario} on {backend.name}"
+    table = table_html(title, loadgen_table.COLUMNS, doc.rows, key=report.TABLE)  # the console's columns first
+    exports.finish(doc, code, tables=[table], title=title)
+    return code
 
 
 def _start(lg, sut, qsl, settings, logging_) -> None:
@@ -296,12 +317,11 @@ class _Kept:
         return self._outputs
 
 
-def _print_peak(peak: dict, opts: ScenarioOptions, out) -> None:
+def _peak_line(peak: dict, opts: ScenarioOptions) -> str:
     pct = f"p{opts.latency_percentile:g}"
     if peak["peak_qps"] is None:
-        out.write(f"Server peak: no VALID rate found ({pct} <= {opts.target_latency_ms:g} ms)\n")
-    else:
-        out.write(
-            f"Server peak: {peak['peak_qps']:.2f} QPS VALID at {pct} <= {opts.target_latency_ms:g} ms "
-            f"({pct} {peak['peak_latency_ms']:.1f} ms; {peak['trials']} trial(s) in {peak['seconds']:.0f} s)\n"
-        )
+        return f"Server peak: no VALID rate found ({pct} <= {opts.target_latency_ms:g} ms)"
+    return (
+        f"Server peak: {peak['peak_qps']:.2f} QPS VALID at {pct} <= {opts.target_latency_ms:g} ms "
+        f"({pct} {peak['peak_latency_ms']:.1f} ms; {peak['trials']} trial(s) in {peak['seconds']:.0f} s)"
+    )

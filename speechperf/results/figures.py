@@ -26,8 +26,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("mean_ms", "ms", "mean per-sample runtime (latency) over the timed samples"),
     Figure("stdev_ms", "ms", "standard deviation of the per-sample runtime (or of the run means, for compare)"),
     Figure("median_ms", "ms", "median per-sample runtime"),
-    Figure("p90_ms", "ms", "90th percentile of the per-sample runtime"),
-    Figure("p99_ms", "ms", "99th percentile of the per-sample runtime"),
+    Figure("p50_ms", "ms", "LoadGen: 50th percentile of the query latency, queueing included", digits=2),
+    Figure("p90_ms", "ms", "90th percentile of the per-sample runtime (LoadGen: of the query latency)"),
+    Figure("p99_ms", "ms", "99th percentile of the per-sample runtime (LoadGen: of the query latency)"),
+    Figure("p99.9_ms", "ms", "LoadGen: 99.9th percentile of the query latency, queueing included", digits=2),
     Figure("min_ms", "ms", "fastest run"),
     Figure("max_ms", "ms", "slowest run"),
     Figure("rtf", "ratio", "real-time factor: processing seconds per second of audio", digits=5),
@@ -41,6 +43,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("chrf", "points", "corpus chrF (sacrebleu, 0-100)", digits=2),
     Figure("speedup", "ratio", "fp32 latency over this variant's latency"),
     Figure("peak_qps", "1/s", "Server scenario: the highest scheduled query rate of a VALID run"),
+    Figure(
+        "scheduled_qps", "1/s", "LoadGen: the query rate LoadGen issued (Server: the Poisson rate reached)", digits=2
+    ),
+    Figure("completed_qps", "1/s", "LoadGen: the query rate the system under test completed", digits=2),
     Figure("size_mb", "MB", "model file size, in 10^6 bytes"),
     Figure("ms_per_step", "ms", "profile: milliseconds per profiled step spent in an op category"),
     Figure("share", "fraction", "profile: the category's share of the step", display="percent"),
@@ -89,3 +95,12 @@ def shown(name: str, value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     return f"{value:.{figure.digits}f}"
+
+
+def reference_table() -> str:
+    """The Markdown table of every figure (docs/results.md holds it; a test checks the two agree)."""
+    lines = ["| figure | unit | shown as | meaning |", "|---|---|---|---|"]
+    for f in FIGURES:
+        how = "percent" if f.display == "percent" else f"{f.digits} decimals"
+        lines.append(f"| `{f.name}` | {f.unit} | {how} | {f.meaning} |")
+    return "\n".join(lines) + "\n"

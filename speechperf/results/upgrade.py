@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from speechperf.results import figures
+from speechperf.results import figures, loadgen_table
 from speechperf.results.version import SCHEMA_VERSION, DocumentError
 
 #: The version each step reads -> the step that turns it into the next version's form.
@@ -143,7 +143,9 @@ def _profile_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str,
 
 
 def _loadgen_rows(rest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    return [], rest  # loadgen's table is derived from its runs by its own reader (speechperf.loadgen.report)
+    """Version 1 of loadgen kept no table: its rows are made from its runs, as the command makes them now."""
+    peak = rest.get("peak") if isinstance(rest.get("peak"), dict) else None
+    return loadgen_table.rows(list(rest.get("runs") or ()), peak), rest
 
 
 #: Where each kind of version 1 kept its table rows.

@@ -1,13 +1,16 @@
-"""The results store: one SQLite file (the standard library's ``sqlite3``) that every bench, compare and optimize
-run is appended to, and ``speechperf history`` reads (docs/history.md, "Schema").
+"""The results store: one SQLite file (the standard library's ``sqlite3``) that every measuring run (bench,
+compare, optimize, loadgen, compare --scenario: every result document's kind) is appended to, and
+``speechperf history`` reads (docs/history.md, "Schema").
 
 Tables:
 
 - ``speechperf_schema(version)``: one row, the schema version this file was made with. A file without it is not a
   speechperf store and is refused; a version newer than ``SCHEMA_VERSION`` is refused (an older speechperf must not
   write rows a newer one would misread).
-- ``runs``: one row per run: when, the command, the config's identity, the backends, the git state of the folder
-  the command ran in, the machine, the package versions, and the run's whole JSON document.
+- ``runs``: one row per run: when, its document's kind (the ``command`` column), the config's identity, the
+  backends, the git state of the folder the command ran in, the machine, the package versions, and the run's whole JSON document with its
+  ``result_schema_version`` (a version 1 document stored before the envelope keeps its own figure names; readers
+  map them, ``speechperf.store.history``).
 - ``metrics``: one row per (run, cell, stage, metric) with a numeric value, for querying and plotting.
 
 Writers: WAL mode and a busy timeout, each append one ``BEGIN IMMEDIATE`` transaction, so that processes writing
@@ -129,7 +132,9 @@ def connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
     when new. The connection commits nothing by itself: each writer opens its own transaction."""
     target = check_store(path)
     if not write and not target.exists():
-        raise StoreError(f"--store {shorten_path(path)}: no such store; a bench, compare or optimize run makes it")
+        raise StoreError(
+            f"--store {shorten_path(path)}: no such store; a bench, compare, optimize or loadgen run makes it"
+        )
     try:
         db = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except sqlite3.Error as exc:

@@ -10,12 +10,14 @@ from typing import Any
 import attrs
 
 from speechperf.errors import SpeechperfError
+from speechperf.results import figures
+from speechperf.results.figures import shown
 from speechperf.store import db
-from speechperf.store.record import HEADLINE, TOTAL
+from speechperf.store.record import HEADLINE, TOTAL, V1_HEADLINE
 
-COLUMNS = ("id", "time", "command", "model", "config", "backends", "commit", "headline")
-#: ``--plot runtime``: the mean per-sample runtime (ms) under each command's own name for it, so that bench,
-#: compare and optimize runs land on one plot.
+COLUMNS = ("id", "time", "kind", "model", "config", "backends", "commit", "headline")
+#: ``--plot runtime``: the mean per-sample runtime (ms), ``mean_ms``, of bench, compare and optimize runs on one
+#: plot, version 1 documents' own names for it (``runtime_mean_ms``, ``latency_ms``) included.
 RUNTIME = "runtime"
 X_AXES = ("time", "commit")
 
@@ -88,32 +90,59 @@ def runs(store: Path, filters: Filters) -> list[dict[str, Any]]:
     limit = f" LIMIT {int(filters.limit)}" if filters.limit else ""
     found = db.select(
         store,
-        "SELECT id, time, command, model, config_hash, backends, git_commit, git_dirty FROM runs"
+        "SELECT id, time, command, model, config_hash, backends, git_commit, git_dirty, result_schema_version FROM runs"
         f"{where} ORDER BY id DESC{limit}",
         params,
     )
     out = []
     for r in found:
-        head = db.select(
-            store,
-            "SELECT backend, cell, value FROM metrics WHERE run_id = ? AND metric = ? AND stage = ? ORDER BY value",
-            [r["id"], HEADLINE[r["command"]], TOTAL],
-        )
+        name, head = _headline(store, r["id"], r["command"], r["result_schema_version"])
         commit = None if r["git_commit"] is None else r["git_commit"][:10] + ("-dirty" if r["git_dirty"] else "")
         out.append(
             {
                 "id": r["id"],
                 "time": r["time"],
-                "command": r["command"],
+                "kind": r["command"],
                 "model": r["model"],
                 "config": r["config_hash"],
                 "backends": r["backends"],
                 "commit": commit,
-                "headline": ", ".join(f"{h['cell'] or h['backend']} {h['value']:.3f}" for h in head[:4])
-                + (f" ms ({HEADLINE[r['command']]})" if head else ""),
+                "headline": ", ".join(f"{h['cell'] or h['backend']} {shown(name, h['value'])}" for h in head[:4])
+                + (f" ({name})" if head else ""),
             }
         )
     return out
+
+
+def _headline(store: Path, run_id: int, kind: str, version: int | None) -> tuple[str, list[Any]]:
+    """The run's headline figure (``record.HEADLINE``; a version 1 document's own name for it) and its values per
+    cell, lowest first."""
+    names = (V1_HEADLINE if (version or 1) < 2 else HEADLINE).get(kind, ())
+    for name in names:
+        head = db.select(
+            store,
+            "SELECT backend, cell, value FROM metrics WHERE run_id = ? AND metric = ? AND stage = ? ORDER BY value",
+            [run_id, name, TOTAL],
+        )
+        if head:
+            return figures.V1_NAMES.get(kind, {}).get(name, name), head
+    return "", []
+
+
+def _aliases(metric: str) -> list[str]:
+    """The names a stored metric may have: its own, and those version 1 documents gave it (``--plot mean_ms``
+    finds a version 1 bench's ``runtime_mean_ms``); ``runtime``: the mean per-sample runtime of every kind."""
+    wanted = {"mean_ms"} if metric == RUNTIME else {metric}
+    old = {v1 for names in figures.V1_NAMES.values() for v1, now in names.items() if now in wanted}
+    return sorted(wanted | old)
+
+
+def _as_current(kind: str, version: int | None, name: str, value: float) -> tuple[str, float]:
+    """A stored metric under its current name and unit: a version 1 run's renamed, its percents as fractions."""
+    if (version or 1) >= 2:
+        return name, value
+    now = figures.V1_NAMES.get(kind, {}).get(name, name)
+    return now, value / 100 if now in figures.V1_PERCENT.get(kind, ()) else value
 
 
 def metrics(store: Path) -> list[str]:
@@ -124,7 +153,7 @@ def series(store: Path, metric: str, filters: Filters, stage: str | None) -> dic
     """Per line (``backend`` or ``backend stage``, led by the model type and config hash when the runs are of
     several configs): (time, commit, value) of every stored run passing ``filters``, oldest first. An unknown metric or stage is one line listing those stored."""
     known = metrics(store)
-    names = sorted(set(HEADLINE.values())) if metric == RUNTIME else [metric]
+    names = _aliases(metric)
     if not set(names) & set(known):
         raise SpeechperfError(
             f"--plot {metric!r}: no stored run has this metric; stored metrics: {', '.join([RUNTIME, *known])}"
@@ -138,8 +167,8 @@ def series(store: Path, metric: str, filters: Filters, stage: str | None) -> dic
     where = where.replace(" WHERE ", " AND ", 1)
     rows = db.select(
         store,
-        "SELECT runs.id, runs.time, runs.git_commit, runs.git_dirty, runs.model, runs.config_hash, "
-        "metrics.backend, metrics.cell, metrics.stage, "
+        "SELECT runs.id, runs.time, runs.command, runs.result_schema_version, runs.git_commit, runs.git_dirty, "
+        "runs.model, runs.config_hash, metrics.metric, metrics.backend, metrics.cell, metrics.stage, "
         f"metrics.value FROM metrics JOIN runs ON runs.id = metrics.run_id WHERE metrics.metric IN ({marks})"
         + (" AND metrics.stage = ?" if stage else "")
         + where
@@ -152,6 +181,9 @@ def series(store: Path, metric: str, filters: Filters, stage: str | None) -> dic
     for r in rows:
         if filters.backend and r["backend"] != filters.backend:
             continue
+        now, value = _as_current(r["command"], r["result_schema_version"], r["metric"], r["value"])
+        if now != metric and not (metric == RUNTIME and now == "mean_ms"):
+            continue  # a name another kind, or another version, gives another figure
         name = r["backend"] or "?"
         if r["cell"] and r["cell"] != name:  # a compare cell (onnxruntime t=2), an optimize variant (fp32)
             name = r["cell"] if name in r["cell"] else f"{name} {r['cell']}"
@@ -160,5 +192,5 @@ def series(store: Path, metric: str, filters: Filters, stage: str | None) -> dic
         if len(configs) > 1:
             name = f"{r['model'] or '?'} {(r['config_hash'] or '?')[:6]}: {name}"
         commit = (r["git_commit"] or "no commit")[:10] + ("-dirty" if r["git_dirty"] else "")
-        lines.setdefault(name, []).append((r["time"], commit, r["value"]))
+        lines.setdefault(name, []).append((r["time"], commit, value))
     return lines

@@ -1,0 +1,97 @@
+"""``loadgen``'s table rows, made from its runs as the document keeps them (``runs``: one dict per LoadGen test,
+the same in version 1 and 2), so that ``speechperf loadgen`` and the upgrade of a version 1 file (which had no
+rows) give the same rows, figures named as in ``speechperf.results.figures``.
+
+One row per LoadGen test; a Server peak search adds a ``peak`` row: the trial at the peak rate with ``peak_qps``
+(or no figures when no rate was VALID). Its trials carry their number in ``trial``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+COLUMNS = (
+    "scenario",
+    "mode",
+    "trial",
+    "backend",
+    "instances",
+    "threads",
+    "result",
+    "headline",
+    "target_qps",
+    "peak_qps",
+    "scheduled_qps",
+    "completed_qps",
+    "samples_per_s",
+    "audio_s_per_s",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "p99.9_ms",
+    "samples",
+    "trials",
+    "unmet",
+    "compliance",
+)
+#: The row of a peak search's result: its ``mode``.
+PEAK = "peak"
+
+
+def _r(value: Any, digits: int = 2) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def run_row(run: dict[str, Any], trial: int | None = None) -> dict[str, Any]:
+    """One LoadGen test's row (``run``: the document's form of ``speechperf.loadgen.report.LoadgenRun``)."""
+    s = run.get("summary") or {}
+    pct = s.get("percentiles_ms") or {}
+    row = {
+        "scenario": run.get("scenario"),
+        "mode": run.get("mode"),
+        "trial": trial,
+        "backend": run.get("backend"),
+        "instances": run.get("instances"),
+        "threads": run.get("threads"),
+        "result": s.get("result"),
+        "headline": s.get("headline"),
+        "target_qps": _r(run.get("target_qps")),
+        "peak_qps": None,
+        "scheduled_qps": _r(s.get("scheduled_qps")),
+        "completed_qps": _r(s.get("completed_qps")),
+        "samples_per_s": _r(s.get("samples_per_s")),
+        "audio_s_per_s": _r(run.get("rtfx")),
+        "p50_ms": _r(pct.get("p50")),
+        "p90_ms": _r(pct.get("p90")),
+        "p99_ms": _r(pct.get("p99")),
+        "p99.9_ms": _r(pct.get("p99.9")),
+        "samples": run.get("samples"),
+        "trials": None,
+        "unmet": "; ".join(s.get("unmet") or ()) or None,
+        "compliance": "; ".join(run.get("compliance") or ()) or None,
+    }
+    return row
+
+
+def rows(runs: list[dict[str, Any]], peak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every test's row, and with ``peak`` (the peak search's result) its trials numbered and the peak row last."""
+    if peak is None:
+        return [run_row(run) for run in runs]
+    out = [run_row(run, trial=i + 1) for i, run in enumerate(runs)]
+    at = peak.get("peak_qps")
+    best = next(
+        (r for r in reversed(out) if at is not None and r["target_qps"] == _r(at) and r["result"] == "VALID"), None
+    )
+    first = out[0] if out else {}
+    row = dict(best) if best is not None else {k: first.get(k) for k in ("scenario", "backend", "instances", "threads")}
+    row = {c: row.get(c) for c in COLUMNS}
+    row.update(
+        mode=PEAK,
+        trial=None,
+        result="VALID" if at is not None else "NO VALID RATE",
+        headline=f"peak {at:.2f} QPS" if at is not None else "no VALID rate",
+        peak_qps=_r(at),
+        trials=peak.get("trials"),
+        unmet=None,
+    )
+    return [*out, row]
