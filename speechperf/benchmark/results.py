@@ -22,10 +22,6 @@ from speechperf.meters.rtf import RtfResult
 from speechperf.meters.runtime import RuntimeResult, Stats
 from speechperf.meters.samples import SampleFailure
 
-#: The version of bench's JSON before the result document (``speechperf.results``): only ``speechperf.regression``
-#: still reads it from here; bench writes ``speechperf.results.SCHEMA_VERSION``. Remove with that import.
-SCHEMA_VERSION = 1
-
 
 @attrs.frozen
 class StageResult:

@@ -64,8 +64,7 @@ class Cell:
         dict is read from ``config_file`` (``write_config`` writes it). ``command``: ``loadgen`` for
         ``compare --scenario``, whose children take the same options."""
         args = [command, "--backend", self.backend, "--threads", str(self.threads)]
-        if command == "bench":  # the compare run is stored once, as a whole, by the parent (speechperf.store.keep)
-            args.append("--no-store")
+        args.append("--no-store")  # the compare run is stored once, as a whole, by the parent (speechperf.exports)
         if isinstance(self.config, Mapping):
             args += ["--config", str(self.config_file(workdir))]
         elif self.config is not None:

@@ -20,8 +20,6 @@ from speechperf.meters import first_call, roofline
 from speechperf.meters.fidelity import json_number
 from speechperf.results import Document
 
-#: version 1's compare JSON, which speechperf.regression still checks for until it reads result documents
-SCHEMA_VERSION = 1
 UNIT_NOTE = (
     "statistical unit: one process run (the mean per-sample runtime of the run); mean ± σ, range, ratios "
     "and Welch's p are over the runs; median / p90 / p99 over every sample of every run"

@@ -8,13 +8,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from speechperf.cache import cache_dir
 from speechperf.results import Document
-from speechperf.results.document import current_command
 from speechperf.store import db, html, record
 
 log = logging.getLogger(__name__)
@@ -44,26 +42,20 @@ class Keep:
 
     def finish(
         self,
-        doc: Document | str,
-        *exit_code: Any,
+        doc: Document,
+        exit_code: int | None,
         tables: Sequence[str] = (),
         images: Sequence[Path] = (),
         title: str | None = None,
     ) -> int | None:
         """Write the HTML page, then append the run to the store; returns the run's id in the store (None when
         not stored). Commands call it through ``speechperf.exports.Exports.finish``."""
-        if isinstance(doc, str):
-            # A command not yet converted to the document passes (command, its version 1 dict, exit code): read
-            # it as any version 1 file is read. To go once every command writes a Document (issue 33).
-            doc = Document.from_json(exit_code[0], f"the {doc} document")
-            doc.command = current_command()  # the run this process just made
-        code: int | None = exit_code[-1]
         if self.html is not None:
             page = html.render_document(doc, tables, images, title or f"speechperf {doc.kind}")
             html.write_html(self.html, page)
             log.info("%s: HTML report %s", doc.kind, self.html)
         if self.store is None:
             return None
-        run_id = db.append(self.store, record.record(doc, code), record.metric_rows(doc))
+        run_id = db.append(self.store, record.record(doc, exit_code), record.metric_rows(doc))
         log.info("%s: stored as run %d in %s (speechperf history)", doc.kind, run_id, self.store)
         return run_id
