@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from speechperf.cli.options import thread_counts_option
 from speechperf.meters.samples import METER_NAMES
 
 DEFAULT = "runtime,memory,flops,threads,roofline"
@@ -31,14 +32,10 @@ DEFAULT = "runtime,memory,flops,threads,roofline"
     help="Backend to check FLOPs and thread pinning on (repeatable); default: every registered backend.",
 )
 @click.option("--quick", is_flag=True, help="Fewer timing repeats (less precise, faster).")
-@click.option(
-    "--threads",
-    "threads_list",
-    default=None,
-    metavar="N[,N...]",
-    help="Thread counts to measure the roofs at (roofline meter); default: 1 and 2, those the usable cores allow.",
+@thread_counts_option(
+    None, help="Thread counts to measure the roofs at (roofline meter); default: 1 and 2, those the usable cores allow."
 )
-def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads_list: str | None) -> None:
+def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads: tuple[int, ...] | None) -> None:
     """Validate the meters on this machine and print a pass/fail table.
 
     Checks the meters named in --meters (PAPI availability is always reported) and exits 1 when one of them is not
@@ -51,7 +48,7 @@ def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads_li
     asked = parse_meter_names(DEFAULT if meters is None else meters)  # --meters '' is refused, not the default
     for name in backends:  # an unknown one is refused before any check runs, listing the registered ones
         get_backend(name)
-    report = run_checks(asked, backends or None, quick=quick, threads=_thread_counts(threads_list))
+    report = run_checks(asked, backends or None, quick=quick, threads=threads or _default_thread_counts())
     click.echo(format_report(report, asked))
     bad = report.untrustworthy(asked, named=meters is not None)
     if bad:
@@ -60,24 +57,8 @@ def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads_li
         sys.exit(1)
 
 
-def _thread_counts(text: str | None) -> tuple[int, ...]:
-    """``--threads``: thread counts, each between 1 and the cores this process may use (its affinity)."""
-    import os
+def _default_thread_counts() -> tuple[int, ...]:
+    """1 and 2, those the cores this process may use allow."""
+    from speechperf.values import usable_cores
 
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if text is None:
-        return tuple(n for n in (1, 2) if n <= usable)
-    counts = []
-    for item in text.split(","):
-        try:
-            n = int(item.strip())
-        except ValueError:
-            n = 0
-        if not 1 <= n <= usable:
-            raise click.BadParameter(
-                f"{item.strip()!r} is not a thread count this machine can run; allowed: 1 to {usable} "
-                "(the cores this process may use)",
-                param_hint="--threads",
-            )
-        counts.append(n)
-    return tuple(dict.fromkeys(counts))
+    return tuple(n for n in (1, 2) if n <= usable_cores())
