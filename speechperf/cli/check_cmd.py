@@ -9,6 +9,7 @@ stderr);
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -35,21 +36,34 @@ DEFAULT = "runtime,memory,flops,threads,roofline"
 @thread_counts_option(
     None, help="Thread counts to measure the roofs at (roofline meter); default: 1 and 2, those the usable cores allow."
 )
-def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads: tuple[int, ...] | None) -> None:
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="JSON: the checks as a result document (kind check, docs/results.md).",
+)
+def check(
+    meters: str | None, backends: tuple[str, ...], quick: bool, threads: tuple[int, ...] | None, output: Path | None
+) -> None:
     """Validate the meters on this machine and print a pass/fail table.
 
     Checks the meters named in --meters (PAPI availability is always reported) and exits 1 when one of them is not
     trustworthy here.
     """
-    from speechperf.meters.check import format_report, run_checks
+    from speechperf.exports import Exports
+    from speechperf.meters.check import format_report, run_checks, to_document
     from speechperf.meters.samples import parse_meter_names
     from speechperf.registry import get_backend
 
     asked = parse_meter_names(DEFAULT if meters is None else meters)  # --meters '' is refused, not the default
     for name in backends:  # an unknown one is refused before any check runs, listing the registered ones
         get_backend(name)
-    report = run_checks(asked, backends or None, quick=quick, threads=threads or _default_thread_counts())
+    exports = Exports(json=output).check()  # before any check: a bad path costs nothing
+    threads = threads or _default_thread_counts()
+    report = run_checks(asked, backends or None, quick=quick, threads=threads)
     click.echo(format_report(report, asked))
+    exports.write(to_document(report, asked, threads))
     bad = report.untrustworthy(asked, named=meters is not None)
     if bad:
         named = [m if report.verdict(m) != "unavailable" else f"{m} (unavailable)" for m in bad]
