@@ -169,11 +169,11 @@ def test_check_writes_a_result_document_of_kind_check(tmp_path):
 
 
 def test_check_refuses_an_output_it_cannot_write_before_any_check(tmp_path):
+    import os
+
     from click.testing import CliRunner
 
     from speechperf.cli import main
-
-    import os
 
     os.mkfifo(tmp_path / "fifo.json")  # the atomic rename would put a regular file in its place
     result = CliRunner().invoke(main, ["check", "--meters", "runtime", "-o", str(tmp_path / "fifo.json")])
