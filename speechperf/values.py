@@ -229,3 +229,24 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
             if not in_bounds(item, meta):
                 raise ConfigError(f"{at}: {name} = {shorten(value)}; must be {bounds_text(meta, here=True)}")
     return out
+
+
+def parse_thread_counts(text: str, name: str = "--threads") -> tuple[int, ...]:
+    """``"1,2"`` -> (1, 2): each a whole number from 1 to the usable cores (``CORES``), none twice; the one parser of
+    every thread-count list (``compare --threads``, ``check --threads``)."""
+    items = split_items(text, name)
+    if not items:
+        raise ConfigError(f"{name} = {text!r}: no thread count; expected a comma-separated list such as 1,2")
+    counts = []
+    for item in items:
+        try:
+            count = int(item)
+        except ValueError:
+            raise ConfigError(
+                f"{name} = {item!r}; must be a whole number >= 1 and <= {CORES.text} ({CORES.value():g} here)"
+            ) from None
+        counts.append(check_range(count, name, 1, CORES))
+    repeated = sorted({n for n in counts if counts.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"{name} {text!r}: {', '.join(map(str, repeated))} is given more than once")
+    return tuple(counts)

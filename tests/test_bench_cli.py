@@ -228,7 +228,7 @@ def bad_runs(tmp_path: Path):
         ),
         (["--dataset-path", str(npy), "--dataset-type", "npy"], "unpickling runs code from the file"),
         (["--config", str(dup)], "duplicate key 'stage2'"),
-        (["--config", vad, "--threads", "0"], "Invalid value for '--threads'"),
+        (["--config", vad, "--threads", "0"], "--threads = 0; must be >= 1"),
         (
             ["--config", vad, "--dataset-path", str(tmp_path / "s.txt")],
             "sample '1' is text; the first stage (vad) takes audio",

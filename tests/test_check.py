@@ -154,3 +154,29 @@ def test_an_unknown_backend_is_refused_even_when_no_meter_asked_for_uses_a_backe
 
 def test_an_empty_meters_list_is_refused_instead_of_checking_the_defaults():
     one_line_error(run("--quick", "--meters", ""), "no meter named; known meters: runtime")
+
+
+def test_check_writes_a_result_document_of_kind_check(tmp_path):
+    from speechperf.meters.check import PASS, CheckReport, CheckRow, to_document
+    from speechperf.results import loads
+
+    report = CheckReport((CheckRow("runtime", "timer resolution", "40 ns", "<= 1000 ns", PASS),))
+    doc = loads(to_document(report, ["runtime", "flops"], (1, 2)).dumps())
+    assert doc.kind == "check" and doc.complete
+    assert doc.rows[0]["check"] == "timer resolution" and doc.rows[0]["status"] == PASS
+    assert doc["verdicts"] == {"runtime": "trustworthy", "flops": "unavailable"}
+    assert doc.environment["threads"] == [1, 2] and doc.environment["cpu_count"] >= 1
+
+
+def test_check_refuses_an_output_it_cannot_write_before_any_check(tmp_path):
+    import os
+
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    os.mkfifo(tmp_path / "fifo.json")  # the atomic rename would put a regular file in its place
+    result = CliRunner().invoke(main, ["check", "--meters", "runtime", "-o", str(tmp_path / "fifo.json")])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: --output ") and "is a FIFO" in lines[0]

@@ -60,11 +60,11 @@ def test_run_prints_outputs(files):
         (["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/wrong_rank.npz"], "input 'x' has rank 2"),
         (
             ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--threads", "0"],
-            "threads = 0; must be >= 1 and <= the cores this process may use",
+            "--threads = 0; must be >= 1 and <= the cores this process may use",
         ),
         (
             ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--threads", "-2"],
-            "threads = -2; must be >= 1 and <= the cores this process may use",
+            "--threads = -2; must be >= 1 and <= the cores this process may use",
         ),
         (
             ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz", "--device", "tpu"],

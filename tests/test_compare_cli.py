@@ -306,7 +306,7 @@ def test_threads_and_sweep_make_one_cell_each_with_the_threads_recorded(tmp_path
     "args, message",
     [
         (["--backends", "torch,tensorflow"], "--backends: unknown backend 'tensorflow'; known backends: "),
-        (["--threads", "1,x"], "--threads '1,x': 'x' is not a thread count"),
+        (["--threads", "1,x"], "--threads = 'x'; must be a whole number >= 1"),
         (["--sweep", "colour=red"], "--sweep colour: not a config key; allowed: preset"),
         (["--sweep", "preset=tiny", "--preset", "tiny"], "--preset and --sweep preset=... both given"),
         (["--plot", "p.pdf"], "--plot p.pdf: the file must end in .png or .svg"),

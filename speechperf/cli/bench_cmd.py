@@ -9,8 +9,23 @@ import click
 
 from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_args, config_options
-from speechperf.cli.options import export_options, keep_options, optional_backend_option, seed_option
+from speechperf.cli.options import export_options, keep_options, optional_backend_option, seed_option, threads_option
 from speechperf.config.schema import DEVICES
+
+#: bench's options that are general config keys (None: the config's value).
+SETTINGS = (
+    "warmup",
+    "repeat",
+    "threads",
+    "device",
+    "seed",
+    "meters",
+    "dump_speech_waveforms_dir",
+    "dump_waveform_file_prefix",
+    "target_sr",
+)
+#: bench's options that say how the run is measured and where it goes (``run_benchmark``'s keywords).
+RUN = ("memory_method", "output", "csv_path", "md_path", "outputs_path", "text_path", "keep", "wide")
 
 
 @click.command()
@@ -18,7 +33,7 @@ from speechperf.config.schema import DEVICES
 @config_options(without="the tiny S2T on generated data")
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed forwards per stage before timing.")
 @click.option("--repeat", type=click.IntRange(min=1), default=None, help="Timed forwards per sample.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads, pinned the same on every backend.")
+@threads_option()
 @click.option("--device", type=click.Choice(DEVICES), default=None)
 @seed_option(None)
 @click.option(
@@ -65,28 +80,7 @@ from speechperf.config.schema import DEVICES
     "fitted to the terminal. The exports have every column.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def bench(
-    backend_name,
-    warmup,
-    repeat,
-    threads,
-    device,
-    seed,
-    meters,
-    memory_method,
-    output,
-    csv_path,
-    md_path,
-    outputs_path,
-    text_path,
-    dump_speech_waveforms_dir,
-    dump_waveform_file_prefix,
-    target_sr,
-    keep,
-    wide,
-    quiet,
-    **config_args,
-) -> None:
+def bench(backend_name, quiet, **options) -> None:
     """Measure runtime, RTF, peak memory and FLOPs of a model (or a cascade) on one backend.
 
     Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input (a --store
@@ -94,36 +88,13 @@ def bench(
     interrupted (--output, --csv and --markdown keep what was measured). Each finished run is appended to the
     results store unless --no-store (`speechperf history`).
     """
-    cfg = config_from_args(
-        config_args,
-        backend=backend_name,
-        warmup=warmup,
-        repeat=repeat,
-        threads=threads,
-        device=device,
-        seed=seed,
-        meters=meters,
-        dump_speech_waveforms_dir=dump_speech_waveforms_dir,
-        dump_waveform_file_prefix=dump_waveform_file_prefix,
-        target_sr=target_sr,
-    )
+    settings = {name: options.pop(name) for name in SETTINGS}
+    run = {name: options.pop(name) for name in RUN}
+    cfg = config_from_args(options, backend=backend_name, **settings)  # what is left: the config options
     from speechperf.benchmark.runner import run_benchmark
 
-    if outputs_path is not None and outputs_path.suffix != ".npz":
+    if run["outputs_path"] is not None and run["outputs_path"].suffix != ".npz":
         from speechperf.errors import SpeechperfError
 
-        raise SpeechperfError(f"--save-outputs {outputs_path}: the file must end in .npz")
-    code = run_benchmark(
-        cfg,
-        memory_method=memory_method,
-        output=output,
-        csv_path=csv_path,
-        md_path=md_path,
-        outputs_path=outputs_path,
-        text_path=text_path,
-        workdir=cache_dir(),
-        keep=keep,
-        progress=not quiet,
-        wide=wide,
-    )
-    sys.exit(code)
+        raise SpeechperfError(f"--save-outputs {run['outputs_path']}: the file must end in .npz")
+    sys.exit(run_benchmark(cfg, workdir=cache_dir(), progress=not quiet, **run))

@@ -9,9 +9,11 @@ stderr);
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
+from speechperf.cli.options import thread_counts_option
 from speechperf.meters.samples import METER_NAMES
 
 DEFAULT = "runtime,memory,flops,threads,roofline"
@@ -31,28 +33,37 @@ DEFAULT = "runtime,memory,flops,threads,roofline"
     help="Backend to check FLOPs and thread pinning on (repeatable); default: every registered backend.",
 )
 @click.option("--quick", is_flag=True, help="Fewer timing repeats (less precise, faster).")
-@click.option(
-    "--threads",
-    "threads_list",
-    default=None,
-    metavar="N[,N...]",
-    help="Thread counts to measure the roofs at (roofline meter); default: 1 and 2, those the usable cores allow.",
+@thread_counts_option(
+    None, help="Thread counts to measure the roofs at (roofline meter); default: 1 and 2, those the usable cores allow."
 )
-def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads_list: str | None) -> None:
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="JSON: the checks as a result document (kind check, docs/results.md).",
+)
+def check(
+    meters: str | None, backends: tuple[str, ...], quick: bool, threads: tuple[int, ...] | None, output: Path | None
+) -> None:
     """Validate the meters on this machine and print a pass/fail table.
 
     Checks the meters named in --meters (PAPI availability is always reported) and exits 1 when one of them is not
     trustworthy here.
     """
-    from speechperf.meters.check import format_report, run_checks
+    from speechperf.exports import Exports
+    from speechperf.meters.check import format_report, run_checks, to_document
     from speechperf.meters.samples import parse_meter_names
     from speechperf.registry import get_backend
 
     asked = parse_meter_names(DEFAULT if meters is None else meters)  # --meters '' is refused, not the default
     for name in backends:  # an unknown one is refused before any check runs, listing the registered ones
         get_backend(name)
-    report = run_checks(asked, backends or None, quick=quick, threads=_thread_counts(threads_list))
+    exports = Exports(json=output).check()  # before any check: a bad path costs nothing
+    threads = threads or _default_thread_counts()
+    report = run_checks(asked, backends or None, quick=quick, threads=threads)
     click.echo(format_report(report, asked))
+    exports.write(to_document(report, asked, threads))
     bad = report.untrustworthy(asked, named=meters is not None)
     if bad:
         named = [m if report.verdict(m) != "unavailable" else f"{m} (unavailable)" for m in bad]
@@ -60,24 +71,8 @@ def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads_li
         sys.exit(1)
 
 
-def _thread_counts(text: str | None) -> tuple[int, ...]:
-    """``--threads``: thread counts, each between 1 and the cores this process may use (its affinity)."""
-    import os
+def _default_thread_counts() -> tuple[int, ...]:
+    """1 and 2, those the cores this process may use allow."""
+    from speechperf.values import usable_cores
 
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if text is None:
-        return tuple(n for n in (1, 2) if n <= usable)
-    counts = []
-    for item in text.split(","):
-        try:
-            n = int(item.strip())
-        except ValueError:
-            n = 0
-        if not 1 <= n <= usable:
-            raise click.BadParameter(
-                f"{item.strip()!r} is not a thread count this machine can run; allowed: 1 to {usable} "
-                "(the cores this process may use)",
-                param_hint="--threads",
-            )
-        counts.append(n)
-    return tuple(dict.fromkeys(counts))
+    return tuple(n for n in (1, 2) if n <= usable_cores())

@@ -19,6 +19,7 @@ from speechperf.cli.options import (
     scenario_option,
     scenario_run_options,
     seed_option,
+    thread_counts_option,
 )
 from speechperf.compare.best import DEFAULT_BUDGET_S, DEFAULT_SEARCH_RUNS
 from speechperf.compare.executors import EXECUTORS
@@ -42,14 +43,7 @@ def _path_option(*names, help):
     help="Comma-separated backends to compare; default: every registered backend.",
 )
 @config_options(without="the tiny S2T on generated data")
-@click.option(
-    "--threads",
-    "threads_text",
-    default="1",
-    show_default=True,
-    metavar="N[,M...]",
-    help="Thread counts; every backend runs at each, pinned and recorded the same.",
-)
+@thread_counts_option("1", help="Thread counts; every backend runs at each, pinned and recorded the same.")
 @click.option(
     "--runs",
     type=click.IntRange(min=1, max=RUNS_MAX),
@@ -161,7 +155,7 @@ def compare_options(ctx: click.Context, p: dict[str, Any]) -> CompareOptions:
 
     check_scenario_use(ctx, p["scenario"])
     backends = _backends(p["backends_text"])
-    threads = plan.parse_threads(p["threads_text"])
+    threads = list(p["threads"])
     serving = None if p["scenario"] is None else scenario_options(ctx.params, threads)
     sweeps = [plan.parse_sweep(item) for item in p["sweeps"]]
     overrides = config_overrides(p, warmup=p["warmup"], repeat=p["repeat"], seed=p["seed"], meters=p["meters"])

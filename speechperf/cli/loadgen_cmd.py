@@ -18,7 +18,19 @@ from speechperf.cli.options import (
     optional_backend_option,
     scenario_option,
     scenario_run_options,
+    threads_option,
 )
+
+#: loadgen's options that describe one LoadGen test (``ScenarioOptions``'s fields, as named there).
+TEST = {
+    "target_qps": "target_qps",
+    "target_latency_ms": "target_latency_ms",
+    "percentile": "percentile",
+    "duration": "duration_s",
+    "min_queries": "min_queries",
+    "samples_per_query": "samples_per_query",
+    "instances": "instances",
+}
 
 
 @click.command()
@@ -28,7 +40,7 @@ from speechperf.cli.options import (
 @click.option("--accuracy", is_flag=True, help="LoadGen's AccuracyOnly mode: every sample once, scored for quality.")
 @scenario_run_options()
 @instances_option
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="Threads per instance.")
+@threads_option(default=1, help="Threads per instance.")
 @click.option("--find-peak", is_flag=True, help="Server: bisect for the highest VALID Poisson rate.")
 @budget_option()
 @click.option(
@@ -47,26 +59,7 @@ from speechperf.cli.options import (
 @export_options("JSON: every test's LoadGen figures, the SUT's, the config; written after each test.")
 @keep_options("run")
 def loadgen(
-    backend_name,
-    scenario,
-    accuracy,
-    target_qps,
-    target_latency_ms,
-    percentile,
-    duration,
-    min_queries,
-    samples_per_query,
-    instances,
-    threads,
-    find_peak,
-    budget,
-    reference_quality,
-    log_dir,
-    output,
-    csv_path,
-    md_path,
-    keep,
-    **config_args,
+    backend_name, scenario, accuracy, threads, find_peak, budget, reference_quality, log_dir, **options
 ) -> None:
     """Run an MLPerf LoadGen scenario on one backend (docs/loadgen.md). Latency includes queueing.
 
@@ -84,27 +77,15 @@ def loadgen(
         raise SpeechperfError(f"--find-peak: needs --scenario Server, not {scenario}")
     if find_peak and accuracy:
         raise SpeechperfError("--find-peak: a performance search; drop --accuracy")
-    cfg = config_from_args(
-        config_args,
-        backend=backend_name,
-        threads=threads,
-    )
-    opts = ScenarioOptions(
-        scenario=scenario,
-        mode="accuracy" if accuracy else "performance",
-        target_qps=target_qps,
-        target_latency_ms=target_latency_ms,
-        percentile=percentile,
-        duration_s=duration,
-        min_queries=min_queries,
-        samples_per_query=samples_per_query,
-        instances=instances,
-        threads=threads,
-    )
+    test = {field: options.pop(name) for name, field in TEST.items()}
+    paths = [options.pop(name) for name in ("output", "csv_path", "md_path", "keep")]
+    cfg = config_from_args(options, backend=backend_name, threads=threads)  # what is left: the config options
+    opts = ScenarioOptions(scenario=scenario, mode="accuracy" if accuracy else "performance", threads=threads, **test)
+    exports = Exports(json=paths[0], csv=paths[1], markdown=paths[2], keep=paths[3], columns=COLUMNS)
     code = run_loadgen(
         cfg,
         opts,
-        Exports(json=output, csv=csv_path, markdown=md_path, keep=keep, columns=COLUMNS),
+        exports,
         log_dir=log_dir,
         workdir=cache_dir(),
         find_peak=find_peak,

@@ -9,7 +9,14 @@ import click
 
 from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_args, config_options
-from speechperf.cli.options import TIMEOUT_MAX, FiniteFloatRange, export_options, keep_options, optional_backend_option
+from speechperf.cli.options import (
+    TIMEOUT_MAX,
+    FiniteFloatRange,
+    export_options,
+    keep_options,
+    optional_backend_option,
+    threads_option,
+)
 from speechperf.values import DATASET_MAX, RUNS_MAX, split_items
 
 
@@ -54,7 +61,7 @@ def _methods_table(backend_name: str | None) -> str:
     default=None,
     help="Where the variants, their bench configs and the runs go (default: <cache>/optimize/<backend>).",
 )
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads, pinned the same on every run.")
+@threads_option(help="Threads, pinned the same on every run.")
 @click.option(
     "--timeout",
     "timeout_s",
@@ -95,24 +102,7 @@ def _methods_table(backend_name: str | None) -> str:
     "speed-up and against its size, fp32 marked, the quality budget as a line. Needs the plot extra.",
 )
 @keep_options("study (with the trade-off plot)")
-def optimize(
-    backend_name,
-    methods,
-    runs,
-    calibration_size,
-    out_dir,
-    threads,
-    timeout_s,
-    max_wer_increase,
-    max_bleu_drop,
-    min_agreement,
-    output,
-    csv_path,
-    md_path,
-    plot_path,
-    keep,
-    **config_args,
-) -> None:
+def optimize(backend_name, methods, threads, **options) -> None:
     """Post-training int8 quantization of every stage, judged against fp32 by file size, latency (speed-up ± σ
     over fresh processes), peak memory and fidelity (WER / token, VAD agreement / SNR).
 
@@ -126,15 +116,37 @@ def optimize(
     if methods == "list":
         click.echo(_methods_table(backend_name))
         return
-    cfg = config_from_args(
-        config_args,
-        backend=backend_name,
-        threads=threads,
-    )
+    study = {name: options.pop(name) for name in STUDY}
+    cfg = config_from_args(options, backend=backend_name, threads=threads)  # what is left: the config options
+    from speechperf.optimize.run import run_optimize
+
+    sys.exit(run_optimize(cfg, _options(cfg.general.backend, methods, **study), workdir=cache_dir()))
+
+
+#: optimize's options that describe the study (``_options``'s keywords), not the config.
+STUDY = (
+    "runs",
+    "calibration_size",
+    "out_dir",
+    "timeout_s",
+    "max_wer_increase",
+    "max_bleu_drop",
+    "min_agreement",
+    "output",
+    "csv_path",
+    "md_path",
+    "plot_path",
+    "keep",
+)
+
+
+def _options(backend, methods, out_dir, max_wer_increase, max_bleu_drop, min_agreement, **study):
+    """The study as ``run_optimize`` takes it, checked: no backend or no method is one line (exit 2)."""
     from speechperf.errors import SpeechperfError
+    from speechperf.optimize.fidelity import QualityBudget
+    from speechperf.optimize.run import OptimizeOptions, exports
     from speechperf.registry import known_backends
 
-    backend = cfg.general.backend
     if not backend:
         raise SpeechperfError(
             f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
@@ -144,18 +156,14 @@ def optimize(
         raise SpeechperfError(
             f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} (see --method list)"
         )
-    from speechperf.optimize.fidelity import QualityBudget
-    from speechperf.optimize.run import OptimizeOptions, exports, run_optimize
-
-    opts = OptimizeOptions(
+    return OptimizeOptions(
         backend=backend,
         methods=names,
         out_dir=out_dir or cache_dir() / "optimize" / backend,
-        runs=runs,
-        calibration_size=calibration_size,
-        timeout_s=timeout_s,
+        runs=study["runs"],
+        calibration_size=study["calibration_size"],
+        timeout_s=study["timeout_s"],
         budget=QualityBudget(max_wer_increase, max_bleu_drop, min_agreement),
-        exports=exports(output, csv_path, md_path, keep),
-        plot=plot_path,
+        exports=exports(study["output"], study["csv_path"], study["md_path"], study["keep"]),
+        plot=study["plot_path"],
     )
-    sys.exit(run_optimize(cfg, opts, workdir=cache_dir()))

@@ -30,13 +30,56 @@ backend_option = click.option(
 device_option = click.option(
     "--device", type=click.Choice(KNOWN_DEVICES), default="cpu", show_default=True, help="Where the model runs."
 )
-threads_option = click.option(
-    "--threads",
-    type=int,
-    default=1,
-    show_default=True,
-    help="CPU threads for the framework; the same on every backend for a fair comparison.",
-)
+
+
+class ThreadCount(click.ParamType):
+    """One thread count: a whole number from 1 to the cores this process may use (``speechperf.values.CORES``).
+    A bad one raises the config's own ConfigError, which the CLI prints as its one line (exit 2), in the words a
+    config's ``threads`` gets."""
+
+    name = "thread count"
+
+    def convert(self, value, param, ctx):
+        from speechperf.values import ConfigError, parse_thread_counts
+
+        if isinstance(value, int):
+            value = str(value)
+        if "," in value:
+            raise ConfigError(f"--threads = {value!r}; one thread count, not a list")
+        (count,) = parse_thread_counts(value)
+        return count
+
+
+class ThreadCounts(click.ParamType):
+    """A comma-separated list of thread counts (``1,2``), each checked as ``ThreadCount`` checks one."""
+
+    name = "thread counts"
+
+    def convert(self, value, param, ctx):
+        from speechperf.values import parse_thread_counts
+
+        return value if isinstance(value, tuple) else parse_thread_counts(str(value))
+
+
+def threads_option(default: int | None = None, help: str = "Threads, pinned the same on every backend."):
+    """--threads N: the one declaration of a command's thread count (bench, optimize, loadgen, profile, run);
+    None leaves the config's ``general.threads``."""
+    return click.option(
+        "--threads", type=ThreadCount(), default=default, show_default=default is not None, metavar="N", help=help
+    )
+
+
+def thread_counts_option(default: str | None, help: str):
+    """--threads N[,M...]: the one declaration of a list of thread counts (compare, check)."""
+    return click.option(
+        "--threads",
+        "threads",
+        type=ThreadCounts(),
+        default=default,
+        show_default=default is not None,
+        metavar="N[,M...]",
+        help=help,
+    )
 
 
 #: The longest wait a float option may ask for (s): Python's threading refuses longer ones with an OverflowError,

@@ -42,7 +42,7 @@ _MODEL_ONLY = ("input_specs", "fmt")
 )
 @click.option("--format", "fmt", default=None, help="With --model: the model format, when the suffix does not tell.")
 @device_option
-@threads_option
+@threads_option(default=1)
 @seed_option(0, help="Seed of the random inputs (--model) or general.seed (--config).")
 @click.option(
     "--profiler-options",

@@ -41,7 +41,7 @@ def read_feeds(path: Path) -> dict:
 )
 @click.option("--format", "fmt", default=None, help="The model format, when the suffix does not tell.")
 @device_option
-@threads_option
+@threads_option(default=1)
 def run(backend_name: str, model_path: Path, feeds_path: Path, fmt: str | None, device: str, threads: int) -> None:
     """Run a model once and print its outputs' names, dtypes and shapes."""
     from speechperf.backend import ModelSpec

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from speechperf.errors import SpeechperfError
-from speechperf.values import CORES, check_range, split_items
+from speechperf.values import split_items
 
 
 class PlanError(SpeechperfError):
@@ -86,16 +86,6 @@ def split_list(text: str, what: str) -> list[str]:
     if repeated:
         raise PlanError(f"{what} {text!r}: {', '.join(repeated)} is given more than once")
     return items
-
-
-def parse_threads(text: str) -> list[int]:
-    """``--threads 1,2``: each an integer from 1 to the usable cores, checked as a config's ``threads`` is."""
-    values = []
-    for item in split_list(text, "--threads"):
-        if not item.isdigit():
-            raise PlanError(f"--threads {text!r}: {item!r} is not a thread count; allowed: integers >= 1, e.g. 1,2")
-        values.append(check_range(int(item), "--threads", 1, CORES))
-    return values
 
 
 def parse_sweep(item: str) -> tuple[str, list[str]]:

@@ -569,3 +569,18 @@ def format_report(report: CheckReport, asked: Iterable[str]) -> str:
     verdicts = [f"{m}: {report.verdict(m)}" for m in asked]
     lines += ["", "verdict: " + "; ".join(verdicts)]
     return "\n".join(lines)
+
+
+def to_document(report: CheckReport, asked: Iterable[str], threads: Iterable[int]):
+    """The check as a result document of kind ``check`` (docs/results.md): a row per check, the verdict per meter."""
+    from speechperf.results import Document
+    from speechperf.results.environment import machine
+
+    asked = list(asked)
+    return Document(
+        "check",
+        rows=[attrs.asdict(row) for row in report.rows],
+        environment={**machine(), "threads": list(threads)},
+        complete=True,
+        body={"meters": asked, "verdicts": {meter: report.verdict(meter) for meter in asked}},
+    )
