@@ -94,6 +94,7 @@ def test_group_by_length_sorts_stably_and_cuts_in_order():
     assert groups == {"batch1": ("e", "b"), "batch2": ("d", "a"), "batch3": ("c",)}
 
 
+@pytest.mark.slow
 def test_sources_are_grouped_by_length_into_batches(tmp_path):
     config = str(REPO / "configs" / "S2T.yaml")
     data, _ = bench(

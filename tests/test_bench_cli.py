@@ -473,6 +473,7 @@ def test_direct_s2u_dump_is_resampled_into_a_new_folder(tmp_path):
         assert info.frames == pytest.approx(produced["waveform_samples"] / 2, abs=2)
 
 
+@pytest.mark.slow
 def test_direct_s2s_user_file_dumps_speech(tmp_path):
     """model_type S2S (SpeechGeneration) over a user's ONNX file: audio in, a waveform out, dumped at --target-sr."""
     import onnx

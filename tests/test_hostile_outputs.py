@@ -276,7 +276,10 @@ paddle.jit.save(layer, sys.argv[1], input_spec=[paddle.static.InputSpec([1, 4], 
 """
 
 
-@pytest.mark.parametrize("backend", ["onnxruntime", "torch", "paddle"])
+@pytest.mark.parametrize(
+    "backend",
+    ["onnxruntime", pytest.param("torch", marks=pytest.mark.slow), pytest.param("paddle", marks=pytest.mark.slow)],
+)
 def test_a_symlinked_trace_path_is_written_through_on_every_profiler(backend, tmp_path, voc):
     shape = {"onnxruntime": ["--input", "mel:1x4x4"], "torch": ["--input", "input:1x4"], "paddle": []}[backend]
     if backend == "onnxruntime":

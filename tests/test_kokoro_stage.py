@@ -71,6 +71,7 @@ def bench(folder: Path, name: str) -> tuple[subprocess.CompletedProcess, Path, P
     return done, out, outputs
 
 
+@pytest.mark.slow
 def test_kokoro_says_a_portuguese_sentence_at_24_khz_as_its_own_runtime_does(tmp_path):
     (tmp_path / "pt.txt").write_text(SENTENCE + "\n", encoding="utf-8")
     (tmp_path / "kokoro.yaml").write_text(CONFIG.format(text=tmp_path / "pt.txt"))

@@ -60,6 +60,7 @@ def manifest(tmp_path_factory) -> tuple[Path, dict[str, float]]:
     return path, seconds
 
 
+@pytest.mark.slow
 def test_bench_fits_vad_cost_against_the_librivox_clip_lengths(manifest, tmp_path):
     path, seconds = manifest
     out = tmp_path / "vad.json"

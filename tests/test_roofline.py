@@ -127,6 +127,7 @@ def measured():
     return got
 
 
+@pytest.mark.slow
 def test_check_prints_both_roofs_per_thread_count_and_caches_them(measured):
     counts = [str(n) for n in (1, 2) if n <= USABLE]
     result = run("check", "--meters", "roofline", "--backend", "onnxruntime", "--threads", ",".join(counts))
@@ -139,6 +140,7 @@ def test_check_prints_both_roofs_per_thread_count_and_caches_them(measured):
     assert "a = b + c over 3 float32 arrays" in result.output  # how it was measured is said
 
 
+@pytest.mark.slow
 def test_roofs_measured_on_a_busy_machine_are_not_trusted_nor_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SPEECHPERF_CACHE_DIR", str(tmp_path))
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(USABLE + 1)]
@@ -161,6 +163,7 @@ def test_check_refuses_more_threads_than_usable_cores():
     assert f"'{USABLE + 1}' is not a thread count this machine can run; allowed: 1 to {USABLE}" in result.output
 
 
+@pytest.mark.slow
 def test_a_large_gemm_reaches_most_of_the_gemm_roof(tmp_path, measured):
     if os.getloadavg()[0] > USABLE:
         pytest.skip(f"the machine is busy (load {os.getloadavg()[0]:.1f} on {USABLE} cores): no fair figure")
@@ -173,6 +176,7 @@ def test_a_large_gemm_reaches_most_of_the_gemm_roof(tmp_path, measured):
     assert "GFLOP/s (roofline)" in result.output and "% of peak" in result.output
 
 
+@pytest.mark.slow
 def test_a_large_elementwise_add_is_memory_bound_and_the_figures_reach_every_export(tmp_path, measured):
     csv_path, md_path = tmp_path / "r.csv", tmp_path / "r.md"
     model = broadcast_add_model(tmp_path / "add.onnx")
@@ -191,6 +195,7 @@ def test_a_large_elementwise_add_is_memory_bound_and_the_figures_reach_every_exp
     assert cells["roof_bound"] == "memory" and float(cells["pct_of_peak"]) == stage["pct_of_peak"]
 
 
+@pytest.mark.slow
 def test_compare_writes_a_roofline_png(tmp_path, measured):
     pytest.importorskip("matplotlib")
     config = tmp_path / "c.yaml"
@@ -223,6 +228,7 @@ def test_compare_writes_a_roofline_png(tmp_path, measured):
     assert placed["gflops_per_s"] > 0 and placed["roof_bound"] in ("compute", "memory")
 
 
+@pytest.mark.slow
 def test_profile_lists_the_ops_furthest_below_the_roof(tmp_path, measured):
     pytest.importorskip("torch")
     config = Path(__file__).resolve().parents[1] / "configs" / "S2T.yaml"

