@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +13,13 @@ import soundfile as sf
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from tests.needs import missing
 
 REPO = Path(__file__).resolve().parents[1]
 BACKENDS = ("torch", "paddle", "onnxruntime")
 FAST = ["--dataset-size", "2", "--warmup", "1", "--repeat", "1", "--quiet"]
-HAVE_SYNTH_TOOLS = shutil.which("espeak-ng") is not None and shutil.which("sox") is not None
-NO_SYNTH_REASON = "espeak-ng and sox are not installed (apt-get install espeak-ng sox); .ci/run installs them"
+NO_SYNTH_REASON = missing("espeak-ng", "sox")
+HAVE_SYNTH_TOOLS = NO_SYNTH_REASON is None
 
 
 def bench(*args: str):

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from tests.needs import require
 from tests.test_outputs import one_line_error as _one_line_error
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,6 +50,15 @@ def vocoder_config(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def voc(tmp_path_factory) -> Path:
     return vocoder_config(tmp_path_factory.mktemp("voc"))
+
+
+@pytest.fixture
+def synth_tools(monkeypatch):
+    """data synth's programs (espeak-ng, sox), as if installed: it refuses its outputs before it would run one, so
+    these tests need neither."""
+    import speechperf.data.synth as synth
+
+    monkeypatch.setattr(synth, "require_tool", lambda name: f"/nonexistent/{name}")
 
 
 def one_line_error(result, *needles: str) -> str:
@@ -144,7 +154,7 @@ def test_a_file_output_that_cannot_be_written_is_refused_before_any_work(writer,
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "file", "under-a-file", "long-name"])
 @pytest.mark.parametrize("writer", sorted(FOLDER_WRITERS))
-def test_a_folder_output_that_cannot_be_filled_is_refused_before_any_work(writer, kind, tmp_path, voc):
+def test_a_folder_output_that_cannot_be_filled_is_refused_before_any_work(writer, kind, tmp_path, voc, synth_tools):
     if kind == "file":
         path, words = tmp_path / "plain.txt", "is a file"
         path.write_text("keep")
@@ -158,7 +168,7 @@ def test_a_folder_output_that_cannot_be_filled_is_refused_before_any_work(writer
 
 
 @pytest.mark.parametrize("entry", ["manifest.tsv", "sentences.txt", "wav", "wav/utt000.wav"])
-def test_data_synth_checks_every_entry_of_its_folder_first(entry, tmp_path):
+def test_data_synth_checks_every_entry_of_its_folder_first(entry, tmp_path, synth_tools):
     folder = tmp_path / "synth"
     (folder / "wav").mkdir(parents=True)
     if entry == "wav":
@@ -250,10 +260,7 @@ def test_data_subset_and_synth_write_through_symlinks(tmp_path):
     link, target = symlink_to_new(tmp_path, "subset.txt")
     assert CliRunner().invoke(main, ["data", "subset", str(data), "-n", "1", "-o", str(link)]).exit_code == 0
     assert link.is_symlink() and target.read_text().strip() in ("one two", "three four five")
-    from shutil import which
-
-    if which("espeak-ng") is None or which("sox") is None:
-        pytest.skip("espeak-ng and sox are needed by data synth (sudo apt-get install espeak-ng sox)")
+    require("espeak-ng", "sox")
     folder, folder_target = symlink_to_new(tmp_path, "synth", folder=True)
     (folder_target / "manifest.tsv").write_text("old")
     manifest_link = folder_target / "manifest.wrd"

@@ -16,14 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from tests.needs import needs
 
 pytest.importorskip("mlperf_loadgen", reason='needs the loadgen extra: pip install "speechperf[loadgen]"')
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
-needs_librivox = pytest.mark.skipif(
-    not (LIBRIVOX / "transcription").is_file(), reason="needs apt-get install pocketsphinx-testdata"
-)
+needs_librivox = needs("librivox")
 
 
 def librivox_manifest(folder: Path, count: int = 5) -> Path:
