@@ -18,8 +18,8 @@ from tests.needs import missing
 REPO = Path(__file__).resolve().parents[1]
 BACKENDS = ("torch", "paddle", "onnxruntime")
 FAST = ["--dataset-size", "2", "--warmup", "1", "--repeat", "1", "--quiet"]
-NO_SYNTH_REASON = missing("espeak-ng", "sox")
-HAVE_SYNTH_TOOLS = NO_SYNTH_REASON is None
+NO_SYNTH_REASON = missing("espeak-ng", "sox") or ""
+HAVE_SYNTH_TOOLS = not NO_SYNTH_REASON
 
 
 def bench(*args: str):

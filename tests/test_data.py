@@ -17,8 +17,8 @@ from speechperf.data.generated import generated_audio, generated_text
 from speechperf.data.subsets import choose, index_dataset, stats
 from tests.needs import missing
 
-NO_SYNTH_REASON = missing("espeak-ng", "sox")
-HAVE_SYNTH_TOOLS = NO_SYNTH_REASON is None
+NO_SYNTH_REASON = missing("espeak-ng", "sox") or ""
+HAVE_SYNTH_TOOLS = not NO_SYNTH_REASON
 
 
 def tone(freq: float, seconds: float, rate: int) -> np.ndarray:
