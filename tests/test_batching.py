@@ -208,6 +208,7 @@ def test_batch_size_is_range_checked(value):
     assert "must be >= 1 and <= 256" in line if "." not in value else "expected an integer" in line
 
 
+@pytest.mark.slow
 def test_a_batch_larger_than_the_dataset_is_capped_with_a_warning(tmp_path):
     out = tmp_path / "r.json"
     result = CliRunner().invoke(
