@@ -17,6 +17,13 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from speechperf.outputs import (
+    OutputError,
+    check_figure_path,
+    check_output_folder,
+    check_output_path,
+    file_problem,
+)
 from tests.needs import require
 from tests.test_outputs import one_line_error as _one_line_error
 
@@ -142,8 +149,82 @@ def fill(args: list[str], path: Path, tmp_path: Path, voc: Path) -> list[str]:
     return [a.replace("VOC", str(voc.with_suffix(".onnx"))) for a in out]
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "under-a-file", "long-name"])
-@pytest.mark.parametrize("writer", sorted(FILE_WRITERS))
+FILE_KINDS = ["fifo", "device", "under-a-file", "long-name"]
+FOLDER_KINDS = ["fifo", "device", "file", "under-a-file", "long-name"]
+
+
+def make_hostile_folder(kind: str, folder: Path) -> tuple[Path, str]:
+    """A path of ``kind`` where a folder is wanted, and the words the refusal must hold."""
+    if kind == "file":
+        path = folder / "plain.txt"
+        path.write_text("keep")
+        return path, "is a file; a folder (or a new path) is needed"
+    return make_hostile(kind, folder, "out")
+
+
+# The shared checks (speechperf.outputs), each hostile kind: refused in one OutputError naming the option, and the
+# path left as it was. Every command's outputs go through these two functions (CONTRIBUTING.md, "Style").
+@pytest.mark.parametrize("kind", FILE_KINDS + ["folder"])
+def test_check_output_path_refuses_each_hostile_kind_and_leaves_it_as_it_was(kind, tmp_path):
+    if kind == "folder":
+        path, words = tmp_path / "out.json", "is a folder; only a regular file (or a new path) is written"
+        path.mkdir()
+    else:
+        path, words = make_hostile(kind, tmp_path, "out.json")
+    before = state_of(path)
+    with pytest.raises(OutputError) as refused:
+        check_output_path(path, "--csv")
+    assert str(refused.value).startswith("--csv ") and words in str(refused.value)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 600  # one line; a 5,000-byte name is cut
+    assert state_of(path) == before
+
+
+@pytest.mark.parametrize("kind", FOLDER_KINDS)
+def test_check_output_folder_refuses_each_hostile_kind_and_leaves_it_as_it_was(kind, tmp_path):
+    path, words = make_hostile_folder(kind, tmp_path)
+    before = state_of(path)
+    with pytest.raises(OutputError) as refused:
+        check_output_folder(path, "--out-dir")
+    assert str(refused.value).startswith("--out-dir ") and words in str(refused.value)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 600
+    assert state_of(path) == before
+
+
+def test_a_plot_path_is_checked_like_any_output_after_its_suffix(tmp_path):
+    with pytest.raises(OutputError, match=r"--plot .*c\.txt: the file must end in \.png or \.svg"):
+        check_figure_path(tmp_path / "c.txt", "--plot")
+    fifo, _ = make_hostile("fifo", tmp_path, "c.png")
+    with pytest.raises(OutputError, match="is a FIFO"):
+        check_figure_path(fifo, "--plot")
+    assert check_figure_path(tmp_path / "new" / "c.svg", "--plot") == tmp_path / "new" / "c.svg"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder", "missing", "kernel"])
+def test_file_problem_says_why_an_input_cannot_be_read(kind, tmp_path):
+    path = {"kernel": Path("/proc/self/status"), "missing": tmp_path / "absent.tsv"}.get(kind, tmp_path / "in.tsv")
+    if kind in ("fifo", "device"):
+        path, _ = make_hostile(kind, tmp_path, "in.tsv")
+    elif kind == "folder":
+        path.mkdir()
+    words = {
+        "fifo": "is a FIFO, not a regular file",
+        "device": "is a character device, not a regular file",
+        "folder": "is a folder",
+        "missing": "not found",
+        "kernel": "is a file of the kernel's /proc, not a data file",
+    }[kind]
+    assert file_problem(path) == words
+    (tmp_path / "ok.tsv").write_text("x")
+    assert file_problem(tmp_path / "ok.tsv") is None
+
+
+# Each command's own refusal, through the CLI: every option that writes a file or fills a folder, once, with the
+# hostile kinds taken in turn (each kind is still seen through the CLI): one line, exit 2, the path left as it was.
+FILE_CASES = [(w, FILE_KINDS[i % len(FILE_KINDS)]) for i, w in enumerate(sorted(FILE_WRITERS))]
+FOLDER_CASES = [(w, FOLDER_KINDS[i % len(FOLDER_KINDS)]) for i, w in enumerate(sorted(FOLDER_WRITERS))]
+
+
+@pytest.mark.parametrize("writer, kind", FILE_CASES)
 def test_a_file_output_that_cannot_be_written_is_refused_before_any_work(writer, kind, tmp_path, voc):
     path, words = make_hostile(kind, tmp_path, "out.png" if "plot" in writer else "out.json")
     before = state_of(path)
@@ -152,19 +233,18 @@ def test_a_file_output_that_cannot_be_written_is_refused_before_any_work(writer,
     assert state_of(path) == before  # the FIFO or node is still there, nothing was put in its place
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "file", "under-a-file", "long-name"])
-@pytest.mark.parametrize("writer", sorted(FOLDER_WRITERS))
+@pytest.mark.parametrize("writer, kind", FOLDER_CASES)
 def test_a_folder_output_that_cannot_be_filled_is_refused_before_any_work(writer, kind, tmp_path, voc, synth_tools):
-    if kind == "file":
-        path, words = tmp_path / "plain.txt", "is a file"
-        path.write_text("keep")
-    else:
-        path, words = make_hostile(kind, tmp_path, "out")
+    path, words = make_hostile_folder(kind, tmp_path)
     before = state_of(path)
     result = CliRunner().invoke(main, fill(FOLDER_WRITERS[writer], path, tmp_path, voc))
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and words.split(";")[0].split(",")[0] in result.output, result.output
     assert state_of(path) == before
+
+
+def test_every_hostile_kind_is_seen_through_the_cli():
+    assert {k for _, k in FILE_CASES} == set(FILE_KINDS) and {k for _, k in FOLDER_CASES} == set(FOLDER_KINDS)
 
 
 @pytest.mark.parametrize("entry", ["manifest.tsv", "sentences.txt", "wav", "wav/utt000.wav"])
@@ -212,6 +292,7 @@ def symlink_to_new(tmp_path: Path, name: str, folder: bool = False) -> tuple[Pat
     return link, target
 
 
+@pytest.mark.slow
 def test_compare_and_bench_write_through_symlinks(tmp_path, voc):
     links = {name: symlink_to_new(tmp_path, name) for name in ("c.json", "c.csv", "c.md", "c.png")}
     workdir, work_target = symlink_to_new(tmp_path, "work", folder=True)
@@ -283,10 +364,8 @@ paddle.jit.save(layer, sys.argv[1], input_spec=[paddle.static.InputSpec([1, 4], 
 """
 
 
-@pytest.mark.parametrize(
-    "backend",
-    ["onnxruntime", pytest.param("torch", marks=pytest.mark.slow), pytest.param("paddle", marks=pytest.mark.slow)],
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["onnxruntime", "torch", "paddle"])
 def test_a_symlinked_trace_path_is_written_through_on_every_profiler(backend, tmp_path, voc):
     shape = {"onnxruntime": ["--input", "mel:1x4x4"], "torch": ["--input", "input:1x4"], "paddle": []}[backend]
     if backend == "onnxruntime":
@@ -322,6 +401,7 @@ def test_a_symlinked_trace_path_is_written_through_on_every_profiler(backend, tm
     assert target.read_text() != "old" and json.loads(target.read_text())
 
 
+@pytest.mark.slow
 def test_what_compare_and_profile_write_beside_their_outputs_is_checked_first(tmp_path, voc):
     workdir = tmp_path / "work"
     (workdir / "run1" / "onnxruntime").mkdir(parents=True)
