@@ -14,9 +14,10 @@ time while its CPU time stays what the test costs. CPU time alone would count a 
 1.5 s as 3 s. Over the limit by both, the test is slow wherever it runs. A test that sleeps or waits is caught by
 the wall-time list only (a warning, never a failure).
 
-The first import of a framework (torch, paddle: about 2 s of CPU each here) is paid once per process by whichever
-test comes first in a selection, so a test that imported one of ``FIRST_IMPORTS`` is listed but not failed: the
-cost is the session's, not the test's, and moves when the selection changes.
+The first import of a framework (torch, paddle: about 2 s of CPU each here) and the build of a reference model into
+the run's shared cache (tests/conftest.py: the tiny zoo, built once per session) are paid once by whichever test
+comes first in a selection, so a test that imported one of ``FIRST_IMPORTS`` or built a zoo model is listed but not
+failed: the cost is the session's, not the test's, and moves when the selection changes.
 
 ``tests/conftest.py`` registers this plugin; ``pytest -p tests.lane`` loads it alone (its own test does so).
 """
@@ -41,6 +42,19 @@ def _top_level_modules() -> set[str]:
     return {name for name in sys.modules if "." not in name}
 
 
+def _zoo_builds() -> dict[str, float]:
+    """Each zoo model in the run's cache (``<cache>/zoo/<preset>/<model>``) and when its manifest was written."""
+    from speechperf.cache import cache_dir
+
+    built = {}
+    for manifest in (cache_dir() / "zoo").glob("*/*/manifest.json"):
+        try:
+            built[f"{manifest.parent.name}/{manifest.parent.parent.name}"] = manifest.stat().st_mtime
+        except OSError:  # replaced while we looked
+            continue
+    return built
+
+
 def selects_the_fast_lane(markexpr: str) -> bool:
     """Whether ``-m`` leaves the slow tests out: ``not slow``, alone or and-ed with more."""
     words = markexpr.replace("(", " ( ").replace(")", " ) ").split()
@@ -58,10 +72,13 @@ class LaneTimer:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
-        modules, cpu = _top_level_modules(), _cpu_seconds()
+        modules, zoo, cpu = _top_level_modules(), _zoo_builds(), _cpu_seconds()
         yield
         self.cpu[item.nodeid] = _cpu_seconds() - cpu
-        self.imported[item.nodeid] = (_top_level_modules() - modules) & FIRST_IMPORTS
+        built = {f"build of {name}" for name, when in _zoo_builds().items() if zoo.get(name) != when}
+        self.imported[item.nodeid] = {
+            f"import of {m}" for m in (_top_level_modules() - modules) & FIRST_IMPORTS
+        } | built
         if item.get_closest_marker("slow") is None:
             self.unmarked.add(item.nodeid)
 
@@ -74,7 +91,8 @@ class LaneTimer:
         return sorted(slow, key=lambda n: -self.wall[n])
 
     def failing(self) -> list[str]:
-        """The unmarked tests over the limit in wall and CPU time, not excused by a first import: what fails the lane."""
+        """The unmarked tests over the limit in wall and CPU time, not excused by a first import or zoo build: what
+        fails the lane."""
         return [n for n in self.over() if self.cpu.get(n, 0.0) > self.limit and not self.imported.get(n)]
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
@@ -92,7 +110,7 @@ class LaneTimer:
         terminalreporter.write_sep("-", title, red=bool(failing), yellow=not failing)
         for nodeid in over:
             why = "FAIL " if nodeid in failing else "     "
-            note = f" (first import of {', '.join(sorted(self.imported[nodeid]))})" if self.imported.get(nodeid) else ""
+            note = f" (first {', '.join(sorted(self.imported[nodeid]))})" if self.imported.get(nodeid) else ""
             terminalreporter.write_line(
                 f"{why}{self.wall[nodeid]:6.2f}s wall {self.cpu.get(nodeid, 0.0):6.2f}s CPU {nodeid}{note}"
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from speechperf.cache import CACHE_ENV
 from tests.lane import selects_the_fast_lane
 
 pytest_plugins = ["pytester"]
@@ -77,6 +78,35 @@ def test_a_first_import_of_a_framework_is_listed_not_failed(lane, monkeypatch):
     result = lane.runpytest("-p", "tests.lane", "-m", "not slow", "test_import.py")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.re_match_lines([r".*CPU test_import.py::test_imports \(first import of lane_heavy_module\)$"])
+
+
+def test_a_build_into_the_shared_zoo_cache_is_listed_not_failed(lane, monkeypatch, tmp_path):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))  # the inner run's cache, not this run's
+    lane.makepyfile(
+        test_build="""
+        import os, time
+        from pathlib import Path
+
+        def test_builds():
+            folder = Path(os.environ["SPEECHPERF_CACHE_DIR"]) / "zoo" / "tiny" / "s2t"
+            folder.mkdir(parents=True)
+            end = time.process_time() + 0.25
+            while time.process_time() < end:
+                pass
+            (folder / "manifest.json").write_text("{}")
+
+        def test_uses_the_build():
+            spin = time.process_time() + 0.25
+            while time.process_time() < spin:
+                pass
+        """
+    )
+    result = lane.runpytest("-p", "tests.lane", "-m", "not slow", "test_build.py")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the second one has no excuse
+    result.stdout.re_match_lines(
+        [r"^ +0\.\d\ds wall +0\.\d\ds CPU test_build.py::test_builds \(first build of s2t/tiny\)$"]
+    )
+    result.stdout.re_match_lines([r"^FAIL .*test_build.py::test_uses_the_build$"])
 
 
 @pytest.mark.parametrize(
