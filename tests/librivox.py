@@ -3,9 +3,7 @@ the real speech models."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+from tests.needs import LIBRIVOX
 
 
 def librivox(ids=None):

@@ -94,6 +94,7 @@ def test_group_by_length_sorts_stably_and_cuts_in_order():
     assert groups == {"batch1": ("e", "b"), "batch2": ("d", "a"), "batch3": ("c",)}
 
 
+@pytest.mark.slow
 def test_sources_are_grouped_by_length_into_batches(tmp_path):
     config = str(REPO / "configs" / "S2T.yaml")
     data, _ = bench(
@@ -207,6 +208,7 @@ def test_batch_size_is_range_checked(value):
     assert "must be >= 1 and <= 256" in line if "." not in value else "expected an integer" in line
 
 
+@pytest.mark.slow
 def test_a_batch_larger_than_the_dataset_is_capped_with_a_warning(tmp_path):
     out = tmp_path / "r.json"
     result = CliRunner().invoke(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +13,13 @@ import soundfile as sf
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from tests.needs import missing
 
 REPO = Path(__file__).resolve().parents[1]
 BACKENDS = ("torch", "paddle", "onnxruntime")
 FAST = ["--dataset-size", "2", "--warmup", "1", "--repeat", "1", "--quiet"]
-HAVE_SYNTH_TOOLS = shutil.which("espeak-ng") is not None and shutil.which("sox") is not None
-NO_SYNTH_REASON = "espeak-ng and sox are not installed (apt-get install espeak-ng sox); .ci/run installs them"
+NO_SYNTH_REASON = missing("espeak-ng", "sox") or ""
+HAVE_SYNTH_TOOLS = not NO_SYNTH_REASON
 
 
 def bench(*args: str):
@@ -489,6 +489,7 @@ def test_direct_s2u_dump_is_resampled_into_a_new_folder(tmp_path):
         assert info.frames == pytest.approx(produced["waveform_samples"] / 2, abs=2)
 
 
+@pytest.mark.slow
 def test_direct_s2s_user_file_dumps_speech(tmp_path):
     """model_type S2S (SpeechGeneration) over a user's ONNX file: audio in, a waveform out, dumped at --target-sr."""
     import onnx

@@ -45,9 +45,10 @@ def test_run_prints_outputs(files):
             ["-b", "onnxruntime", "--model", "{d}/junk.onnx", "--feeds", "{d}/good.npz"],
             "cannot load {d}/junk.onnx as ONNX",
         ),
-        (
+        pytest.param(  # the first torch load in the process: over 2 s here
             ["-b", "torch", "--model", "{d}/affine.onnx", "--feeds", "{d}/good.npz"],
             "backend 'torch' loads: torchscript, export, module",
+            marks=pytest.mark.slow,
         ),
         (
             ["-b", "onnxruntime", "--model", "{d}/affine.onnx", "--feeds", "{d}/wrong_name.npz"],

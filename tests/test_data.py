@@ -15,9 +15,10 @@ from speechperf.cli import main
 from speechperf.data import AudioError, DatasetError, load_npy, load_npz, load_raw, load_text
 from speechperf.data.generated import generated_audio, generated_text
 from speechperf.data.subsets import choose, index_dataset, stats
+from tests.needs import missing
 
-HAVE_SYNTH_TOOLS = shutil.which("espeak-ng") is not None and shutil.which("sox") is not None
-NO_SYNTH_REASON = "espeak-ng and sox are not installed (apt-get install espeak-ng sox); .ci/run installs them"
+NO_SYNTH_REASON = missing("espeak-ng", "sox") or ""
+HAVE_SYNTH_TOOLS = not NO_SYNTH_REASON
 
 
 def tone(freq: float, seconds: float, rate: int) -> np.ndarray:

@@ -87,6 +87,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
+@pytest.mark.slow
 def test_two_runs_of_the_same_bench_pass_the_gate(runs):
     done = cli("diff", str(runs["base"]), str(runs["same"]), *GATE)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -94,6 +95,7 @@ def test_two_runs_of_the_same_bench_pass_the_gate(runs):
     assert "REGRESSION" not in done.stdout
 
 
+@pytest.mark.slow
 def test_a_slowed_bench_fails_the_gate_with_its_ratio_and_p(runs):
     done = cli("diff", str(runs["base"]), str(runs["slow"]), *GATE)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -111,11 +113,13 @@ def test_a_slowed_bench_fails_the_gate_with_its_ratio_and_p(runs):
     assert cli("diff", str(runs["base"]), str(runs["slow"])).returncode == 0
 
 
+@pytest.mark.slow
 def test_the_gate_watches_the_metric_it_is_given(runs):
     done = cli("diff", str(runs["base"]), str(runs["slow"]), "--fail-above", "50%", "--fail-metric", "peak_rss")
     assert done.returncode == 0, done.stdout + done.stderr  # CPU starvation does not grow memory by half
 
 
+@pytest.mark.slow
 def test_a_slowed_compare_fails_the_gate_per_cell(runs):
     same = cli("diff", str(runs["compare_base"]), str(runs["compare_base"]), *GATE)
     assert same.returncode == 0 and "onnxruntime" in same.stdout and "one run" in same.stdout
@@ -125,6 +129,7 @@ def test_a_slowed_compare_fails_the_gate_per_cell(runs):
     assert "REGRESSION" in row and "(n=3)" in row
 
 
+@pytest.mark.slow
 def test_runs_of_different_configs_are_refused_naming_what_differs(runs, tmp_path):
     other = tmp_path / "other.json"
     data = json.loads(runs["same"].read_text())
@@ -140,6 +145,7 @@ def test_runs_of_different_configs_are_refused_naming_what_differs(runs, tmp_pat
     assert allowed.returncode == 0 and "config.stage1.preset" in allowed.stderr
 
 
+@pytest.mark.slow
 def test_a_future_schema_version_is_one_line_exit_2(runs, tmp_path):
     future = tmp_path / "future.json"
     data = json.loads(runs["base"].read_text())
@@ -162,16 +168,19 @@ def test_foreign_files_are_one_line_exit_2(tmp_path, content, says):
     assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_bench_and_compare_json_are_not_mixed(runs):
     done = cli("diff", str(runs["base"]), str(runs["compare_base"]))
     assert done.returncode == 2 and "diff compares two documents of one kind" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_bad_threshold_is_one_line_exit_2(runs):
     done = cli("diff", str(runs["base"]), str(runs["same"]), "--fail-above", "five")
     assert done.returncode == 2 and "--fail-above 'five'" in done.stderr
 
 
+@pytest.mark.slow
 def test_compare_fits_cost_against_length_and_plots_it_beside_the_box_plot(runs):
     import matplotlib.image
 

@@ -113,6 +113,7 @@ def test_compare_ranks_three_backends_each_on_its_file_with_float_parity(tmp_pat
         assert len(runs) == 2 and all(r["ok"] for r in runs)
 
 
+@pytest.mark.slow
 def test_a_backend_without_a_file_is_one_line_before_anything_runs(tmp_path, files):
     config = mask_config(tmp_path, per_backend(files["gru"], ("torch", "onnxruntime")))
     done = speechperf("compare", "--config", str(config), "--runs", "1", "--workdir", str(tmp_path / "work"))
@@ -163,6 +164,7 @@ def test_onnx_derived_from_a_paddle_program_runs_on_onnxruntime(tmp_path, files,
         np.testing.assert_allclose(b, a, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_conversion_that_fails_parity_is_refused_with_the_measured_difference(tmp_path, files):
     """The exporter is handed a TorchScript file with one bias moved by 0.5 (a conversion gone wrong): the gate
     measures the difference, refuses the file, and bench says so in one line (exit 2) from the cached verdict."""

@@ -67,6 +67,7 @@ def test_papi_without_python_papi_is_unavailable_with_the_install_command(monkey
     assert meter.source == "analytic" and meter.fallback_reason == status.reason
 
 
+@pytest.mark.slow
 def test_the_core_imports_and_runs_without_any_optional_package():
     blocked = "import sys; sys.modules.update(pypapi=None, memory_profiler=None, matplotlib=None, ray=None); "
     code = (

@@ -9,9 +9,12 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests.test_hostile_outputs import QUICK, vocoder_config
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_compare_writes_json_csv_and_markdown_of_the_finished_runs(tmp_path):
     config = vocoder_config(tmp_path)
     out = {suffix: tmp_path / f"c.{suffix}" for suffix in ("json", "csv", "md")}

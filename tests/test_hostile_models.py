@@ -37,6 +37,7 @@ def only_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_garbage_paddle_program_is_one_line_not_a_crash(tmp_path):
     garbage = np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8).tobytes()
     model = tmp_path / "g.pdmodel"
@@ -53,6 +54,7 @@ def test_a_garbage_paddle_program_is_one_line_not_a_crash(tmp_path):
     one_line_error(result, "it holds no operators")
 
 
+@pytest.mark.slow
 def test_torch_export_logs_no_traceback_before_the_one_line(tmp_path):
     model = tmp_path / "m.pt2"
     model.write_bytes(b"PK\x03\x04 this is not a zip archive")

@@ -17,6 +17,14 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from speechperf.outputs import (
+    OutputError,
+    check_figure_path,
+    check_output_folder,
+    check_output_path,
+    file_problem,
+)
+from tests.needs import require
 from tests.test_outputs import one_line_error as _one_line_error
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,6 +57,15 @@ def vocoder_config(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def voc(tmp_path_factory) -> Path:
     return vocoder_config(tmp_path_factory.mktemp("voc"))
+
+
+@pytest.fixture
+def synth_tools(monkeypatch):
+    """data synth's programs (espeak-ng, sox), as if installed: it refuses its outputs before it would run one, so
+    these tests need neither."""
+    import speechperf.data.synth as synth
+
+    monkeypatch.setattr(synth, "require_tool", lambda name: f"/nonexistent/{name}")
 
 
 def one_line_error(result, *needles: str) -> str:
@@ -132,8 +149,82 @@ def fill(args: list[str], path: Path, tmp_path: Path, voc: Path) -> list[str]:
     return [a.replace("VOC", str(voc.with_suffix(".onnx"))) for a in out]
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "under-a-file", "long-name"])
-@pytest.mark.parametrize("writer", sorted(FILE_WRITERS))
+FILE_KINDS = ["fifo", "device", "under-a-file", "long-name"]
+FOLDER_KINDS = ["fifo", "device", "file", "under-a-file", "long-name"]
+
+
+def make_hostile_folder(kind: str, folder: Path) -> tuple[Path, str]:
+    """A path of ``kind`` where a folder is wanted, and the words the refusal must hold."""
+    if kind == "file":
+        path = folder / "plain.txt"
+        path.write_text("keep")
+        return path, "is a file; a folder (or a new path) is needed"
+    return make_hostile(kind, folder, "out")
+
+
+# The shared checks (speechperf.outputs), each hostile kind: refused in one OutputError naming the option, and the
+# path left as it was. Every command's outputs go through these two functions (CONTRIBUTING.md, "Style").
+@pytest.mark.parametrize("kind", FILE_KINDS + ["folder"])
+def test_check_output_path_refuses_each_hostile_kind_and_leaves_it_as_it_was(kind, tmp_path):
+    if kind == "folder":
+        path, words = tmp_path / "out.json", "is a folder; only a regular file (or a new path) is written"
+        path.mkdir()
+    else:
+        path, words = make_hostile(kind, tmp_path, "out.json")
+    before = state_of(path)
+    with pytest.raises(OutputError) as refused:
+        check_output_path(path, "--csv")
+    assert str(refused.value).startswith("--csv ") and words in str(refused.value)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 600  # one line; a 5,000-byte name is cut
+    assert state_of(path) == before
+
+
+@pytest.mark.parametrize("kind", FOLDER_KINDS)
+def test_check_output_folder_refuses_each_hostile_kind_and_leaves_it_as_it_was(kind, tmp_path):
+    path, words = make_hostile_folder(kind, tmp_path)
+    before = state_of(path)
+    with pytest.raises(OutputError) as refused:
+        check_output_folder(path, "--out-dir")
+    assert str(refused.value).startswith("--out-dir ") and words in str(refused.value)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 600
+    assert state_of(path) == before
+
+
+def test_a_plot_path_is_checked_like_any_output_after_its_suffix(tmp_path):
+    with pytest.raises(OutputError, match=r"--plot .*c\.txt: the file must end in \.png or \.svg"):
+        check_figure_path(tmp_path / "c.txt", "--plot")
+    fifo, _ = make_hostile("fifo", tmp_path, "c.png")
+    with pytest.raises(OutputError, match="is a FIFO"):
+        check_figure_path(fifo, "--plot")
+    assert check_figure_path(tmp_path / "new" / "c.svg", "--plot") == tmp_path / "new" / "c.svg"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder", "missing", "kernel"])
+def test_file_problem_says_why_an_input_cannot_be_read(kind, tmp_path):
+    path = {"kernel": Path("/proc/self/status"), "missing": tmp_path / "absent.tsv"}.get(kind, tmp_path / "in.tsv")
+    if kind in ("fifo", "device"):
+        path, _ = make_hostile(kind, tmp_path, "in.tsv")
+    elif kind == "folder":
+        path.mkdir()
+    words = {
+        "fifo": "is a FIFO, not a regular file",
+        "device": "is a character device, not a regular file",
+        "folder": "is a folder",
+        "missing": "not found",
+        "kernel": "is a file of the kernel's /proc, not a data file",
+    }[kind]
+    assert file_problem(path) == words
+    (tmp_path / "ok.tsv").write_text("x")
+    assert file_problem(tmp_path / "ok.tsv") is None
+
+
+# Each command's own refusal, through the CLI: every option that writes a file or fills a folder, once, with the
+# hostile kinds taken in turn (each kind is still seen through the CLI): one line, exit 2, the path left as it was.
+FILE_CASES = [(w, FILE_KINDS[i % len(FILE_KINDS)]) for i, w in enumerate(sorted(FILE_WRITERS))]
+FOLDER_CASES = [(w, FOLDER_KINDS[i % len(FOLDER_KINDS)]) for i, w in enumerate(sorted(FOLDER_WRITERS))]
+
+
+@pytest.mark.parametrize("writer, kind", FILE_CASES)
 def test_a_file_output_that_cannot_be_written_is_refused_before_any_work(writer, kind, tmp_path, voc):
     path, words = make_hostile(kind, tmp_path, "out.png" if "plot" in writer else "out.json")
     before = state_of(path)
@@ -142,14 +233,9 @@ def test_a_file_output_that_cannot_be_written_is_refused_before_any_work(writer,
     assert state_of(path) == before  # the FIFO or node is still there, nothing was put in its place
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "file", "under-a-file", "long-name"])
-@pytest.mark.parametrize("writer", sorted(FOLDER_WRITERS))
-def test_a_folder_output_that_cannot_be_filled_is_refused_before_any_work(writer, kind, tmp_path, voc):
-    if kind == "file":
-        path, words = tmp_path / "plain.txt", "is a file"
-        path.write_text("keep")
-    else:
-        path, words = make_hostile(kind, tmp_path, "out")
+@pytest.mark.parametrize("writer, kind", FOLDER_CASES)
+def test_a_folder_output_that_cannot_be_filled_is_refused_before_any_work(writer, kind, tmp_path, voc, synth_tools):
+    path, words = make_hostile_folder(kind, tmp_path)
     before = state_of(path)
     result = CliRunner().invoke(main, fill(FOLDER_WRITERS[writer], path, tmp_path, voc))
     assert result.exit_code == 2, result.output
@@ -157,8 +243,12 @@ def test_a_folder_output_that_cannot_be_filled_is_refused_before_any_work(writer
     assert state_of(path) == before
 
 
+def test_every_hostile_kind_is_seen_through_the_cli():
+    assert {k for _, k in FILE_CASES} == set(FILE_KINDS) and {k for _, k in FOLDER_CASES} == set(FOLDER_KINDS)
+
+
 @pytest.mark.parametrize("entry", ["manifest.tsv", "sentences.txt", "wav", "wav/utt000.wav"])
-def test_data_synth_checks_every_entry_of_its_folder_first(entry, tmp_path):
+def test_data_synth_checks_every_entry_of_its_folder_first(entry, tmp_path, synth_tools):
     folder = tmp_path / "synth"
     (folder / "wav").mkdir(parents=True)
     if entry == "wav":
@@ -202,6 +292,7 @@ def symlink_to_new(tmp_path: Path, name: str, folder: bool = False) -> tuple[Pat
     return link, target
 
 
+@pytest.mark.slow
 def test_compare_and_bench_write_through_symlinks(tmp_path, voc):
     links = {name: symlink_to_new(tmp_path, name) for name in ("c.json", "c.csv", "c.md", "c.png")}
     workdir, work_target = symlink_to_new(tmp_path, "work", folder=True)
@@ -250,10 +341,7 @@ def test_data_subset_and_synth_write_through_symlinks(tmp_path):
     link, target = symlink_to_new(tmp_path, "subset.txt")
     assert CliRunner().invoke(main, ["data", "subset", str(data), "-n", "1", "-o", str(link)]).exit_code == 0
     assert link.is_symlink() and target.read_text().strip() in ("one two", "three four five")
-    from shutil import which
-
-    if which("espeak-ng") is None or which("sox") is None:
-        pytest.skip("espeak-ng and sox are needed by data synth (sudo apt-get install espeak-ng sox)")
+    require("espeak-ng", "sox")
     folder, folder_target = symlink_to_new(tmp_path, "synth", folder=True)
     (folder_target / "manifest.tsv").write_text("old")
     manifest_link = folder_target / "manifest.wrd"
@@ -276,6 +364,7 @@ paddle.jit.save(layer, sys.argv[1], input_spec=[paddle.static.InputSpec([1, 4], 
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["onnxruntime", "torch", "paddle"])
 def test_a_symlinked_trace_path_is_written_through_on_every_profiler(backend, tmp_path, voc):
     shape = {"onnxruntime": ["--input", "mel:1x4x4"], "torch": ["--input", "input:1x4"], "paddle": []}[backend]
@@ -312,6 +401,7 @@ def test_a_symlinked_trace_path_is_written_through_on_every_profiler(backend, tm
     assert target.read_text() != "old" and json.loads(target.read_text())
 
 
+@pytest.mark.slow
 def test_what_compare_and_profile_write_beside_their_outputs_is_checked_first(tmp_path, voc):
     workdir = tmp_path / "work"
     (workdir / "run1" / "onnxruntime").mkdir(parents=True)

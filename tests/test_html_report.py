@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,10 +16,12 @@ from click.testing import CliRunner
 from speechperf.cli import main
 from speechperf.results import Document, read
 from speechperf.results.figures import shown
+
+from tests.needs import missing, program
 from tests.test_outputs import one_line_error
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-NO_CHROMIUM = "chromium is not installed (apt-get install chromium); .ci/run installs it"
+CHROMIUM = program("chromium")
+NO_CHROMIUM = missing("chromium") or ""
 FAST = ["--dataset-size", "3", "--warmup", "1", "--repeat", "1"]
 
 

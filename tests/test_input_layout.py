@@ -125,6 +125,7 @@ def bench(*args):
 
 
 @pytest.mark.parametrize("backend, api", [("onnxruntime", None), ("paddle", "predictor"), ("paddle", "jit")])
+@pytest.mark.slow
 def test_a_declared_shape_refuses_the_wrong_layout_at_load(tmp_path, backend, api):
     model = onnx_conv(tmp_path / "m.onnx") if backend == "onnxruntime" else paddle_conv(tmp_path, [1, 80, None])
     options = f"{{paddle: {{api: {api}}}}}" if api else "null"

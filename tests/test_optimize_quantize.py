@@ -145,6 +145,7 @@ def test_paddle_ptq_reports_what_paddle_does_with_the_saved_program(folder, tmp_
     assert rel_diff(fp32(src.calibration[0]), int8(src.calibration[0])) < BOUNDS["paddle-ptq"]
 
 
+@pytest.mark.slow
 def test_a_method_the_backend_lacks_is_one_line_listing_its_methods(folder, tmp_path):
     with pytest.raises(SpeechperfError) as info:
         get_backend("onnxruntime").quantize("pt2e-static", source(folder, "encoder", ("onnx-torch",)), tmp_path)

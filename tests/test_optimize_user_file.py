@@ -64,6 +64,7 @@ def test_both_methods_complete_their_runs_on_an_opset_11_gru(optimized):
     assert len(upgraded) == 1 and "same outputs on 2 calibration feed(s): mask max |Δ|" in upgraded[0]
 
 
+@pytest.mark.slow
 def test_the_ops_left_out_of_int8_are_listed_with_their_time_share(optimized):
     done, doc, _ = optimized
     for method in ("ort-dynamic", "ort-static-qdq"):
@@ -75,6 +76,7 @@ def test_the_ops_left_out_of_int8_are_listed_with_their_time_share(optimized):
         assert f"{method}: stage1 ops after quantization: not int8: GRU" in done.stderr
 
 
+@pytest.mark.slow
 def test_float_fidelity_of_the_mask_against_fp32(optimized):
     _, doc, _ = optimized
     for method in ("ort-dynamic", "ort-static-qdq"):
@@ -85,6 +87,7 @@ def test_float_fidelity_of_the_mask_against_fp32(optimized):
         assert 20 < snr < 200  # int8 changes the mask a little, not to noise, and not nothing
 
 
+@pytest.mark.slow
 def test_every_config_optimize_writes_passes_config_check(optimized):
     _, _, folder = optimized
     configs = sorted((folder / "variants").glob("*.yaml"))

@@ -34,6 +34,18 @@ def test_readme_test_command_is_what_ci_runs():
     assert command in ci
 
 
+def test_ci_runs_the_fast_lane_first_and_fails_on_any_pytest_exit_but_0():
+    ci = (ROOT / ".ci" / "run").read_text()
+    lines = [line.strip() for line in ci.splitlines() if line.strip() and not line.strip().startswith("#")]
+    assert "set -euo pipefail" in lines
+    pytest_lines = [i for i, line in enumerate(lines) if "-m pytest" in line]
+    lint = lines.index("bash .ci/lint .venv/bin")
+    assert len(pytest_lines) == 2 and lint < pytest_lines[0] < pytest_lines[1]
+    assert '-m "not slow"' in lines[pytest_lines[0]] and "-m" not in lines[pytest_lines[1]].split("pytest", 1)[1]
+    # exit 5 (no test collected) and every other failure stop the script: no "|| true", no exit code let through
+    assert not any("||" in lines[i] or "$?" in lines[i] for i in pytest_lines)
+
+
 def test_the_version_is_pyprojects_read_through_the_installed_metadata():
     import speechperf
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import unicodedata
 
@@ -10,10 +9,9 @@ import pytest
 
 from speechperf.adapters import phonemes
 from speechperf.adapters.phonemes import PhonemizerError, phoneme_ids, phonemize, split_clauses
+from tests.needs import needs
 
-needs_espeak = pytest.mark.skipif(
-    shutil.which("espeak-ng") is None, reason="espeak-ng is not installed (apt-get install espeak-ng); CI installs it"
-)
+needs_espeak = needs("espeak-ng")
 ID_MAP = {"_": [0], "^": [1], "$": [2], " ": [3], ",": [8], ".": [10], "?": [13], "a": [14], "b": [15]}
 
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 TINY = [
     "--config",
@@ -39,6 +41,7 @@ def run(*args: str, python: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*head, *args], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
 
 
+@pytest.mark.slow
 def test_bench_runs_the_pinned_stage_on_its_backend_and_shows_it(tmp_path):
     out, table = tmp_path / "run.json", tmp_path / "run.csv"
     done = run("bench", "-b", "torch", *TINY, "-o", str(out), "--csv", str(table))
@@ -59,6 +62,7 @@ def test_bench_runs_the_pinned_stage_on_its_backend_and_shows_it(tmp_path):
     assert "onnxruntime" in stage2_line
 
 
+@pytest.mark.slow
 def test_a_pinned_backend_that_is_not_installed_is_one_line_before_anything_runs(tmp_path):
     out = tmp_path / "run.json"
     done = run("bench", "-b", "torch", *TINY, "-o", str(out), python=WITHOUT_ORT)
@@ -85,6 +89,7 @@ def test_an_unknown_pinned_backend_names_the_key_and_the_known_ones():
     assert "known backends: onnxruntime, paddle, torch" in done.stderr
 
 
+@pytest.mark.slow
 def test_compare_varies_only_the_unpinned_stages_and_says_so(tmp_path):
     out = tmp_path / "cmp.json"
     # one cell is enough to see where its stages ran (each further cell is one more child process)

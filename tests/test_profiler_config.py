@@ -24,12 +24,6 @@ MATMUL = {"torch": ("aten::linear", "aten::matmul"), "onnxruntime": ("MatMul", "
 CONV = {"torch": "aten::conv1d", "onnxruntime": "Conv", "paddle": "conv2d"}
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path_factory, monkeypatch):
-    # shared with test_bench_cli: the tiny s2t is built once per test session
-    monkeypatch.setenv("SPEECHPERF_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "speechperf-cache"))
-
-
 @pytest.fixture
 def summaries(monkeypatch):
     """The ProfileSummary of each profile the CLI runs."""

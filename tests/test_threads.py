@@ -30,6 +30,7 @@ def test_without_a_libgomp_nothing_is_set_and_none_is_loaded():
 
 
 @pytest.mark.skipif(usable_cores() < 2, reason="needs 2 usable cores")
+@pytest.mark.slow
 def test_a_paddle_predictor_after_torch_set_one_thread_still_uses_two():
     """The order the suite and an in-process compare can meet: torch told 1 thread, then a paddle predictor 2."""
     pytest.importorskip("torch")

