@@ -16,7 +16,6 @@ from click.testing import CliRunner
 from speechperf.cli import main
 from speechperf.results import Document, read
 from speechperf.results.figures import shown
-
 from tests.needs import missing, program
 from tests.test_outputs import one_line_error
 
