@@ -48,6 +48,29 @@ FIGURES: tuple[Figure, ...] = (
     ),
     Figure("completed_qps", "1/s", "LoadGen: the query rate the system under test completed", digits=2),
     Figure("size_mb", "MB", "model file size, in 10^6 bytes"),
+    Figure("batch_latency_mean_ms", "ms", "mean latency of one forward of a padded batch (batch size 1: the sample's)"),
+    Figure("batch_latency_p90_ms", "ms", "90th percentile of the batch latency"),
+    Figure("footprint_mib", "MiB", "peak RSS less the RSS before the model was loaded", digits=1),
+    Figure("load_s", "s", "seconds to load the stage's sessions (cold start)"),
+    Figure("first_call_s", "s", "seconds of the first call on the first input (cold start)"),
+    Figure(
+        "first_call_new_shape_pct", "percent", "extra cost of a first call on a new input shape, in percent", digits=1
+    ),
+    Figure("gflops_per_s", "GFLOP/s", "achieved: analytic FLOPs over runtime", digits=2),
+    Figure("pct_of_peak", "percent", "achieved GFLOP/s over the machine's compute roof, in percent", digits=1),
+    Figure(
+        "pct_of_attainable", "percent", "achieved over the roofline's bound at this intensity, in percent", digits=1
+    ),
+    Figure("arithmetic_intensity", "FLOP/byte", "FLOPs over the lower bound of bytes moved", digits=2),
+    Figure("traffic_mib_per_sample", "MiB", "lower bound of bytes moved per sample (feeds, outputs, weights)"),
+    Figure("ratio", "ratio", "compare: this cell's mean over the fastest cell's (its sigma: ratio_sigma)"),
+    Figure("p_value", "probability", "Welch's two-sided t-test over the statistical units", digits=4),
+    Figure("speedup_vs_1t", "ratio", "compare --threads 1,N: the 1-thread mean over this cell's"),
+    Figure("efficiency", "fraction", "speed-up over 1 thread divided by the thread count", display="percent"),
+    Figure("agreement", "fraction", "token or VAD-segment agreement with the reference cell", display="percent"),
+    Figure("size_ratio", "ratio", "optimize: the variant's file size over fp32's"),
+    Figure("target_qps", "1/s", "LoadGen: the query rate asked for", digits=2),
+    Figure("target_latency_ms", "ms", "LoadGen Server: the latency bound", digits=0),
     Figure("ms_per_step", "ms", "profile: milliseconds per profiled step spent in an op category"),
     Figure("share", "fraction", "profile: the category's share of the step", display="percent"),
 )
@@ -62,6 +85,8 @@ V1_NAMES: dict[str, dict[str, str]] = {
         "runtime_p90_ms": "p90_ms",
     },
     "optimize": {"latency_ms": "mean_ms", "latency_sigma_ms": "stdev_ms"},
+    "compare": {"batch_latency_ms": "batch_latency_mean_ms"},
+    "compare-best": {"batch_latency_ms": "batch_latency_mean_ms"},
 }
 #: Version 1's figures kept in percent (now fractions), per kind, by their version 2 name.
 V1_PERCENT: dict[str, frozenset[str]] = {"bench": frozenset({"wer", "cer"})}
