@@ -167,7 +167,10 @@ def test_diff_and_profile_compare_refuse_a_fifo_or_a_device_before_reading(tmp_p
     os.mkfifo(fifo)
     device = tmp_path / "z.json"
     os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(1, 5))  # a private /dev/zero node: its read never ends
-    in_a_child(["diff", str(fifo), str(device)], f"{fifo} is a FIFO, not a regular file; a bench or compare JSON")
+    in_a_child(
+        ["diff", str(fifo), str(device)],
+        f"{fifo} is a FIFO, not a regular file; a speechperf result document is a JSON file",
+    )
     in_a_child(["profile-compare", str(device), str(device)], f"{device} is a character device, not a regular file")
 
 

@@ -91,7 +91,18 @@ def test_version_1_optimize_json_reads_as_an_optimize_document():
     assert "latency_ms" not in int8 and "latency_sigma_ms" not in int8
     assert (int8["mean_ms"], int8["stdev_ms"]) == (7.198, 0.601)
     shared = {k for k in int8 if k in BY_NAME}
-    assert shared == {"mean_ms", "stdev_ms", "speedup", "peak_rss_mib", "size_mb", "wer", "cer", "bleu"}
+    assert shared == {
+        "mean_ms",
+        "stdev_ms",
+        "speedup",
+        "peak_rss_mib",
+        "size_mb",
+        "size_ratio",
+        "p_value",
+        "wer",
+        "cer",
+        "bleu",
+    }
     assert int8["size_mb"] == 0.512 and int8["speedup"] == 1.234 and int8["peak_rss_mib"] == 147.0
     # the per-variant notes moved beside the envelope's list; each run's latency is mean_ms too
     assert doc.notes == [] and doc["variant_notes"]["ort-dynamic"][0].startswith("quant_pre_process")

@@ -126,7 +126,12 @@ def pinned_line(base: BenchConfig) -> str | None:
 
 
 def _say(line: str) -> None:
-    print(f"compare: {line}", file=sys.stderr)
+    log.info("compare: %s", line)
+
+
+def _show(text: str) -> None:
+    """The console's report on stdout (looked up at each call: click's test runner swaps it)."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def _interrupted(exports: Exports, extra: str = "") -> Interrupted:
@@ -237,7 +242,7 @@ class _Compare:
             self.searched, o.threads, config_path=o.config_path, preset=o.preset, sets=o.sets, args=o.args
         )
         if not self.cells:
-            print(self.searched.render())
+            _show(self.searched.render())
             log.error("compare --best: no variant of any backend finished with outputs that pass parity")
         return bool(self.cells)
 
@@ -297,11 +302,11 @@ class _Compare:
         report = self.report
         assert report is not None
         if self.searched is not None:
-            print(self.searched.render())
-        print(render(report), end="")
+            _show(self.searched.render())
+        _show(render(report))
         pinned = pinned_line(self.o.base)
         if pinned:
-            print(pinned)
+            _show(pinned)
         doc = self.document(True)
         tables = [
             table_html(f"compare: {self.o.base.general.model_type}", COLUMNS, doc.rows),
@@ -392,7 +397,7 @@ class _Serving:
         except KeyboardInterrupt:
             raise _interrupted(self.o.exports, f"LoadGen's logs are in {self.workdir}") from None
         self.rows[:] = done
-        print(render(done, self.scenario), end="")
+        _show(render(done, self.scenario))
         code = 0 if all(r.ok for r in done) else 1
         self.finish(code)
         return code
