@@ -163,7 +163,10 @@ def test_scenario_html_has_the_table_and_the_percentile_plot_and_the_store_keeps
     data = json.loads(out.read_text())
     (row,) = data["rows"]
     text = page.read_text()
-    assert "<h2>speechperf compare --scenario Offline: S2T</h2>" in text and f">{row['samples_per_s']}<" in text
+    from speechperf.results.figures import shown
+
+    assert "<h1>speechperf compare --scenario Offline: S2T</h1>" in text  # the page's title
+    assert f">{shown('samples_per_s', row['samples_per_s'])}<" in text  # rounded as the console rounds it
     assert re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,', text) == ["percentiles.png"]
     with sqlite3.connect(store) as db:
         (command_name, result), *more = db.execute("SELECT command, result FROM runs").fetchall()

@@ -135,6 +135,9 @@ def measured():
 def test_check_prints_both_roofs_per_thread_count_and_caches_them(measured):
     counts = [str(n) for n in (1, 2) if n <= USABLE]
     result = run("check", "--meters", "roofline", "--backend", "onnxruntime", "--threads", ",".join(counts))
+    if result.exit_code == 1 and "were measured: they are low and were not cached" in result.output:
+        # Other processes kept cores busy: check refuses the roofs, as the next test checks on purpose.
+        pytest.skip("the machine was busy while the roofs were measured (check refused them); needs a quiet machine")
     assert result.exit_code == 0, result.output
     for n in counts:
         assert f"compute roof, {n} thread(s)" in result.output and f"memory roof, {n} thread(s)" in result.output

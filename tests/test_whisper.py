@@ -243,6 +243,7 @@ def test_bench_runs_whisper_on_real_speech(tmp_path, folder):
         [
             exe,
             "bench",
+            "--wide",  # the model column whole on one line (the default table folds cells to fit 100 columns)
             "-b",
             "paddle",
             "--config",

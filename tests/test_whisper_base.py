@@ -248,7 +248,19 @@ def test_bench_translates_portuguese_speech(tmp_path, folder, portuguese):
     keys = ["--set", "stage1.src_lang=pt", "--set", "stage1.task=translate"]
     data = ["--dataset-type", "raw", "--dataset-path", str(tmp_path / "pt.tsv"), "--repeat", "1", "--warmup", "0"]
     done = subprocess.run(
-        [exe, "bench", "-b", "onnxruntime", "--config", str(config), *keys, *data, "--meters", "runtime,quality"]
+        [
+            exe,
+            "bench",
+            "--wide",
+            "-b",
+            "onnxruntime",
+            "--config",
+            str(config),
+            *keys,
+            *data,
+            "--meters",
+            "runtime,quality",
+        ]
         + ["-o", str(tmp_path / "out.json"), "-q"],
         capture_output=True,
         text=True,
