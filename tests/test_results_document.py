@@ -96,9 +96,10 @@ def test_notes_and_warnings_are_collected_whatever_the_console_level():
             logger.info("note: %s runs", "two")
             logger.info("stage1: runtime done")  # progress: neither
             logger.warning("runtime is noisy")
+            logger.warning("note: a first call costs +12%")  # logged as a warning: kept as one, without "note: "
     finally:
         parent.setLevel(was)
-    assert got.notes == ["two runs"] and got.warnings == ["runtime is noisy"]
+    assert got.notes == ["two runs"] and got.warnings == ["runtime is noisy", "a first call costs +12%"]
     assert parent.level == was
 
 

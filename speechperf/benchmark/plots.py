@@ -85,12 +85,12 @@ def box_plot(result: BenchResult, path: Path) -> Path | None:
         series["total"] = [v * 1e3 for v in result.totals.per_sample_s.values()]
     if not series:
         return None
-    fig, ax = plt.subplots(figsize=(max(4.0, 2.0 * len(series)), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6.0, 2.0 * len(series)), 4.5))  # wide enough for its title
     ax.boxplot(list(series.values()), showfliers=False)
     ax.set_xticks(range(1, len(series) + 1), list(series))
     for i, values in enumerate(series.values(), 1):
         ax.scatter([i] * len(values), values, s=12, alpha=0.6, color="black", zorder=3)
     ax.set_ylabel("per-sample runtime (ms)")
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title(f"speechperf bench: {result.model_type} on {result.backend}: per-sample runtime")
+    ax.set_title(f"{result.model_type} on {result.backend}: per-sample runtime")
     return save_figure(fig, path, "--html")

@@ -125,6 +125,22 @@ def pinned_line(base: BenchConfig) -> str | None:
     )
 
 
+#: The columns a reader needs first, on the HTML page (every column is in the details block and the exports).
+KEY_COLUMNS = (
+    "cell",
+    "mean_ms",
+    "stdev_ms",
+    "p90_ms",
+    "rtf",
+    "peak_rss_mib",
+    "gflops_per_sample",
+    "ratio",
+    "p_value",
+    "parity",
+    "quality",
+)
+
+
 def _say(line: str) -> None:
     log.info("compare: %s", line)
 
@@ -309,7 +325,7 @@ class _Compare:
             _show(pinned)
         doc = self.document(True)
         tables = [
-            table_html(f"compare: {self.o.base.general.model_type}", COLUMNS, doc.rows),
+            table_html(f"compare: {self.o.base.general.model_type}", COLUMNS, doc.rows, key=KEY_COLUMNS),
             table_html("Summary", ("summary",), [{"summary": s} for s in sentences(report)]),
             *self.search_tables(),
         ]

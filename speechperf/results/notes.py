@@ -31,8 +31,8 @@ class _Collector(logging.Handler):
             message = record.getMessage()
         except Exception:  # a record whose arguments do not format is no note; logging reports it elsewhere
             return
-        if record.levelno >= logging.WARNING:
-            self.into.warnings.append(message)
+        if record.levelno >= logging.WARNING:  # a warning is one, whatever its text starts with
+            self.into.warnings.append(message.removeprefix(NOTE_PREFIX))
         elif message.startswith(NOTE_PREFIX):
             self.into.notes.append(message[len(NOTE_PREFIX) :])
 
