@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import attrs
@@ -202,3 +203,29 @@ def _load_file(backend, spec: ModelSpec, device: str, threads: int, where: str, 
             f"{where}: {exc} (format {guessed!r} was guessed from the suffix {path.suffix!r}; if the file is another "
             f"format, set {section}.format: one of {', '.join(backend.capabilities.formats)})"
         ) from None
+
+
+def open_stages(
+    cfg: BenchConfig,
+    backend,
+    workdir: Path,
+    threads: int | None = None,
+    instances: int = 1,
+    also: Iterable = (),
+    before_load: Callable[[], None] | None = None,
+) -> list[list[Stage]]:
+    """A config's stages opened on ``backend`` the one way every command opens them (bench, optimize, loadgen,
+    profile): missing reference models built (in a child), ``backend`` and the frameworks in ``also`` (the stages
+    pinned elsewhere) set to the run's threads and seed, ``before_load()`` called (bench reads the RSS there: the
+    framework imported, no model loaded), then each stage's sessions loaded, ``instances`` independent copies.
+    ``threads``: default the config's. Anything a framework prints goes to stderr, so stdout stays the data's."""
+    general = cfg.general
+    threads = general.threads if threads is None else threads
+    with stdout_to_stderr():
+        prepare_stages(cfg, backend.name, workdir)
+        for each in (backend, *also):  # every framework a stage runs on: the same threads, the same seed
+            each.set_threads(threads)
+            each.seed(general.seed)
+        if before_load is not None:
+            before_load()
+        return [build_stages(cfg, backend, general.device, threads, workdir) for _ in range(instances)]

@@ -104,13 +104,10 @@ def run_benchmark(
         # a child process (it imports the source framework, which must not sit in the measured one).
         cfg = config_for_backend(cfg, general.backend, workdir)
         backend = require_backend(general.backend)  # imports the framework
-        with build.stdout_to_stderr():
-            build.prepare_stages(cfg, backend.name, workdir)
-            for each in (backend, *pinned.values()):  # every framework a stage runs on: same threads, same seed
-                each.set_threads(general.threads)
-                each.seed(general.seed)
-            preload = rss_mib()  # the framework is imported, no model is loaded yet
-            stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
+        preload: list[float] = []  # the RSS with the framework imported and no model loaded yet
+        (stages,) = build.open_stages(
+            cfg, backend, workdir, also=pinned.values(), before_load=lambda: preload.append(rss_mib())
+        )
 
         env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
         if pinned:  # the frameworks of the stages pinned elsewhere, and their versions
@@ -138,7 +135,7 @@ def run_benchmark(
             repeat=general.repeat,
             warmup_per_shape=general.warmup_per_shape,
             memory_method=memory_method,
-            preload_mib=preload,
+            preload_mib=preload[0],
             progress=on_progress,
             batch_size=general.batch_size,
         )

@@ -159,11 +159,8 @@ def _profile_config(cfg, options) -> None:
     workdir = cache_dir()
     cfg = config_for_backend(cfg, general.backend, workdir)
     backend = require_backend(general.backend)
+    (stages,) = build.open_stages(cfg, backend, workdir)
     with build.stdout_to_stderr():
-        build.prepare_stages(cfg, backend.name, workdir)
-        backend.set_threads(general.threads)
-        backend.seed(general.seed)
-        stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
         pipeline = benchmark_for(
             general.model_type, stages, backend, device=general.device, threads=general.threads, meters=()
         )

@@ -85,13 +85,7 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
             log.warning("note: %s", note)
     cfg = config_for_backend(cfg, general.backend, workdir)
     backend = require_backend(general.backend)
-    with build.stdout_to_stderr():
-        build.prepare_stages(cfg, backend.name, workdir)
-        backend.set_threads(opts.threads)
-        backend.seed(general.seed)
-        instances = [
-            build.build_stages(cfg, backend, general.device, opts.threads, workdir) for _ in range(opts.instances)
-        ]
+    instances = build.open_stages(cfg, backend, workdir, threads=opts.threads, instances=opts.instances)
     inputs = [instances[0][0].from_sample(sample) for sample in dataset]  # untimed, up front, as bench does
     from speechperf.loadgen.sut import SystemUnderTest
 

@@ -201,13 +201,10 @@ def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
     load_references(general, dataset, cfg.roles)  # a reference file that does not fit fails here, before quantizing
     base = config_dict(cfg, backend.name)
 
+    (stages,) = build.open_stages(cfg, backend, workdir)
     with build.stdout_to_stderr():
-        build.prepare_stages(cfg, backend.name, workdir)
         plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
         study.labels = " + ".join(p.label for p in plans)
-        backend.set_threads(general.threads)
-        backend.seed(general.seed)
-        stages = build.build_stages(cfg, backend, general.device, general.threads, workdir)
         log.info("recording calibration feeds on %d sample(s) ...", calibration_size)
         calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
         held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
