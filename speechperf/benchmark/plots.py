@@ -53,23 +53,29 @@ def length_plot(result: BenchResult, path: Path) -> Path | None:
     fig, axes = plt.subplots(1, len(points), figsize=(6 * len(points), 4.5), squeeze=False)
     for ax, (stage, (seconds, ms)) in zip(axes[0], points.items()):
         found = fits[stage]
-        dots = ax.scatter(seconds, ms, s=18, alpha=0.8, label=f"{len(ms)} sample(s)")
-        if found.reason or found.fixed_ms is None or found.ms_per_audio_s is None:
-            dots.set_label(f"{len(ms)} sample(s); no fit: {found.reason}")
-        else:
-            xs = [min(seconds), max(seconds)]
-            ax.plot(
-                xs,
-                [found.fixed_ms + found.ms_per_audio_s * x for x in xs],
-                color=dots.get_facecolor()[0],
-                label=f"{found.ms_per_audio_s:.2f} ms/s, fixed {found.fixed_ms:.2f} ms, k={found.exponent:.2f}",
-            )
+        draw_fit(ax, seconds, ms, found, f"{len(ms)} sample(s)")
         ax.set_xlabel(f"{stage}: {found.audio or 'audio'} audio seconds")
         ax.set_ylabel("per-sample runtime (ms)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(f"speechperf bench: {result.model_type} on {result.backend}: cost against input length")
     return save_figure(fig, path, "--html")
+
+
+def draw_fit(ax, seconds, ms, found, name: str) -> None:
+    """The samples as dots over input seconds and, where ``length_cost`` found a fit, its line in their colour,
+    labelled ``name`` with the fit's figures (or why there is none); bench's and compare's length plots."""
+    dots = ax.scatter(seconds, ms, s=18, alpha=0.8)
+    if found.reason or found.fixed_ms is None or found.ms_per_audio_s is None:
+        dots.set_label(f"{name} (no fit: {found.reason})")
+        return
+    xs = [min(seconds), max(seconds)]
+    ax.plot(
+        xs,
+        [found.fixed_ms + found.ms_per_audio_s * x for x in xs],
+        color=dots.get_facecolor()[0],
+        label=f"{name}: {found.ms_per_audio_s:.2f} ms/s, fixed {found.fixed_ms:.2f} ms, k={found.exponent:.2f}",
+    )
 
 
 def box_plot(result: BenchResult, path: Path) -> Path | None:

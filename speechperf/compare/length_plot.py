@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from speechperf.benchmark.plots import draw_fit
 from speechperf.compare import summary as summ
 from speechperf.compare.plot import length_plot_path
 from speechperf.outputs import save_figure
@@ -48,18 +49,7 @@ def plot_length_cost(summaries: Sequence[summ.CellSummary], path: Path, title: s
             points = _points(s).get(stage)
             if not points or not points[0]:
                 continue
-            found = summ.length_fits(s)[stage]
-            dots = ax.scatter(points[0], points[1], s=18, alpha=0.8)
-            if found.reason or found.fixed_ms is None or found.ms_per_audio_s is None:
-                dots.set_label(f"{s.label} (no fit: {found.reason})")
-                continue
-            xs = [min(points[0]), max(points[0])]
-            ax.plot(
-                xs,
-                [found.fixed_ms + found.ms_per_audio_s * x for x in xs],
-                color=dots.get_facecolor()[0],
-                label=f"{s.label}: {found.ms_per_audio_s:.2f} ms/s, fixed {found.fixed_ms:.2f} ms, k={found.exponent:.2f}",
-            )
+            draw_fit(ax, points[0], points[1], summ.length_fits(s)[stage], s.label)
         ax.set_xlabel(f"{stage}: audio seconds")
         ax.set_ylabel("per-sample runtime (ms), median over runs")
         ax.grid(alpha=0.3)
