@@ -1,7 +1,8 @@
 """Where a finished run of any kind (bench, compare, optimize, loadgen, serving, ...) goes besides its -o exports:
 appended to the results store (on by default, to ``<cache>/results.sqlite``; ``--store PATH`` elsewhere,
-``--no-store`` not at all) and, with ``--html FILE``, written as one HTML page. Both are checked before anything is measured; both are written after
-the -o, --csv and --markdown exports, so that a store that fails then costs none of what was measured."""
+``--no-store`` not at all) and, with ``--html FILE``, written as one HTML page. Both are checked before anything is
+measured; both are written after the -o, --csv and --markdown exports, so that a store that fails then costs none of
+what was measured."""
 
 from __future__ import annotations
 
