@@ -4,15 +4,24 @@ Reference models are built on demand into the cache; sharing one folder lets eve
 built by the first one, and keeps the suite from writing into the user's ~/.cache. Subprocesses inherit it. The
 cache starts with fixed roofs (``fixed_roofs``), so no bench or profile measures them.
 
+Under pytest-xdist (the README's test command runs ``-n auto``) the workers share that cache, and a test that
+measures how many cores a run keeps busy, or a speed against the machine's roofs, runs alone: the other workers wait
+(``ALONE``, ``alone``).
+
 ``slow`` marks a test that takes more than 2 s (setup, call and teardown, as ``--durations`` shows them), so that
 ``pytest -m "not slow"`` is the fast lane (CONTRIBUTING.md). ``tests/lane.py`` keeps the marker meaning what it says:
 every run lists the unmarked tests over 2 s, and a fast-lane run fails on one that was over in wall *and* CPU time
 (why both, on a shared machine: its docstring).
 """
 
+import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
+from pathlib import Path
+
+import pytest
 
 from speechperf.cache import CACHE_ENV
 from tests import lane
@@ -46,6 +55,50 @@ def pytest_configure(config):
         os.environ[CACHE_ENV] = _made[0]
         fixed_roofs()
     lane.pytest_configure(config)
+
+
+#: Tests whose figures another worker's test would change: cores kept busy (cpu/wall), speed against the roofs.
+ALONE_MODULES = frozenset({"test_threads.py", "test_roofline.py"})
+ALONE_TESTS = frozenset({"test_one_thread_uses_one_core", "test_two_threads_use_two_cores"})  # the conformance suite's
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in ALONE_MODULES or getattr(item, "originalname", item.name) in ALONE_TESTS:
+            item.add_marker("alone")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per usable core, at most 4 (each holds torch and paddle: about 1.5 GiB)."""
+    return min(len(os.sched_getaffinity(0)), 4)
+
+
+@contextlib.contextmanager
+def workers_lock(alone: bool):
+    """A readers-writer lock over the run's workers (``fcntl.flock`` on files in the shared cache): every test holds
+    it shared, an ``alone`` test exclusive. The turnstile keeps a waiting ``alone`` test from starving: while it
+    waits, no other test may start."""
+    folder = Path(os.environ[CACHE_ENV])
+    with open(folder / ".workers-turnstile", "a") as turnstile, open(folder / ".workers-room", "a") as room:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Setup (module fixtures too), call and teardown under the workers' lock, when there are workers."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    with workers_lock(item.get_closest_marker("alone") is not None):
+        yield
 
 
 def pytest_unconfigure(config):

@@ -66,6 +66,7 @@ def test_requires_python_is_what_the_code_needs_and_all_holds_every_extra():
     (everything,) = extras["all"]
     named = set(everything.removeprefix("speechperf[").removesuffix("]").split(","))
     assert named == set(extras) - {"all", "test", "lint"}  # ray included: `all` means every optional feature
-    assert extras["test"] == ["pytest>=8", "speechperf[lint]"]  # the test tools, and no feature (ray is in all)
+    # The test tools, and no feature (ray is in all).
+    assert extras["test"] == ["pytest>=8", "pytest-xdist>=3.5", "speechperf[lint]"]
     core = " ".join(pyproject["dependencies"])
     assert not any(name in core for name in ("python-papi", "memory_profiler", "matplotlib", "ray"))

@@ -87,3 +87,20 @@ def test_a_format_the_folder_lacks_is_added(tmp_path, monkeypatch):
     assert "onnx-paddle" not in read_manifest(folder)["formats"]
     ensure_built("unit_vocoder", "tiny", tmp_path)
     assert set(read_manifest(folder)["formats"]) >= {"torch-eager", "onnx-torch", "paddle-eager", "onnx-paddle"}
+
+
+def test_a_second_process_waits_for_the_build_lock_and_finds_the_model_built(tmp_path):
+    """Two processes asking for one model at once (a compare's children, parallel test workers): the second waits
+    while the first builds, then finds the model built instead of building it again over the first's folder."""
+    from speechperf.zoo.build import build_lock, build_model
+
+    child = (
+        "import sys; from speechperf.zoo.build import ensure_built; "
+        "ensure_built('mel_vocoder', 'tiny', sys.argv[1], formats=['onnx-torch'])"
+    )
+    with build_lock(tmp_path, "mel_vocoder"):
+        waiting = subprocess.Popen([sys.executable, "-c", child, str(tmp_path)], cwd=ROOT)
+        build_model("mel_vocoder", "tiny", tmp_path, ["onnx-torch"])
+        written = (tmp_path / "mel_vocoder" / "manifest.json").stat().st_mtime_ns
+    assert waiting.wait(timeout=120) == 0
+    assert (tmp_path / "mel_vocoder" / "manifest.json").stat().st_mtime_ns == written

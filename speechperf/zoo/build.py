@@ -17,6 +17,8 @@ first and the others read them. This module imports none of them and names none.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import time
 from pathlib import Path
@@ -289,11 +291,28 @@ def ensure_built(model: str, preset: str, root: Path | None = None, formats=None
     get_model(model)
     base = Path(root) if root is not None else cache_dir(preset)
     folder = base / model
-    if not is_built(folder, list(zoo_formats()) if formats is None else formats):
-        if formats is not None and is_built(folder):
-            formats = built_formats(read_manifest(folder)) | set(formats)
-        build_model(model, preset, base, None if formats is None else sorted(_buildable(formats)))
+    wanted = list(zoo_formats()) if formats is None else formats
+    if is_built(folder, wanted):
+        return folder
+    with build_lock(base, model):  # built meanwhile by another process (two commands, two test workers)?
+        if not is_built(folder, wanted):
+            if formats is not None and is_built(folder):
+                formats = built_formats(read_manifest(folder)) | set(formats)
+            build_model(model, preset, base, None if formats is None else sorted(_buildable(formats)))
     return folder
+
+
+@contextlib.contextmanager
+def build_lock(base: Path, model: str):
+    """Hold ``base/.<model>.lock`` while building: two processes asking for one model at once (a compare's
+    children, parallel test workers) build it once: the second finds it built when the first lets go."""
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / f".{model}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def model_spec(folder: Path, component: str, fmt: str) -> ModelSpec:
