@@ -55,7 +55,9 @@ def test_an_unmarked_test_over_the_limit_in_wall_and_cpu_time_fails_the_fast_lan
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.re_match_lines([r".*2 test\(s\) over 0.1 s without the slow marker; 1 fail the fast lane.*"])
     result.stdout.re_match_lines([r"^FAIL +\d+\.\d\ds wall +\d+\.\d\ds CPU test_tiny.py::test_busy$"])
-    result.stdout.re_match_lines([r"^ +\d+\.\d\ds wall +\d+\.\d\ds CPU test_tiny.py::test_waits$"])  # listed, not failed
+    result.stdout.re_match_lines(
+        [r"^ +\d+\.\d\ds wall +\d+\.\d\ds CPU test_tiny.py::test_waits$"]
+    )  # listed, not failed
     assert "test_busy_but_marked" not in result.stdout.str() and "test_quick" not in result.stdout.str()
 
 
