@@ -14,6 +14,7 @@ count (speechperf.meters.roofs). What it reads is said in it:
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -25,6 +26,8 @@ from speechperf.meters.roofs import Roofs
 MIN_DECADES = 2
 #: The least distance (in decades) from a value to the edge of its axis.
 EDGE = 0.15
+#: Characters per line of the notes under the plot (at their font size, narrower than the axes).
+NOTE_WIDTH = 100
 
 
 class Point(NamedTuple):
@@ -81,7 +84,7 @@ def roof_notes(roofs_by_threads: Mapping[int, Roofs | None]) -> list[str]:
             if roof is None:
                 notes.append(f"no {name} roof measured at {threads} thread(s)")
         if roofs.busy:
-            notes.append(f"roofs at {threads} thread(s) dashed: measured on a busy machine, low ({roofs.busy})")
+            notes.append(f"roofs at {threads} thread(s) dashed: measured while other processes kept cores busy, low")
     return notes
 
 
@@ -141,10 +144,10 @@ def roofline_figure(
     ax.set_title(title)
     ax.grid(which="both", alpha=0.25)
     ax.legend(fontsize=8)
-    if notes:  # under the axes, inside their bounding box, so that tight_layout makes room for it
-        ax.text(
-            0, -0.13, "\n".join(["left out or drawn with care:", *notes]), transform=ax.transAxes, va="top", fontsize=7
-        )
+    if notes:  # under the axes, as a child of them so that tight_layout makes room, never wider than they are
+        lines = [line for note in notes for line in textwrap.wrap(note, NOTE_WIDTH, subsequent_indent="  ")]
+        text = "\n".join(["left out or drawn with care:", *lines])
+        ax.text(0, -0.13, text, transform=ax.transAxes, va="top", fontsize=7)
     return fig
 
 
