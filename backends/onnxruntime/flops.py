@@ -9,12 +9,17 @@ from collections.abc import Mapping
 import numpy as np
 
 from speechperf.meters.flops import FlopCount
-from speechperf.meters.onnx_flops import count_onnx_flops
+from speechperf.meters.onnx_flops import count_onnx_flops, onnx_weight_bytes
 
 
 def count_flops(session, feeds: Mapping[str, np.ndarray]) -> FlopCount:
     """FlopCount of one call of an OnnxRuntimeSession (or a path / ModelProto) on ``feeds``."""
     return count_onnx_flops(session, feeds, runner=ort_runner, model_of=_model_of)
+
+
+def weight_bytes(session, feeds: Mapping[str, np.ndarray]) -> int:
+    """Bytes of the weights one call of ``session`` on ``feeds`` reads (the roofline's traffic bound)."""
+    return onnx_weight_bytes(session, feeds, runner=ort_runner, model_of=_model_of)
 
 
 def ort_runner(model):

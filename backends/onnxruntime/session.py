@@ -46,11 +46,14 @@ class OnnxRuntimeSession(Session):
         return dict(zip(names, self.session.run(names, dict(feeds))))
 
     def parameter_bytes(self, feeds=None) -> int | None:
-        from speechperf.meters.onnx_flops import onnx_parameter_bytes
+        from speechperf.backends.onnxruntime.flops import weight_bytes
 
-        if self.spec is None or self.spec.path is None:
+        if feeds is None:
             return None
-        return onnx_parameter_bytes(self.spec.path)
+        try:
+            return weight_bytes(self, feeds)
+        except SpeechperfError:  # a graph whose file is not known, or that cannot run on these feeds
+            return None
 
 
 def _info(arg) -> TensorInfo:

@@ -132,6 +132,28 @@ class LayerSession(Session):
             result = tuple(result.values())
         return {name: value.numpy() for name, value in self.named_outputs(result).items()}
 
+    def parameter_bytes(self, feeds=None) -> int | None:
+        # Reference-model components share one parent layer, so the layer's parameters are the whole model's: count
+        # those of the sublayers a call runs (a lower bound: a weight read without calling its layer is missed).
+        if feeds is None or not hasattr(self.layer, "sublayers"):
+            return None
+        ran: dict[int, nn.Layer] = {}
+
+        def seen(layer, _inputs) -> None:  # a pre-hook that returns something replaces the inputs
+            ran[id(layer)] = layer
+
+        hooks = [sub.register_forward_pre_hook(seen) for sub in [self.layer, *self.layer.sublayers()]]
+        try:
+            self.run(feeds)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        tensors = {}
+        for layer in ran.values():
+            for tensor in [*layer.parameters(include_sublayers=False), *layer.buffers(include_sublayers=False)]:
+                tensors[id(tensor)] = int(np.prod(tensor.shape)) * tensor.element_size()
+        return sum(tensors.values()) or None
+
 
 def check_program(model: Path) -> None:
     """Refuse a legacy ``.pdmodel`` that is not a paddle program before paddle parses it: its C++ parser crashes the
@@ -154,28 +176,6 @@ def check_program(model: Path) -> None:
         ) from None
     if not program.blocks or not program.blocks[0].ops:
         raise ModelFileError(f"cannot load {model} as a paddle inference model: it holds no operators")
-
-    def parameter_bytes(self, feeds=None) -> int | None:
-        # Reference-model components share one parent layer, so the layer's parameters are the whole model's: count
-        # those of the sublayers a call runs (a lower bound: a weight read without calling its layer is missed).
-        if feeds is None or not hasattr(self.layer, "sublayers"):
-            return None
-        ran: dict[int, nn.Layer] = {}
-
-        def seen(layer, _inputs) -> None:  # a pre-hook that returns something replaces the inputs
-            ran[id(layer)] = layer
-
-        hooks = [sub.register_forward_pre_hook(seen) for sub in [self.layer, *self.layer.sublayers()]]
-        try:
-            self.run(feeds)
-        finally:
-            for hook in hooks:
-                hook.remove()
-        tensors = {}
-        for layer in ran.values():
-            for tensor in [*layer.parameters(include_sublayers=False), *layer.buffers(include_sublayers=False)]:
-                tensors[id(tensor)] = int(np.prod(tensor.shape)) * tensor.element_size()
-        return sum(tensors.values()) or None
 
 
 def load_inference(spec: ModelSpec, device: str, threads: int | None) -> Session:

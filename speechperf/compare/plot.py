@@ -1,12 +1,10 @@
 """``--plot FILE.png|FILE.svg``: per-sample latency of each cell as a box plot, like hyperfine's plot_whisker,
-and beside it ``FILE.roofline.png``: each cell's stages under the machine's roofs.
+and beside it ``FILE.roofline.png``: each cell's stages under the machine's roofs (speechperf.compare.roofline_plot).
 
 Each box holds every per-sample runtime of every finished run of a cell (ms), fastest cell on top. With cells of
 more than one batch size (``--sweep batch_size=1,4,16``) a second panel draws the trade-off: throughput (samples/s)
-against the latency per batch (ms), one line per backend through its batch sizes. The roofline is log-log:
-arithmetic intensity (FLOPs per byte of the traffic lower bound) against achieved GFLOP/s, one point per stage and
-cell, with the compute roof and the memory roof (bandwidth x intensity) measured here at each thread count
-(speechperf.meters.roofs). matplotlib runs with the Agg backend, so no display is needed.
+against the latency per batch (ms), one line per backend through its batch sizes. matplotlib runs with the Agg
+backend, so no display is needed.
 """
 
 from __future__ import annotations
@@ -104,59 +102,6 @@ def plot_latency(summaries: Sequence, path: Path, title: str = "speechperf compa
 
 def roofline_path(path: Path) -> Path:
     return _beside(path, "roofline")
-
-
-def plot_roofline(summaries: Sequence, path: Path, title: str = "speechperf compare: roofline") -> Path | None:
-    """Draw ``roofline_path(path)``; None (nothing written) when no stage has both a FLOP rate and an intensity."""
-    from speechperf.meters.roofs import cached
-    from speechperf.outputs import check_output_path
-
-    points = [
-        (s.label, stage, values["arithmetic_intensity"], values["gflops_per_s"], s.cell.threads)
-        for s in summaries
-        for stage, values in s.roofline.items()
-        if stage != "total" and values.get("arithmetic_intensity") and values.get("gflops_per_s")
-    ]
-    if not points:
-        return None
-    out = check_output_path(roofline_path(path), "--plot (its roofline)")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    intensities = [p[2] for p in points]
-    xs = np.logspace(np.log10(min(intensities) / 4), np.log10(max(intensities) * 4), 200)
-    for threads in sorted({p[4] for p in points}):
-        roofs = cached(threads)
-        if roofs is None or roofs.peak is None or roofs.memory is None:
-            continue
-        ceiling = np.minimum(roofs.peak.value, roofs.memory.value * xs)
-        ax.plot(xs, ceiling, "-", color="black", alpha=0.4 + 0.3 * (threads > 1))
-        ax.annotate(
-            f"{roofs.peak.value:.0f} GFLOP/s, {roofs.memory.value:.1f} GB/s ({threads} thread(s))",
-            (xs[-1], roofs.peak.value),
-            ha="right",
-            va="bottom",
-            fontsize=8,
-        )
-    markers = "osD^v<>Pp*"
-    cells = sorted({p[0] for p in points})
-    for i, label in enumerate(cells):
-        mine = [p for p in points if p[0] == label]
-        ax.scatter([p[2] for p in mine], [p[3] for p in mine], marker=markers[i % len(markers)], s=50, label=label)
-        for _, stage, x, y, _ in mine:
-            ax.annotate(stage, (x, y), textcoords="offset points", xytext=(5, -10), fontsize=7)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOPs per byte, traffic lower bound)")
-    ax.set_ylabel("achieved GFLOP/s (analytic FLOPs / median runtime)")
-    ax.set_title(title)
-    ax.grid(which="both", alpha=0.25)
-    ax.legend(fontsize=8)
-    return save_figure(fig, out, "--plot (its roofline)")
 
 
 def _tradeoff_lines(summaries: Sequence) -> dict[str, list]:

@@ -203,18 +203,23 @@ class _Compare:
 
     def measure(self) -> int:
         """The search (--best) and the children, the load they ran under recorded; the exit code so far."""
+        from speechperf.meters.roofs import measured_once
+
         _warn_oversubscription(self.o.threads)
         probe = LoadProbe().start()
+        # Before any child, so none measures them under the others' load, and once, even where they cannot be
+        # trusted (a busy machine): no child measures them again.
+        counts = self.o.threads if {"flops", "runtime"} <= set(self.o.base.general.meters) else ()
+        with measured_once(counts):
+            code = self.search_and_run()
+        self.environment["load"] = probe.stop()
+        return code
+
+    def search_and_run(self) -> int:
         if self.o.best is not None and not self.search(self.o.best):
-            self.environment["load"] = probe.stop()
             self.report = None
             return 1
         self.announce()
-        if {"flops", "runtime"} <= set(self.o.base.general.meters):
-            from speechperf.meters.roofs import roofs_for
-
-            for n in sorted({c.threads for c in self.cells}):  # before any child, so none measures them under load
-                roofs_for(n)
         from speechperf.compare.launch import run_cells
 
         done = run_cells(
@@ -226,7 +231,6 @@ class _Compare:
             on_result=self.on_result,
             jobs=self.o.jobs,
         )
-        self.environment["load"] = probe.stop()
         self.finished[:] = done
         self.report = CompareReport.build(self.cells, self.finished, self.tolerances)
         # A parity mismatch is a failed check, as a failed child is: it must not look like success to a script.
@@ -341,7 +345,8 @@ def _plot(report: CompareReport, plot_path: Path, announce: bool) -> list[Path]:
     """compare's plots of ``--plot FILE``: the box plot, FILE.length.png, FILE.scaling.png and FILE.roofline.png
     where there is something to draw; returns the files drawn."""
     from speechperf.compare.length_plot import plot_length_cost
-    from speechperf.compare.plot import plot_latency, plot_roofline, plot_scaling, scaling_path
+    from speechperf.compare.plot import plot_latency, plot_scaling, scaling_path
+    from speechperf.compare.roofline_plot import plot_roofline
 
     drawn = [plot_latency(report.summaries, plot_path)]
     drawn.append(plot_length_cost(report.summaries, plot_path))  # FILE.length.png beside FILE.png

@@ -18,7 +18,8 @@ Rows, by meter:
 - roofline: the machine's compute and memory roofs at each thread count asked (``speechperf.meters.roofs``): the
   fp32 GEMM through numpy and every backend, int8 where a backend has the kernel, and the memory bandwidth; they
   are cached for bench, compare and profile. Trustworthy when both roofs were measured at every thread count on a
-  quiet machine: roofs measured while other processes kept cores busy are low, so they are not cached.
+  quiet machine: roofs measured while other processes kept cores busy are low, so they are cached marked busy,
+  never in place of trusted ones nor used for a % of peak.
 
 A meter is trustworthy here when every row of it that decides its verdict passes. A backend lacking a capability a
 check needs (no module, or a module whose function raises ``CapabilityUnavailableError``, as the plugin template's
@@ -478,8 +479,7 @@ def check_roofline(backends: list[CheckedBackend], threads: Iterable[int]) -> li
         measured, skipped = roofs.measure(n, loaded)
         free = min(free, free_cores())
         busy = roofs.busy_reason(n, free, psutil.cpu_count() or 1)
-        if busy is None:
-            measured = roofs.store(measured)
+        measured = roofs.store(attrs.evolve(measured, busy=busy))
         rows.append(
             CheckRow(
                 "roofline",

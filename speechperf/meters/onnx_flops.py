@@ -25,7 +25,6 @@ optimised graph, so the count does not depend on the optimisation level.
 
 from __future__ import annotations
 
-import functools
 import math
 import weakref
 from collections.abc import Callable, Mapping
@@ -199,6 +198,22 @@ class OnnxFlopCounter:
         """Count an ``If`` graph as it runs on ``feeds``: each If is replaced by the branch its condition takes
         (read by running the graph), level by level, and the resulting flat graph is counted. Silero's ONNX file
         is one If on ``sr`` whose branches hold the whole network; counting neither made its FLOPs 0."""
+        taken = self._taken_branches(feeds)
+        if taken not in self._counters:
+            self._counters[taken] = OnnxFlopCounter(self._inlined.get(taken, self.model), self.runner)
+        return self._counters[taken].count(feeds)[0]
+
+    def weight_bytes(self, feeds: Mapping[str, np.ndarray]) -> int:
+        """Bytes of the weights one call on ``feeds`` reads: the initializers and the ``Constant`` tensors of the
+        graph as it runs (each ``If`` replaced by the branch it takes; the bodies of loops counted once). Silero's
+        file keeps its weights as Constant nodes inside the two branches of an If on ``sr`` (16 and 8 kHz): the
+        initializers hold none of them, and both branches are both networks."""
+        taken = self._taken_branches({k: np.asarray(v) for k, v in feeds.items()})
+        return _graph_weight_bytes(self._inlined.get(taken, self.model).graph)
+
+    def _taken_branches(self, feeds) -> tuple[tuple[bool, ...], ...]:
+        """The branch choices of the If nodes on ``feeds``, level by level; ``self._inlined`` holds the flat graph
+        of each choice made so far."""
         model = self.model
         taken: tuple[tuple[bool, ...], ...] = ()  # the branch choices, level by level
         for _ in range(MAX_IF_NESTING):
@@ -213,9 +228,7 @@ class OnnxFlopCounter:
             if taken not in self._inlined:
                 self._inlined[taken] = _take_branches(model, ifs, choice)
             model = self._inlined[taken]
-        if taken not in self._counters:
-            self._counters[taken] = OnnxFlopCounter(model, self.runner)
-        return self._counters[taken].count(feeds)[0]
+        return taken
 
     def _run_for_shapes(self, feeds, names: list[str]) -> dict[str, tuple[int, ...]]:
         """Run the graph with ``names`` as extra outputs; the probe is made once per set of names."""
@@ -280,34 +293,31 @@ def _run(probe, feeds) -> dict[str, np.ndarray]:
 _counters: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def onnx_parameter_bytes(path) -> int:
-    """Bytes of every initializer of the ONNX file at ``path`` (subgraphs included; external data by its sizes),
-    for the roofline's traffic bound. Reads the tensors' shapes and types, not their data."""
-    stat = Path(path).stat()
-    return _onnx_parameter_bytes(str(path), stat.st_mtime_ns, stat.st_size)
+def onnx_weight_bytes(
+    source, feeds: Mapping[str, np.ndarray], runner: Runner | None = None, model_of: Callable | None = None
+) -> int:
+    """Bytes of the weights one call of ``source`` on ``feeds`` reads (``OnnxFlopCounter.weight_bytes``), for the
+    roofline's traffic bound; ``source``, ``runner`` and ``model_of`` as ``count_onnx_flops`` takes them (a
+    session shares its counter, so the branches its FLOPs were counted on are found once)."""
+    return _counter_of(source, runner, model_of).weight_bytes(feeds)
 
 
-@functools.lru_cache(maxsize=64)
-def _onnx_parameter_bytes(path: str, mtime_ns: int, size: int) -> int:
+def _graph_weight_bytes(graph) -> int:
+    """Bytes of the initializers and Constant tensors of ``graph`` and of the subgraphs its nodes hold."""
     import onnx
     from onnx import helper
 
-    model = onnx.load(str(path), load_external_data=False)
-    total = 0
+    def size(tensor) -> int:
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+        return int(np.prod(tensor.dims, dtype=np.int64)) * itemsize
 
-    def walk(graph) -> None:
-        nonlocal total
-        for init in graph.initializer:
-            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type)).itemsize
-            total += int(np.prod(init.dims, dtype=np.int64)) * itemsize
-        for node in graph.node:
-            for attribute in node.attribute:
-                if attribute.HasField("g"):
-                    walk(attribute.g)
-                for sub in attribute.graphs:
-                    walk(sub)
-
-    walk(model.graph)
+    total = sum(size(init) for init in graph.initializer)
+    for node in graph.node:
+        for attribute in node.attribute:
+            if node.op_type == "Constant" and attribute.type == onnx.AttributeProto.TENSOR:
+                total += size(attribute.t)
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                total += _graph_weight_bytes(sub)
     return total
 
 

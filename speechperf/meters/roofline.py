@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import attrs
 
 from speechperf.meters.flops import FlopCount
-from speechperf.meters.roofs import Roofs
+from speechperf.meters.roofs import Roofs, cached
 
 LABEL = "estimate from analytic FLOPs over the median runtime, against roofs measured on this machine"
 
@@ -124,6 +124,9 @@ def cell(row: Mapping[str, object]) -> str:
 def describe(roofs: Roofs | None, threads: int) -> str:
     """One line that says what the roofline columns are measured against."""
     if roofs is None or roofs.peak is None:
+        untrusted = cached(threads)
+        if untrusted is not None and untrusted.busy:  # says how busy, and to measure again
+            return f"roofline: {untrusted.busy}; GFLOP/s are shown without a % of peak"
         return (
             f"roofline: no roofs measured here at {threads} thread(s) (run `speechperf check --meters roofline "
             f"--threads {threads}`); GFLOP/s are shown without a % of peak"

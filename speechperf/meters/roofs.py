@@ -12,11 +12,15 @@ A roofline puts a model's achieved FLOP/s under two measured ceilings (docs/arch
 
 Each figure is the median of several timed calls after warm-up calls. The roofs are cached per machine (CPU model,
 ISA flags, usable cores, the versions of the packages measured) and thread count in ``<cache>/roofs.json``: one
-source measured later (a bench that imports only its own framework) is merged into what is there.
+source measured later (a bench that imports only its own framework) is merged into what is there. Roofs measured
+while other processes kept cores busy are kept there marked ``busy`` (the plot draws them as such), never in place
+of trusted ones and never used for a % of peak; ``roofs_for`` measures again where only those are cached, except
+in the children of a ``compare`` that has just measured them (``measured_once``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,7 +28,7 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -117,6 +121,12 @@ class Roofs:
     compute: dict[str, Roof]  # source -> fp32 GEMM roof
     int8: dict[str, Roof]  # source -> int8 GEMM roof (GOP/s)
     memory: Roof | None
+    busy: str | None = None  # why they cannot be trusted (``busy_reason``); None: measured on a quiet machine
+
+    @property
+    def trusted(self) -> bool:
+        """Both roofs measured on a quiet machine: what a % of peak may be taken of."""
+        return self.busy is None and self.peak is not None and self.memory is not None
 
     @property
     def peak(self) -> Roof | None:
@@ -258,7 +268,7 @@ def busy_reason(threads: int, free: float, cores: int) -> str | None:
         return None
     return (
         f"{BUSY_MARK} {others:.1f} of {cores} cores busy while the roofs at {threads} thread(s) were "
-        "measured: they are low and were not cached; measure again on a quiet machine"
+        "measured: they are low, kept only as untrusted roofs; measure again on a quiet machine"
     )
 
 
@@ -285,13 +295,15 @@ def cached(threads: int) -> Roofs | None:
             {k: _roof_from(v) for k, v in entry.get("compute", {}).items()},
             {k: _roof_from(v) for k, v in entry.get("int8", {}).items()},
             _roof_from(entry["memory"]) if entry.get("memory") else None,
+            entry.get("busy"),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def store(roofs: Roofs) -> Roofs:
-    """Merge ``roofs`` into the cache (a source measured again replaces its old figure); returns the merged roofs."""
+    """Merge ``roofs`` into the cache (a source measured again replaces its old figure); returns the merged roofs.
+    Busy roofs never replace trusted ones, nor are trusted ones merged with busy ones."""
     from speechperf.outputs import write_text_atomic
 
     path = _cache_path()
@@ -302,17 +314,23 @@ def store(roofs: Roofs) -> Roofs:
     except (OSError, ValueError):
         data = {}
     before = cached(roofs.threads)
+    if before is not None and (before.busy is None) != (roofs.busy is None):
+        if roofs.busy is not None:
+            return before
+        before = None
     merged = Roofs(
         roofs.threads,
         {**(before.compute if before else {}), **roofs.compute},
         {**(before.int8 if before else {}), **roofs.int8},
         roofs.memory or (before.memory if before else None),
+        roofs.busy,
     )
     entry = {
         "compute": {k: attrs.asdict(v) for k, v in merged.compute.items()},
         "int8": {k: attrs.asdict(v) for k, v in merged.int8.items()},
         "memory": attrs.asdict(merged.memory) if merged.memory else None,
         "machine": attrs.asdict(machine()),
+        **({"busy": merged.busy} if merged.busy else {}),
     }
     data.setdefault(machine().key, {})[str(roofs.threads)] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -320,12 +338,44 @@ def store(roofs: Roofs) -> Roofs:
     return merged
 
 
+#: Set in a compare's children to the key of the machine whose roofs the compare measured (``measured_once``).
+MEASURED_ENV = "SPEECHPERF_ROOFS_MEASURED"
+
+
 def roofs_for(threads: int) -> Roofs | None:
-    """The cached roofs at ``threads``, measuring them once in a child process when there are none (the child
-    imports every installed framework, which must not happen in a measuring process). None if that fails."""
+    """The trusted roofs at ``threads``, measuring them once in a child process when none are cached (the child
+    imports every installed framework, which must not happen in a measuring process); None if that fails or the
+    machine was busy. In a compare's child no roofs are measured: its parent did, once (``measured_once``)."""
     found = cached(threads)
-    if found is not None and found.peak is not None and found.memory is not None:
+    if found is not None and found.trusted:
         return found
+    if os.environ.get(MEASURED_ENV) == machine().key:
+        return None
+    measure_in_child(threads)
+    found = cached(threads)
+    return found if found is not None and found.trusted else None
+
+
+@contextlib.contextmanager
+def measured_once(thread_counts: Iterable[int]) -> Iterator[None]:
+    """Measure the roofs at each of ``thread_counts`` where no trusted ones are cached, before a compare's children
+    run, and keep the children from measuring them again: roofs that could not be trusted (a busy machine) are not
+    cached as trusted, so otherwise every child measured them again, itself under that load."""
+    for n in sorted(set(thread_counts)):
+        roofs_for(n)
+    before = os.environ.get(MEASURED_ENV)
+    os.environ[MEASURED_ENV] = machine().key
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(MEASURED_ENV, None)
+        else:
+            os.environ[MEASURED_ENV] = before
+
+
+def measure_in_child(threads: int) -> None:
+    """``speechperf check --meters roofline`` at ``threads`` in a child process, which caches what it measures."""
     import subprocess
     import sys
 
@@ -340,11 +390,10 @@ def roofs_for(threads: int) -> Roofs | None:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:  # the roofline columns go without; nothing measured is lost
         logger.warning("could not measure the roofs: %s; the roofline columns show no %% of peak", exc)
-        return None
+        return
     if done.returncode != 0:  # a busy machine is said in check's notes (stdout); anything else on stderr
         busy = [line.split(": ", 1)[-1] for line in done.stdout.splitlines() if BUSY_MARK in line]
         reason = busy[0] if busy else (done.stderr.strip().splitlines() or ["?"])[-1]
         logger.warning("could not measure the roofs: %s; the roofline columns show no %% of peak", reason)
-        return None
+        return
     logger.info("measured and cached the roofs in %.1f s (%s)", time.perf_counter() - start, _cache_path())
-    return cached(threads)
