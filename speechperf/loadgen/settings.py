@@ -43,6 +43,10 @@ class ScenarioOptions:
     samples_per_query: int = MLPERF_SAMPLES_PER_QUERY
     instances: int = 1
     threads: int = 1
+    #: MLPerf's own files, passed to LoadGen as they are: user.conf (TestSettings.FromConfig, applied over these
+    #: options) and audit.config (StartTest's audit file); None: not given
+    user_conf: str | None = None
+    audit_conf: str | None = None
 
     @property
     def latency_percentile(self) -> float:
@@ -86,8 +90,34 @@ def check_options(opts: ScenarioOptions) -> None:
         )
 
 
-def test_settings(lg, opts: ScenarioOptions, qps: float | None, *, expected_qps: float, expected_latency_s: float):
-    """LoadGen's TestSettings for ``opts``; ``qps`` overrides Server's rate (the peak search's trials)."""
+def check_conf_files(lg, opts: ScenarioOptions, model: str) -> None:
+    """--user-conf / --audit-conf: a readable file LoadGen parses (its parser returns an error code, not a line)."""
+    from speechperf.outputs import file_problem
+
+    for flag, path in (("--user-conf", opts.user_conf), ("--audit-conf", opts.audit_conf)):
+        if path is None:
+            continue
+        problem = file_problem(path)
+        if problem is None:
+            code = lg.TestSettings().FromConfig(path, model, opts.scenario, 1)
+            problem = (
+                f"LoadGen cannot parse it (error {code}): lines are `model.Scenario.key = number`" if code else None
+            )
+        if problem:
+            raise LoadgenOptionError(f"{flag} {path}: {problem}")
+
+
+def test_settings(
+    lg,
+    opts: ScenarioOptions,
+    qps: float | None,
+    *,
+    expected_qps: float,
+    expected_latency_s: float,
+    model: str = "*",
+):
+    """LoadGen's TestSettings for ``opts``, then the user.conf over them (as MLPerf's harnesses load it, for
+    ``model``); ``qps`` is a peak search trial's rate: it, and its query count, win over the user.conf's."""
     settings = lg.TestSettings()
     settings.scenario = getattr(lg.TestScenario, opts.scenario)
     settings.mode = lg.TestMode.AccuracyOnly if opts.mode == "accuracy" else lg.TestMode.PerformanceOnly
@@ -110,4 +140,9 @@ def test_settings(lg, opts: ScenarioOptions, qps: float | None, *, expected_qps:
         settings.multi_stream_samples_per_query = opts.samples_per_query
         settings.multi_stream_expected_latency_ns = max(1, int(expected_latency_s * opts.samples_per_query * 1e9))
         settings.multi_stream_target_latency_percentile = fraction
+    if opts.user_conf is not None:
+        settings.FromConfig(opts.user_conf, model, opts.scenario, 1)  # checked by check_conf_files
+        if qps is not None:
+            settings.server_target_qps = float(qps)
+            settings.min_query_count = max(settings.min_query_count, opts.query_count)
     return settings
