@@ -267,3 +267,12 @@ def test_ctrl_c_in_compare_scenario_interrupts_the_child_and_keeps_its_rows(tmp_
     child = json.loads(Path(row["json_path"]).read_text())
     assert child["complete"] is False and child["pid"] == row["pid"]  # the child wrote its part before it ended
     assert any(child_logs.glob("*/peak-*/mlperf_log_detail.txt"))
+
+
+def test_mlperf_conf_files_reach_every_child_as_paths(tmp_path):
+    from speechperf.compare.serving import ServingOptions
+
+    args = ServingOptions("Server", user_conf="/x/user.conf", audit_conf="/x/audit.config").loadgen_args()
+    assert args[args.index("--user-conf") + 1] == "/x/user.conf"
+    assert args[args.index("--audit-conf") + 1] == "/x/audit.config"
+    assert "--user-conf" not in ServingOptions("Server").loadgen_args()

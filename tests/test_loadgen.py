@@ -120,6 +120,10 @@ def test_server_far_above_capacity_is_invalid_and_names_the_latency_bound(tmp_pa
 def test_server_peak_is_loadgens_scheduled_rate_of_the_best_valid_trial_within_the_budget(tmp_path):
     pytest.importorskip("onnxruntime")
     args = [*vad_args(tmp_path, "onnxruntime"), "--dataset-size", "2"]
+    # MLPerf's own files reach LoadGen: limits that change nothing here, but show in its summary
+    (tmp_path / "user.conf").write_text("*.Server.max_duration = 600000\n")
+    (tmp_path / "audit.config").write_text("*.*.max_query_count = 1000000\n")
+    args += ["--user-conf", str(tmp_path / "user.conf"), "--audit-conf", str(tmp_path / "audit.config")]
     # p50 and 20 queries: LoadGen's early stopping lets a short trial be VALID (p99 would need about 460 queries)
     done, data = loadgen(
         tmp_path,
@@ -151,6 +155,10 @@ def test_server_peak_is_loadgens_scheduled_rate_of_the_best_valid_trial_within_t
     assert ("(a lower bound: " in line) is peak["lower_bound"]
     compliance = [ln for ln in done.stdout.splitlines() if "not MLPerf-compliant: duration" in ln]
     assert len(compliance) == 1  # once, not once per trial
+    assert "max_duration (ms): 600000" in text and "max_query_count : 1000000" in text
+    assert best["user_conf"] == str(tmp_path / "user.conf") and best["audit_conf"] == str(tmp_path / "audit.config")
+    assert data["scenario_options"]["user_conf"] == str(tmp_path / "user.conf")
+    assert f"Server: audit.config {tmp_path / 'audit.config'} applied" in done.stdout
 
 
 @pytest.mark.slow

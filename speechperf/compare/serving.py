@@ -53,6 +53,8 @@ class ServingOptions:
     samples_per_query: int = 8
     budget_s: float = 300.0
     instances: int = 1
+    user_conf: str | None = None  # MLPerf's user.conf / audit.config, passed to every child as given
+    audit_conf: str | None = None
     #: the scenario's MLPerf percentile, what the children use without --percentile (speechperf.loadgen.settings;
     #: given by the command, so that compare does not import the loadgen layer beside it)
     mlperf_percentile: float = 99.0
@@ -70,9 +72,11 @@ class ServingOptions:
             ("--target-qps", self.target_qps),
             ("--percentile", self.percentile),
             ("--min-queries", self.min_queries),
+            ("--user-conf", self.user_conf),
+            ("--audit-conf", self.audit_conf),
         ):
             if value is not None:
-                args += [flag, repr(value)]
+                args += [flag, value if isinstance(value, str) else repr(value)]
         if self.scenario == "Server":
             args += ["--find-peak", "--budget", repr(self.budget_s)]
         return args

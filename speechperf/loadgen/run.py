@@ -23,7 +23,7 @@ from speechperf.errors import Interrupted, SpeechperfError
 from speechperf.exports import Exports
 from speechperf.extras import require
 from speechperf.loadgen import report
-from speechperf.loadgen.settings import ScenarioOptions, check_conf_files, check_options, test_settings
+from speechperf.loadgen.settings import ScenarioOptions, check_options, test_settings, user_conf_settings
 from speechperf.loadgen.summary import accuracy_summary, interrupted_summary, read_summary
 from speechperf.outputs import check_output_folder
 from speechperf.results import Document, loadgen_table
@@ -85,7 +85,7 @@ def _run(cfg, opts, exports, got, log_dir, workdir, force, find_peak, budget_s, 
         raise SpeechperfError("no backend given: pass --backend NAME (or general.backend)")
     check_config(cfg)
     model = cfg.stages[0].model or "*"  # the name a user.conf's `model.Scenario.key` lines are looked up under
-    check_conf_files(lg, opts, model)
+    user_conf = user_conf_settings(opts, model)
     check_log_dir(log_dir, force)
     if opts.audit_conf is None and Path("audit.config").is_file():
         log.warning("note: ./audit.config is not applied unless passed: --audit-conf audit.config")
@@ -137,7 +137,9 @@ def _run(cfg, opts, exports, got, log_dir, workdir, force, find_peak, budget_s, 
     def one_test(name: str, qps: float | None, run_opts: ScenarioOptions) -> report.LoadgenRun:
         test_dir = folder / name
         test_dir.mkdir(parents=True, exist_ok=True)
-        settings = test_settings(lg, run_opts, qps, expected_qps=capacity, expected_latency_s=service_s, model=model)
+        settings = test_settings(
+            lg, run_opts, qps, expected_qps=capacity, expected_latency_s=service_s, user_conf=user_conf
+        )
         logging_ = lg.LogSettings()
         logging_.log_output.outdir = str(test_dir)
         logging_.log_output.copy_summary_to_stdout = False
