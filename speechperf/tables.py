@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import shutil
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import IO, Any
@@ -47,6 +48,14 @@ def terminal_width(file: IO[str]) -> int:
     if isatty is not None and isatty():
         return shutil.get_terminal_size((NOT_A_TERMINAL, 24)).columns
     return NOT_A_TERMINAL
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures in plain notation: 0.0551, 15.9, 1234 (never 0.06 or 1.23e+03)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
 
 
 def render_table(

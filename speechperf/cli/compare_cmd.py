@@ -16,6 +16,7 @@ from speechperf.cli.options import (
     budget_option,
     instances_option,
     keep_options,
+    mlperf_conf_options,
     scenario_option,
     scenario_run_options,
     seed_option,
@@ -132,6 +133,7 @@ def _path_option(*names, help):
 @scenario_run_options()
 @budget_option(help="With --scenario Server: seconds each backend's peak search may take.")
 @instances_option
+@mlperf_conf_options()
 def compare(**params) -> None:
     """Run one benchmark config on several backends, each in its own fresh process, and rank them.
 

@@ -3,6 +3,8 @@ options; the run that ranks the cells by a LoadGen scenario is ``speechperf.comp
 
 from __future__ import annotations
 
+import os
+
 import attrs
 import click
 from click.core import ParameterSource
@@ -19,6 +21,8 @@ SCENARIO_PARAMS = (
     "samples_per_query",
     "budget",
     "instances",
+    "user_conf",
+    "audit_conf",
 )
 #: ... and those of the bench comparison that a scenario's children do not take
 BENCH_PARAMS = (
@@ -67,11 +71,15 @@ def check_scenario_use(ctx: click.Context, scenario: str | None) -> None:
         raise SpeechperfError(f"--samples-per-query: only with --scenario MultiStream, not {scenario}")
 
 
+def _absolute(path: str | None) -> str | None:
+    return None if path is None else os.path.abspath(path)
+
+
 def scenario_options(params: dict, threads):
     """The children's loadgen options, checked as ``speechperf loadgen`` checks them, at every thread count."""
     from speechperf.compare.serving import ServingOptions
     from speechperf.extras import require
-    from speechperf.loadgen.settings import MLPERF_PERCENTILE, ScenarioOptions, check_options
+    from speechperf.loadgen.settings import MLPERF_PERCENTILE, ScenarioOptions, check_options, user_conf_settings
 
     require("mlperf_loadgen", "speechperf compare --scenario")
     checked = ScenarioOptions(
@@ -83,9 +91,12 @@ def scenario_options(params: dict, threads):
         min_queries=params["min_queries"],
         samples_per_query=params["samples_per_query"],
         instances=params["instances"],
+        user_conf=_absolute(params["user_conf"]),
+        audit_conf=_absolute(params["audit_conf"]),
     )
     for n in threads:
         check_options(attrs.evolve(checked, threads=n))
+    user_conf_settings(checked, "*")  # a file LoadGen cannot parse fails here, not in every child
     shared = {
         field.name: getattr(checked, field.name)
         for field in attrs.fields(ServingOptions)

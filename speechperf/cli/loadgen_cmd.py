@@ -15,6 +15,7 @@ from speechperf.cli.options import (
     export_options,
     instances_option,
     keep_options,
+    mlperf_conf_options,
     optional_backend_option,
     scenario_option,
     scenario_run_options,
@@ -30,6 +31,8 @@ TEST = {
     "min_queries": "min_queries",
     "samples_per_query": "samples_per_query",
     "instances": "instances",
+    "user_conf": "user_conf",
+    "audit_conf": "audit_conf",
 }
 
 
@@ -52,24 +55,27 @@ TEST = {
 @click.option(
     "--log-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("loadgen-logs"),
-    show_default=True,
-    help="Where LoadGen's own logs are kept (one folder per test).",
+    default=None,
+    help="Where LoadGen's own logs are kept (one folder per test); must be empty unless --force. "
+    "Default: a fresh folder per run under loadgen-logs/.",
 )
+@click.option("--force", is_flag=True, help="Write into a --log-dir that is not empty (replacing what is there).")
+@mlperf_conf_options()
 @export_options("JSON: every test's LoadGen figures, the SUT's, the config; written after each test.")
 @keep_options("run")
 def loadgen(
-    backend_name, scenario, accuracy, threads, find_peak, budget, reference_quality, log_dir, **options
+    backend_name, scenario, accuracy, threads, find_peak, budget, reference_quality, log_dir, force, **options
 ) -> None:
     """Run an MLPerf LoadGen scenario on one backend (docs/loadgen.md). Latency includes queueing.
 
-    Exit codes: 0 every sample answered; 1 some sample failed; 2 bad input (a --store that is not a speechperf
+    Exit codes: 0 every sample answered; 1 some sample failed, or accuracy FAIL against --reference-quality; 2 bad
+    input (a --store that is not a speechperf
     store included); 130 interrupted (LoadGen's logs and the exports keep what was measured). Each finished run is
     appended to the results store unless --no-store (`speechperf history`).
     """
     from speechperf.errors import SpeechperfError
     from speechperf.exports import Exports
-    from speechperf.loadgen.run import run_loadgen
+    from speechperf.loadgen.run import fresh_log_dir, run_loadgen
     from speechperf.loadgen.settings import ScenarioOptions
     from speechperf.results.loadgen_table import COLUMNS
 
@@ -86,8 +92,9 @@ def loadgen(
         cfg,
         opts,
         exports,
-        log_dir=log_dir,
+        log_dir=log_dir if log_dir is not None else fresh_log_dir(Path("loadgen-logs")),
         workdir=cache_dir(),
+        force=force,
         find_peak=find_peak,
         budget_s=budget,
         reference_quality=reference_quality,

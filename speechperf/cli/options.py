@@ -187,6 +187,26 @@ def scenario_run_options():
     )
 
 
+def mlperf_conf_options():
+    """--user-conf and --audit-conf: MLPerf's own user.conf and audit.config, passed through to LoadGen."""
+    return stacked(
+        [
+            click.option(
+                "--user-conf",
+                type=click.Path(dir_okay=False),
+                default=None,
+                help="MLPerf's user.conf: LoadGen's TestSettings.FromConfig applies it over these options.",
+            ),
+            click.option(
+                "--audit-conf",
+                type=click.Path(dir_okay=False),
+                default=None,
+                help="MLPerf's audit.config (a compliance test's), passed to LoadGen's StartTest.",
+            ),
+        ]
+    )
+
+
 instances_option = click.option(
     "--instances", type=click.IntRange(min=1), default=1, show_default=True, help="Model instances."
 )

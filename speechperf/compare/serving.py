@@ -1,9 +1,11 @@
 """``compare --scenario``: each cell's ``speechperf loadgen`` in a fresh process of its own, one after the other,
-ranked by what the scenario reports: Server by the peak Poisson rate LoadGen calls VALID (each child runs the peak
-search of ``speechperf.loadgen.peak`` within ``--budget``), Offline by samples/s, SingleStream and MultiStream by
+ranked by what the scenario reports: Server by MLPerf's figure, LoadGen's scheduled samples per second of the best
+VALID trial (each child runs the peak search of ``speechperf.loadgen.peak`` within ``--budget``), Offline by
+samples/s, SingleStream and MultiStream by
 the latency percentile (lower first).
 
-A child is ``python -m speechperf loadgen ... --output <workdir>/<cell>/run.json --log-dir <workdir>/<cell>/loadgen-logs``
+A child is ``python -m speechperf loadgen ... --output <workdir>/<cell>/run.json --log-dir
+<workdir>/<cell>/loadgen-logs/<start time>`` (a fresh folder, so that a reused --workdir keeps earlier logs)
 (``speechperf.compare.child.run_child``: its own session, its exit classified as every compare child's). Ctrl-C
 reaches this process only; the running child is sent SIGINT, so that it writes what it measured and LoadGen's logs
 before it ends (``speechperf.loadgen.run``), and its partial row is kept.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,13 +26,14 @@ from speechperf.compare.child import RunResult, run_child
 from speechperf.compare.plan import Cell
 from speechperf.results import DocumentError
 from speechperf.results import read as read_document
+from speechperf.tables import significant
 
 log = logging.getLogger(__name__)
 #: Seconds an interrupted child gets to write its exports and LoadGen's logs before its group is killed.
 INTERRUPT_GRACE_S = 30.0
 #: scenario -> (the row's figure, its header, whether higher is better)
 METRIC = {
-    "Server": ("peak_qps", "peak QPS", True),
+    "Server": ("peak_qps", "peak samples/s", True),
     "Offline": ("samples_per_s", "samples/s", True),
     "SingleStream": ("latency_ms", "latency (ms)", False),
     "MultiStream": ("latency_ms", "latency (ms)", False),
@@ -49,6 +53,8 @@ class ServingOptions:
     samples_per_query: int = 8
     budget_s: float = 300.0
     instances: int = 1
+    user_conf: str | None = None  # MLPerf's user.conf / audit.config, passed to every child as given
+    audit_conf: str | None = None
     #: the scenario's MLPerf percentile, what the children use without --percentile (speechperf.loadgen.settings;
     #: given by the command, so that compare does not import the loadgen layer beside it)
     mlperf_percentile: float = 99.0
@@ -66,9 +72,11 @@ class ServingOptions:
             ("--target-qps", self.target_qps),
             ("--percentile", self.percentile),
             ("--min-queries", self.min_queries),
+            ("--user-conf", self.user_conf),
+            ("--audit-conf", self.audit_conf),
         ):
             if value is not None:
-                args += [flag, repr(value)]
+                args += [flag, value if isinstance(value, str) else repr(value)]
         if self.scenario == "Server":
             args += ["--find-peak", "--budget", repr(self.budget_s)]
         return args
@@ -82,7 +90,7 @@ class ServingRow:
     backend: str
     threads: int
     result: str  # VALID / INVALID (LoadGen's), INTERRUPTED, FAILED (no figures at all)
-    metric: float | None  # METRIC's figure: peak QPS, samples/s or the latency percentile in ms
+    metric: float | None  # METRIC's figure: peak scheduled samples/s, samples/s or the latency percentile in ms
     latency_ms: float | None  # the latency percentile of the run behind the figure (Server: at the peak)
     percentile: float
     rtfx: float | None
@@ -104,10 +112,13 @@ class ServingRow:
     vs_best: float | None = None  # how many times the best's figure this one's is behind (1.0: the best)
     #: every latency percentile LoadGen reported for the run behind the figure ("p50" -> ms), for the plot
     percentiles_ms: dict[str, float] = attrs.Factory(dict)
+    target_qps: float | None = None  # Server: the rate the peak trial was asked for (its figure is LoadGen's)
+    stopped: str | None = None  # Server: why the child's peak search ended ("no rate can pass: ...")
 
 
 def child_command(cell: Cell, opts: ServingOptions, workdir: Path) -> list[str]:
     run_dir = run_dir_of(workdir, cell)
+    logs = run_dir / "loadgen-logs" / time.strftime("%Y%m%d-%H%M%S")
     return [
         sys.executable,
         "-m",
@@ -115,7 +126,7 @@ def child_command(cell: Cell, opts: ServingOptions, workdir: Path) -> list[str]:
         *cell.bench_args(workdir, command="loadgen"),
         *opts.loadgen_args(),
         "--log-dir",
-        str(run_dir / "loadgen-logs"),
+        str(logs),
         "--output",
         str(run_dir / "run.json"),
     ]
@@ -143,9 +154,13 @@ def row_of(cell: Cell, opts: ServingOptions, result: RunResult) -> ServingRow:
         json_path=result.json_path,
         log_dir=str(Path(result.json_path).parent / "loadgen-logs"),
     )
+    if data and data.get("loadgen_logs"):
+        base["log_dir"] = data["loadgen_logs"]
+    if data and isinstance(data.get("peak"), dict):
+        base["stopped"] = data["peak"].get("stopped")
     if not runs:
         return ServingRow(
-            result="INTERRUPTED" if result.exit_code == 130 else "FAILED",
+            result="INTERRUPTED" if result.exit_code == 130 else "NO VALID RATE" if base.get("stopped") else "FAILED",
             metric=None,
             latency_ms=None,
             rtfx=None,
@@ -153,16 +168,18 @@ def row_of(cell: Cell, opts: ServingOptions, result: RunResult) -> ServingRow:
             trials=0,
             unmet=(),
             compliance=(),
-            complete=False,
+            complete=bool(base.get("stopped")) and result.ok,
             **base,
         )
     measured = [r for r in runs if r.get("complete", True)]
     if opts.scenario == "Server":
         valid = [r for r in measured if r["summary"]["valid"]]
-        chosen = max(valid, key=lambda r: r["target_qps"]) if valid else (measured or runs)[-1]
-        metric = chosen["target_qps"] if valid else None
+        chosen = max(valid, key=_scheduled) if valid else (measured or runs)[-1]
+        metric = _scheduled(chosen) if valid else None
         status = "VALID" if valid else chosen["summary"]["result"]
-        above = [r for r in measured if not r["summary"]["valid"] and metric is not None and r["target_qps"] > metric]
+        base["target_qps"] = chosen["target_qps"] if valid else None
+        missed = [r for r in measured if r["summary"].get("latency_missed", not r["summary"]["valid"])]
+        above = [r for r in missed if valid and r["target_qps"] > chosen["target_qps"]]
         base["lower_bound"] = bool(valid) and not above
     else:
         chosen = (measured or runs)[-1]
@@ -185,6 +202,13 @@ def row_of(cell: Cell, opts: ServingOptions, result: RunResult) -> ServingRow:
         percentiles_ms=dict(chosen["summary"]["percentiles_ms"]),
         **base,
     )
+
+
+def _scheduled(run: dict[str, Any]) -> float:
+    """MLPerf's Server figure of one trial: LoadGen's scheduled samples per second (a version 1 file without it:
+    the target rate)."""
+    scheduled = run["summary"].get("scheduled_qps")
+    return float(scheduled if scheduled is not None else run["target_qps"])
 
 
 def _read(path: str) -> dict[str, Any] | None:
@@ -253,7 +277,7 @@ def run_serving(
             raise
         row = row_of(cell, opts, result)
         rows.append(row)
-        shown = "-" if row.metric is None else f"{row.metric:.2f}"
+        shown = "-" if row.metric is None else significant(row.metric)
         log.info(
             "compare --scenario %s: %s: %s %s %s",
             opts.scenario,

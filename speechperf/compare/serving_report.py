@@ -4,6 +4,7 @@ MLPerf-compliant" when shortened), the reasons and compliance notes under it; th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,11 +13,13 @@ import attrs
 from speechperf import tables
 from speechperf.compare.serving import METRIC, ServingOptions, ServingRow
 from speechperf.results import Document
+from speechperf.tables import significant
 
 #: the columns before and after the scenario's figures (``columns``)
 HEAD = ("rank", "cell", "backend", "threads", "scenario", "result", "metric")
 TAIL = (
     "target_latency_ms",
+    "target_qps",
     "audio_s_per_s",
     "samples",
     "trials",
@@ -30,7 +33,12 @@ TAIL = (
 
 
 def _r(value: float | None, digits: int = 2) -> float | None:
-    return None if value is None else round(value, digits)
+    """Rounded to ``digits`` decimals, or more where that keeps 3 significant figures (0.0551 stays 0.0551)."""
+    if value is None:
+        return None
+    if value and math.isfinite(value):
+        digits = max(digits, 2 - math.floor(math.log10(abs(value))))
+    return round(value, digits)
 
 
 def latency_name(opts: ServingOptions) -> str:
@@ -65,6 +73,7 @@ def row_dict(row: ServingRow, opts: ServingOptions) -> dict[str, Any]:
         "percentile": row.percentile,
         latency_name(opts): _r(row.latency_ms),
         "target_latency_ms": opts.target_latency_ms if opts.scenario == "Server" else None,
+        "target_qps": _r(row.target_qps) if opts.scenario == "Server" else None,
         "audio_s_per_s": _r(row.rtfx),
         "samples": row.samples,
         "trials": row.trials,
@@ -140,12 +149,21 @@ def render(rows: Sequence[ServingRow], opts: ServingOptions) -> str:
     )
     lines = [tables.render_table(title, headers, table, left=("cell", "result", "MLPerf")).rstrip("\n")]
     for row in rows:
-        if opts.scenario == "Server" and row.metric is None and row.trials:
-            lines.append(f"{row.label}: no VALID rate found within the budget ({pct} <= {opts.target_latency_ms:g} ms)")
-        if row.lower_bound:
+        if opts.scenario == "Server" and row.metric is None and (row.trials or row.stopped):
             lines.append(
-                f"{row.label}: peak {row.metric:.2f} QPS is a lower bound: no trial above it was INVALID "
-                "before the budget ended the search (a longer --budget brackets it)"
+                f"{row.label}: no VALID rate found ({pct} <= {opts.target_latency_ms:g} ms)"
+                + (f": {row.stopped}" if row.stopped else " within the budget")
+            )
+        if opts.scenario == "Server" and row.metric is not None:
+            bound = (
+                " is a lower bound: no faster trial missed the latency bound before the search ended "
+                "(a longer --budget brackets it)"
+                if row.lower_bound
+                else ""
+            )
+            lines.append(
+                f"{row.label}: peak {significant(row.metric)} scheduled samples/s (LoadGen's){bound}; "
+                f"target {significant(row.target_qps) if row.target_qps is not None else '-'} QPS"
             )
         lines += [f"{row.label} {row.result}: {reason}" for reason in row.unmet]
         lines += [f"{row.label}: {note}" for note in row.compliance]

@@ -42,6 +42,8 @@ class LoadgenRun:
     compliance: tuple[str, ...]
     log_dir: str
     complete: bool = True
+    user_conf: str | None = None  # --user-conf, applied over the options (TestSettings.FromConfig)
+    audit_conf: str | None = None  # --audit-conf, when LoadGen's detail log says it applied it
 
 
 def stage_times(labels, seconds_per_stage) -> tuple[StageTime, ...]:
@@ -83,12 +85,17 @@ TABLE = (
 )
 
 
-def run_notes(runs) -> list[str]:
-    """What the console prints under the table: each unmet condition, each compliance note, per-stage times."""
+def run_notes(runs, chosen: int | None = None) -> list[str]:
+    """What the console prints under the table: each unmet condition (a peak search's with its trial number), the
+    compliance notes once: those of the ``chosen`` test (a peak search's best trial) or else the last one, and the
+    per-stage times of that test."""
     lines = []
-    for run in runs:
-        lines += [f"{run.scenario} {run.summary.result}: {reason}" for reason in run.summary.unmet]
+    for n, run in enumerate(runs, 1):
+        trial = f"trial {n}: " if len(runs) > 1 else ""
+        lines += [f"{trial}{run.scenario} {run.summary.result}: {reason}" for reason in run.summary.unmet]
+    for run in runs[chosen : chosen + 1] if chosen is not None else runs[-1:]:
         lines += [f"{run.scenario}: {note}" for note in run.compliance]
+        lines += [f"{run.scenario}: {name} {path} applied" for name, path in _conf_files(run) if path]
         for stage in run.stages if len(run.stages) > 1 else ():
             if stage.mean_ms is not None:
                 lines.append(
@@ -96,6 +103,10 @@ def run_notes(runs) -> list[str]:
                     f"over {stage.calls} call(s) (service time, no queueing)"
                 )
     return lines
+
+
+def _conf_files(run) -> tuple[tuple[str, str | None], ...]:
+    return (("user.conf", run.user_conf), ("audit.config", run.audit_conf))
 
 
 def print_runs(table_rows: list[dict[str, Any]], notes: list[str], file) -> None:

@@ -1,8 +1,9 @@
 """One ``speechperf loadgen`` run: build the stages bench builds (once per instance), prepare the inputs untimed,
 warm up, then hand the SUT to LoadGen for the scenario, or for a Server peak search; score accuracy mode.
 
-LoadGen's own logs (``mlperf_log_summary.txt``, ``mlperf_log_detail.txt``, ...) stay in the output folder, one
-sub-folder per test. The exports are written after each test, so Ctrl-C keeps what was measured.
+LoadGen's own logs (``mlperf_log_summary.txt``, ``mlperf_log_detail.txt``, ...) stay in the log folder, one
+sub-folder per test: a fresh folder per run (``fresh_log_dir``), or a given one that is empty, so that an earlier
+run's JSON never points at logs a later run replaced. The exports are written after each test, so Ctrl-C keeps what was measured.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from speechperf.errors import Interrupted, SpeechperfError
 from speechperf.exports import Exports
 from speechperf.extras import require
 from speechperf.loadgen import report
-from speechperf.loadgen.settings import ScenarioOptions, check_options, test_settings
+from speechperf.loadgen.settings import ScenarioOptions, check_options, test_settings, user_conf_settings
 from speechperf.loadgen.summary import accuracy_summary, interrupted_summary, read_summary
 from speechperf.outputs import check_output_folder
 from speechperf.results import Document, loadgen_table
 from speechperf.results.environment import LoadProbe, machine
 from speechperf.results.notes import collect
 from speechperf.store.html import table_html
+from speechperf.tables import significant
 
 log = logging.getLogger(__name__)
 LOADGEN_THREAD = "speechperf-loadgen-test"
@@ -42,26 +44,51 @@ def run_loadgen(
     *,
     log_dir: Path,
     workdir: Path,
+    force: bool = False,
     find_peak: bool = False,
     budget_s: float = 300.0,
     reference_quality: float | None = None,
     out=None,
 ) -> int:
     """Check everything, measure, print; the document goes through ``exports`` (written after each test, on
-    Ctrl-C, and at the end with --html and the store); returns the exit code (1: some sample failed)."""
+    Ctrl-C, and at the end with --html and the store); returns the exit code (1: some sample failed, or
+    accuracy mode's FAIL against --reference-quality)."""
     with collect() as got:
         return _run(
-            cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, reference_quality, out or sys.stdout
+            cfg, opts, exports, got, log_dir, workdir, force, find_peak, budget_s, reference_quality, out or sys.stdout
         )
 
 
-def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, reference_quality, out) -> int:
+def fresh_log_dir(parent: Path) -> Path:
+    """A folder of its own for one run's LoadGen logs, under ``parent``: its start time and process id."""
+    return Path(parent) / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def check_log_dir(log_dir: Path, force: bool) -> None:
+    """Refuse a --log-dir that holds something already, unless --force: LoadGen would replace the earlier logs
+    under the earlier run's JSON."""
+    if force or not Path(log_dir).is_dir():
+        return
+    held = sorted(p.name for p in Path(log_dir).iterdir())
+    if held:
+        raise SpeechperfError(
+            f"--log-dir {log_dir}: not empty ({len(held)} entries, e.g. {held[0]}); an earlier run's logs would be "
+            "replaced: give a new folder, leave --log-dir out (a fresh folder per run), or pass --force"
+        )
+
+
+def _run(cfg, opts, exports, got, log_dir, workdir, force, find_peak, budget_s, reference_quality, out) -> int:
     check_options(opts)
     lg = require("mlperf_loadgen", "speechperf loadgen")
     general = cfg.general
     if not general.backend:
         raise SpeechperfError("no backend given: pass --backend NAME (or general.backend)")
     check_config(cfg)
+    model = cfg.stages[0].model or "*"  # the name a user.conf's `model.Scenario.key` lines are looked up under
+    user_conf = user_conf_settings(opts, model)
+    check_log_dir(log_dir, force)
+    if opts.audit_conf is None and Path("audit.config").is_file():
+        log.warning("note: ./audit.config is not applied unless passed: --audit-conf audit.config")
     folder = check_output_folder(log_dir, "--log-dir")
     exports.check()
     from speechperf.benchmark import build
@@ -90,7 +117,7 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
     from speechperf.loadgen.sut import SystemUnderTest
 
     sut = SystemUnderTest(lg, instances, inputs, backend, general.device)
-    service_s = _warm_up(sut, general.warmup)
+    service_s, fastest_s = _warm_up(sut, general.warmup)
     capacity = opts.instances / service_s
     log.info(
         "warm-up: %.1f ms a sample on one instance; about %.1f samples/s on %d instance(s)",
@@ -110,7 +137,9 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
     def one_test(name: str, qps: float | None, run_opts: ScenarioOptions) -> report.LoadgenRun:
         test_dir = folder / name
         test_dir.mkdir(parents=True, exist_ok=True)
-        settings = test_settings(lg, run_opts, qps, expected_qps=capacity, expected_latency_s=service_s)
+        settings = test_settings(
+            lg, run_opts, qps, expected_qps=capacity, expected_latency_s=service_s, user_conf=user_conf
+        )
         logging_ = lg.LogSettings()
         logging_.log_output.outdir = str(test_dir)
         logging_.log_output.copy_summary_to_stdout = False
@@ -119,7 +148,7 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
         nonlocal lg_started
         lg_started = True
         try:
-            _start(lg, sut, qsl, settings, logging_)
+            _start(lg, sut, qsl, settings, logging_, run_opts.audit_conf or str(test_dir / "audit.config"))
         except KeyboardInterrupt:  # what this test measured so far is kept, marked incomplete
             runs.append(
                 attrs.evolve(_result(run_opts, backend.name, qps, capacity, sut, labels, test_dir), complete=False)
@@ -134,7 +163,7 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
             config=cfg.to_dict(),
             environment={**env, "load": probe.result or probe.stop()},
             rows=report.rows(done, extra.get("peak")),
-            notes=[*got.notes, *report.run_notes(done)],
+            notes=[*got.notes, *report.run_notes(done, _peak_index(extra))],
             warnings=list(got.warnings),
             complete=complete and all(r.complete for r in done),
             body={**extra, "scenario_options": attrs.asdict(opts), "runs": report.runs_json(done)},
@@ -150,12 +179,17 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
             from speechperf.loadgen.peak import search_peak
 
             peak = search_peak(
-                lambda qps: one_test(f"peak-{qps:.3f}", qps, opts),
+                lambda qps, queries: one_test(
+                    f"peak-{len(runs) + 1:02d}-{significant(qps)}qps", qps, attrs.evolve(opts, min_queries=queries)
+                ),
                 capacity,
                 budget_s,
                 runs,
                 write,
-                lambda qps: max(opts.duration_s, opts.query_count / qps),
+                lambda qps, queries: max(opts.duration_s, queries / qps),
+                bound_ms=opts.target_latency_ms,
+                queries=opts.query_count,
+                fastest_s=fastest_s,
             )
             extra["peak"] = peak
         else:
@@ -178,7 +212,7 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
         lg.DestroyQSL(qsl)
     probe.stop()
     doc = document(complete=True)
-    report.print_runs(doc.rows, report.run_notes(runs), out)
+    report.print_runs(doc.rows, report.run_notes(runs, _peak_index(extra)), out)
     lines = []
     if find_peak:
         lines.append(_peak_line(extra["peak"], opts))
@@ -193,19 +227,24 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
         log.error("failed: %d sample(s); first: %s", failed, first)
         doc.warnings.append(f"failed: {failed} sample(s); first: {first}")
     code = 1 if failed else 0
+    if extra.get("quality", {}).get("verdict") == "FAIL":  # MLPerf's accuracy rule missed: the run fails
+        doc.warnings.append("accuracy: FAIL: below 99% of the fp32 reference")
+        code = 1
     title = f"speechperf loadgen: {opts.scenario} on {backend.name}"
     table = table_html(title, loadgen_table.COLUMNS, doc.rows, key=report.TABLE)  # the console's columns first
     exports.finish(doc, code, tables=[table], title=title)
     return code
 
 
-def _start(lg, sut, qsl, settings, logging_) -> None:
-    """LoadGen's test in a thread of its own: the main thread stays in Python, so Ctrl-C reaches it."""
+def _start(lg, sut, qsl, settings, logging_, audit_conf: str) -> None:
+    """LoadGen's test in a thread of its own: the main thread stays in Python, so Ctrl-C reaches it.
+    ``audit_conf``: --audit-conf, or a path that does not exist, so that an audit.config left in the working
+    folder is not applied unasked (LoadGen's default is ./audit.config)."""
     errors: list[BaseException] = []
 
     def target():
         try:
-            lg.StartTestWithLogSettings(sut.handle, qsl, settings, logging_)
+            lg.StartTestWithLogSettings(sut.handle, qsl, settings, logging_, audit_conf)
         except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread)
             errors.append(exc)
 
@@ -222,22 +261,25 @@ def _start(lg, sut, qsl, settings, logging_) -> None:
         raise errors[0]
 
 
-def _warm_up(sut, warmup: int) -> float:
+def _warm_up(sut, warmup: int) -> tuple[float, float]:
     """Untimed chains on the first input of every instance, then the mean service time over the dataset's inputs
     in order, on one instance, for up to ``ESTIMATE_S`` seconds (at least one sample): LoadGen's expected rates and
     latencies, and the peak search's start, come from it.
 
     One sample's time is a poor estimate when the clips differ in length: an Offline query sized from a long first
-    clip ends before its minimum duration, and LoadGen calls the run INVALID."""
+    clip ends before its minimum duration, and LoadGen calls the run INVALID. Returns that mean and the fastest
+    sample's time (above a Server bound, no rate can pass)."""
     for stages in sut.instances:
         for _ in range(max(1, warmup)):
             sut.run_chain(stages, sut.inputs[0])
-    stages, timed = sut.instances[0], 0
+    stages = sut.instances[0]
+    times: list[float] = []
     start = time.perf_counter()
-    while timed < len(sut.inputs) and (timed == 0 or time.perf_counter() - start < ESTIMATE_S):
-        sut.run_chain(stages, sut.inputs[timed])
-        timed += 1
-    return max((time.perf_counter() - start) / timed, 1e-6)
+    while len(times) < len(sut.inputs) and (not times or time.perf_counter() - start < ESTIMATE_S):
+        began = time.perf_counter()
+        sut.run_chain(stages, sut.inputs[len(times)])
+        times.append(time.perf_counter() - began)
+    return max((time.perf_counter() - start) / len(times), 1e-6), min(times)
 
 
 def _result(opts, backend_name, qps, capacity, sut, labels, test_dir, interrupted=False) -> report.LoadgenRun:
@@ -249,6 +291,7 @@ def _result(opts, backend_name, qps, capacity, sut, labels, test_dir, interrupte
     else:  # interrupted before LoadGen wrote its summary: its detail log and the SUT's figures are what there is
         summary = interrupted_summary()
     served = sut.served
+    applied = effective_options(opts, summary.fields)
     rate = qps if qps is not None else opts.target_qps
     if rate is None and opts.scenario in ("Server", "Offline"):
         rate = capacity
@@ -267,9 +310,28 @@ def _result(opts, backend_name, qps, capacity, sut, labels, test_dir, interrupte
         samples=served.samples,
         stages=report.stage_times(labels, served.stage_seconds),
         failed=dict(served.failed),
-        compliance=tuple(opts.compliance()),
+        compliance=tuple(applied.compliance()),
         log_dir=str(test_dir),
+        user_conf=opts.user_conf,
+        audit_conf=opts.audit_conf if _audit_applied(test_dir) else None,
     )
+
+
+def effective_options(opts: ScenarioOptions, fields: dict[str, str]) -> ScenarioOptions:
+    """``opts`` with the duration and query count LoadGen ran with (its summary's "Test Parameters Used"), which a
+    --user-conf may have changed: the compliance notes judge what ran."""
+    try:
+        duration_s = int(fields["min_duration (ms)"]) / 1000
+        queries = int(fields["min_query_count"])
+    except (KeyError, ValueError):
+        return opts
+    return attrs.evolve(opts, duration_s=duration_s, min_queries=queries)
+
+
+def _audit_applied(test_dir: Path) -> bool:
+    """LoadGen's detail log says when it found and applied an audit.config."""
+    detail = test_dir / "mlperf_log_detail.txt"
+    return detail.is_file() and "Found Audit Config file" in detail.read_text(errors="replace")
 
 
 def _score(sut, dataset, references, general, backend, workdir, reference_quality) -> dict:
@@ -280,6 +342,7 @@ def _score(sut, dataset, references, general, backend, workdir, reference_qualit
     result = quality_pass.measure(kept, dataset, references, general, backend, workdir)
     lines = []
     scores = []
+    verdicts: list[bool] = []
     for score in result.scores:
         lines.append(f"accuracy: {score.stage}: {score.headline()} ({score.samples} sample(s))")
         primary = score.primary
@@ -291,12 +354,14 @@ def _score(sut, dataset, references, general, backend, workdir, reference_qualit
             accuracy = 100 - value if lower_is_better else value
             ref_accuracy = 100 - reference_quality if lower_is_better else reference_quality
             ok = accuracy >= 0.99 * ref_accuracy
+            verdicts.append(ok)
             lines.append(
                 f"accuracy: {'PASS' if ok else 'FAIL'}: >= 99% of the fp32 reference "
                 f"({name} {value:.2f} vs the reference's {reference_quality:.2f})"
             )
     lines += [f"accuracy: note: {n}" for n in result.notes]
-    return {"lines": lines, "scores": scores}
+    verdict = None if not verdicts else "PASS" if all(verdicts) else "FAIL"
+    return {"lines": lines, "scores": scores, "verdict": verdict}
 
 
 class _Kept:
@@ -311,11 +376,20 @@ class _Kept:
         return self._outputs
 
 
+def _peak_index(extra: dict) -> int | None:
+    """The index of a peak search's best VALID trial, whose compliance notes the run's are."""
+    trial = (extra.get("peak") or {}).get("peak_trial")
+    return trial - 1 if trial else None
+
+
 def _peak_line(peak: dict, opts: ScenarioOptions) -> str:
     pct = f"p{opts.latency_percentile:g}"
+    spent = f"{peak['trials']} trial(s) in {peak['seconds']:.0f} s"
     if peak["peak_qps"] is None:
-        return f"Server peak: no VALID rate found ({pct} <= {opts.target_latency_ms:g} ms)"
+        return f"Server peak: no VALID rate found ({pct} <= {opts.target_latency_ms:g} ms; {spent}): {peak['stopped']}"
+    bound = " (a lower bound: no faster trial missed the bound)" if peak.get("lower_bound") else ""
     return (
-        f"Server peak: {peak['peak_qps']:.2f} QPS VALID at {pct} <= {opts.target_latency_ms:g} ms "
-        f"({pct} {peak['peak_latency_ms']:.1f} ms; {peak['trials']} trial(s) in {peak['seconds']:.0f} s)"
+        f"Server peak{bound}: {significant(peak['peak_qps'])} scheduled samples/s (LoadGen's; target "
+        f"{significant(peak['target_qps'])} QPS, trial {peak['peak_trial']}) VALID at {pct} <= "
+        f"{opts.target_latency_ms:g} ms ({pct} {peak['peak_latency_ms']:.1f} ms; {spent}; {peak['stopped']})"
     )

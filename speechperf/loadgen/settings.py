@@ -43,6 +43,10 @@ class ScenarioOptions:
     samples_per_query: int = MLPERF_SAMPLES_PER_QUERY
     instances: int = 1
     threads: int = 1
+    #: MLPerf's own files, passed to LoadGen as they are: user.conf (TestSettings.FromConfig, applied over these
+    #: options) and audit.config (StartTest's audit file); None: not given
+    user_conf: str | None = None
+    audit_conf: str | None = None
 
     @property
     def latency_percentile(self) -> float:
@@ -86,8 +90,65 @@ def check_options(opts: ScenarioOptions) -> None:
         )
 
 
-def test_settings(lg, opts: ScenarioOptions, qps: float | None, *, expected_qps: float, expected_latency_s: float):
-    """LoadGen's TestSettings for ``opts``; ``qps`` overrides Server's rate (the peak search's trials)."""
+#: Run in a process of its own: what a user.conf sets, as the TestSettings fields it changes. LoadGen's FromConfig
+#: loads its built-in mlperf.conf on a process's first call only (MLPerf's rules for the model: for a model it does
+#: not know, a 10 ms Server bound and 600 s runs), and logs "Multiple conf files are used" as an error into the next
+#: test's summary on every later call; so the first call here takes an empty file, the second reads the user.conf
+#: into fresh settings, and the process that runs the tests never calls FromConfig. Mode and scenario stay the
+#: command's (--accuracy, --scenario).
+_READ_USER_CONF = """
+import json, sys, tempfile
+import mlperf_loadgen as lg
+path, model, scenario = sys.argv[1:4]
+with tempfile.NamedTemporaryFile("w", suffix=".conf") as empty:
+    lg.TestSettings().FromConfig(empty.name, model, scenario, 1)
+loaded, default = lg.TestSettings(), lg.TestSettings()
+code = loaded.FromConfig(path, model, scenario, 1)
+names = [n for n in dir(default) if not n.startswith("_") and n not in ("FromConfig", "mode", "scenario")]
+changed = {n: getattr(loaded, n) for n in names if getattr(loaded, n) != getattr(default, n)}
+print(json.dumps({"code": code, "set": changed}))
+"""
+
+
+def user_conf_settings(opts: ScenarioOptions, model: str) -> dict[str, object]:
+    """Check --user-conf / --audit-conf (readable files; the user.conf one LoadGen parses) and return what the
+    user.conf sets: the TestSettings fields LoadGen's FromConfig changes ({} without one), for ``model``."""
+    import json
+    import subprocess
+    import sys
+
+    from speechperf.outputs import file_problem
+
+    for flag, path in (("--user-conf", opts.user_conf), ("--audit-conf", opts.audit_conf)):
+        problem = file_problem(path) if path is not None else None
+        if problem:
+            raise LoadgenOptionError(f"{flag} {path}: {problem}")
+    if opts.user_conf is None:
+        return {}
+    command = [sys.executable, "-c", _READ_USER_CONF, opts.user_conf, model, opts.scenario]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise LoadgenOptionError(f"--user-conf {opts.user_conf}: LoadGen could not read it ({done.stderr.strip()})")
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    if answer["code"]:
+        raise LoadgenOptionError(
+            f"--user-conf {opts.user_conf}: LoadGen cannot parse it (error {answer['code']}): lines are "
+            "`model.Scenario.key = number`"
+        )
+    return answer["set"]
+
+
+def test_settings(
+    lg,
+    opts: ScenarioOptions,
+    qps: float | None,
+    *,
+    expected_qps: float,
+    expected_latency_s: float,
+    user_conf: dict[str, object] | None = None,
+):
+    """LoadGen's TestSettings for ``opts``, then what the user.conf set over them (``user_conf_settings``);
+    ``qps`` is a peak search trial's rate: it, and its query count, win over the user.conf's."""
     settings = lg.TestSettings()
     settings.scenario = getattr(lg.TestScenario, opts.scenario)
     settings.mode = lg.TestMode.AccuracyOnly if opts.mode == "accuracy" else lg.TestMode.PerformanceOnly
@@ -110,4 +171,10 @@ def test_settings(lg, opts: ScenarioOptions, qps: float | None, *, expected_qps:
         settings.multi_stream_samples_per_query = opts.samples_per_query
         settings.multi_stream_expected_latency_ns = max(1, int(expected_latency_s * opts.samples_per_query * 1e9))
         settings.multi_stream_target_latency_percentile = fraction
+    if user_conf:
+        for name, value in user_conf.items():
+            setattr(settings, name, value)
+        if qps is not None:
+            settings.server_target_qps = float(qps)
+            settings.min_query_count = max(settings.min_query_count, opts.query_count)
     return settings

@@ -1,7 +1,13 @@
-"""LoadGen's ``mlperf_log_summary.txt`` read into figures: validity with each unmet condition, percentiles, rates."""
+"""LoadGen's ``mlperf_log_summary.txt`` read into figures: validity with each unmet condition, percentiles, rates.
+
+Server's figure is MLPerf's: "Scheduled samples per second" (what the submission checker reads from the summary).
+The summary writes it to 2 decimals, so it is taken at full precision from the detail log of the same test
+(``result_scheduled_samples_per_sec``), which rounds to the summary's figure.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -9,11 +15,13 @@ import attrs
 
 _LINE = re.compile(r"^\s*([^:*]+?)\s*:\s*(.+?)\s*$")
 _PERCENTILE = re.compile(r"^(\d+(?:\.\d+)?) percentile latency \(ns\)$")
+_NEED = re.compile(r"Processed (\d+) queries.*?at least (\d+) more queries", re.S)
+_DETAIL = ":::MLLOG "
 
 
 @attrs.frozen
 class Summary:
-    valid: bool
+    valid: bool | None  # None: not judged by LoadGen (AccuracyOnly)
     result: str  # "VALID" / "INVALID" as LoadGen writes it
     unmet: tuple[str, ...]  # each condition LoadGen reports as not satisfied, with the figure that failed it
     percentiles_ms: dict[str, float]  # "p50" ... "p99.9"
@@ -23,6 +31,15 @@ class Summary:
     completed_qps: float | None
     samples_per_s: float | None
     fields: dict[str, str]  # every "key : value" line, as written
+    min_latency_ms: float | None = None  # the fastest query: at least its own service time
+    latency_missed: bool = False  # "Performance constraints satisfied: NO": the latency bound was missed
+    #: early stopping's count: the queries the test processed and how many more it would need (too few queries)
+    queries_needed: tuple[int, int] | None = None
+
+    @property
+    def too_few_queries(self) -> bool:
+        """INVALID only for want of queries or time (early stopping, min queries, min duration), not latency."""
+        return not self.valid and not self.latency_missed and self.result == "INVALID"
 
 
 def _number(text: str | None) -> float | None:
@@ -70,7 +87,9 @@ def read_summary(path: Path, scenario: str, target_latency_ms: float, percentile
     if fields.get("Early stopping satisfied", "").upper() == "NO":
         why = next((e for e in early if "need" in e.lower()), early[-1] if early else "")
         unmet.append("early stopping not met" + (f": {why}" if why else ""))
-    scheduled = _number(fields.get("Scheduled samples per second"))
+    scheduled = detail_figure(path.parent / "mlperf_log_detail.txt", "result_scheduled_samples_per_sec")
+    if scheduled is None:
+        scheduled = _number(fields.get("Scheduled samples per second"))
     completed = _number(fields.get("Completed samples per second"))
     per_second = (
         _number(fields.get("Samples per second")) or completed or _number(fields.get("QPS w/o loadgen overhead"))
@@ -86,6 +105,8 @@ def read_summary(path: Path, scenario: str, target_latency_ms: float, percentile
     else:
         headline = f"{per_second:.2f} samples/s" if per_second is not None else "-"
     result = fields.get("Result is", "UNKNOWN")
+    need = _NEED.search(" ".join(early))
+    low = _number(fields.get("Min latency (ns)"))
     return Summary(
         valid=result == "VALID",
         result=result,
@@ -97,7 +118,25 @@ def read_summary(path: Path, scenario: str, target_latency_ms: float, percentile
         completed_qps=completed,
         samples_per_s=per_second,
         fields=fields,
+        min_latency_ms=low / 1e6 if low is not None else None,
+        latency_missed=bool(unmet) and unmet[0].startswith("latency bound"),
+        queries_needed=(int(need.group(1)), int(need.group(2))) if need else None,
     )
+
+
+def detail_figure(path: Path, key: str) -> float | None:
+    """One figure LoadGen logged in its detail log (``:::MLLOG {"key": ..., "value": ...}``); None if absent."""
+    if not path.is_file():
+        return None
+    needle = f'"key": "{key}"'
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(_DETAIL) and needle in line:
+            try:
+                value = json.loads(line[len(_DETAIL) :]).get("value")
+            except ValueError:
+                return None
+            return float(value) if isinstance(value, (int, float)) else None
+    return None
 
 
 def interrupted_summary() -> Summary:
@@ -109,4 +148,4 @@ def interrupted_summary() -> Summary:
 
 def accuracy_summary() -> Summary:
     """AccuracyOnly: LoadGen issues every sample once and writes no result; the quality meter judges the run."""
-    return Summary(False, "ACCURACY", (), {}, None, "every sample once, scored", None, None, None, {})
+    return Summary(None, "ACCURACY", (), {}, None, "every sample once, scored", None, None, None, {})

@@ -2,13 +2,17 @@
 the same in version 1 and 2), so that ``speechperf loadgen`` and the upgrade of a version 1 file (which had no
 rows) give the same rows, figures named as in ``speechperf.results.figures``.
 
-One row per LoadGen test; a Server peak search adds a ``peak`` row: the trial at the peak rate with ``peak_qps``
-(or no figures when no rate was VALID). Its trials carry their number in ``trial``.
+One row per LoadGen test; a Server peak search adds a ``peak`` row: the best VALID trial's figures, with
+``peak_qps`` its scheduled samples per second (LoadGen's, MLPerf's Server figure) and ``target_qps`` the rate it was
+asked for (or no figures when no rate was VALID). Its trials carry their number in ``trial``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from speechperf.tables import significant
 
 COLUMNS = (
     "scenario",
@@ -39,7 +43,13 @@ PEAK = "peak"
 
 
 def _r(value: Any, digits: int = 2) -> float | None:
-    return None if value is None else round(float(value), digits)
+    """Rounded to ``digits`` decimals, or more where that keeps 3 significant figures (0.0551 stays 0.0551)."""
+    if value is None:
+        return None
+    value = float(value)
+    if value and math.isfinite(value):
+        digits = max(digits, 2 - math.floor(math.log10(abs(value))))
+    return round(value, digits)
 
 
 def run_row(run: dict[str, Any], trial: int | None = None) -> dict[str, Any]:
@@ -79,9 +89,13 @@ def rows(runs: list[dict[str, Any]], peak: dict[str, Any] | None = None) -> list
         return [run_row(run) for run in runs]
     out = [run_row(run, trial=i + 1) for i, run in enumerate(runs)]
     at = peak.get("peak_qps")
-    best = next(
-        (r for r in reversed(out) if at is not None and r["target_qps"] == _r(at) and r["result"] == "VALID"), None
-    )
+    index = peak.get("peak_trial")
+    if index is not None:
+        best = out[index - 1] if 0 < index <= len(out) else None
+    else:  # version 1: the peak was the target rate of a VALID trial
+        best = next(
+            (r for r in reversed(out) if at is not None and r["target_qps"] == _r(at) and r["result"] == "VALID"), None
+        )
     first = out[0] if out else {}
     row = dict(best) if best is not None else {k: first.get(k) for k in ("scenario", "backend", "instances", "threads")}
     row = {c: row.get(c) for c in COLUMNS}
@@ -89,7 +103,11 @@ def rows(runs: list[dict[str, Any]], peak: dict[str, Any] | None = None) -> list
         mode=PEAK,
         trial=None,
         result="VALID" if at is not None else "NO VALID RATE",
-        headline=f"peak {at:.2f} QPS" if at is not None else "no VALID rate",
+        headline=(
+            f"peak {significant(at)} samples/s{' (a lower bound)' if peak.get('lower_bound') else ''}"
+            if at is not None
+            else "no VALID rate"
+        ),
         peak_qps=_r(at),
         trials=peak.get("trials"),
         unmet=None,
