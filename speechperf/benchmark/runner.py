@@ -15,13 +15,13 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.benchmark.validate import check_config
+from speechperf.benchmark.validate import check_config, require_backend_name
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
 from speechperf.exports import Exports
 from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
 from speechperf.results import notes
-from speechperf.results.environment import LoadProbe
+from speechperf.results.environment import LoadProbe, busy_warning
 from speechperf.store import html as html_report
 from speechperf.store.keep import Keep
 
@@ -53,14 +53,11 @@ def run_benchmark(
     from speechperf.benchmark.core import benchmark_for
     from speechperf.data import load_dataset
     from speechperf.meters.memory import rss_mib
-    from speechperf.registry import known_backends, require_backend
+    from speechperf.registry import require_backend
 
     out, err = out or sys.stdout, err or sys.stderr
     general = cfg.general
-    if not general.backend:
-        raise SpeechperfError(
-            f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
-        )
+    require_backend_name(cfg)
     check_config(cfg)  # everything `speechperf config check` checks, before anything is loaded
     from speechperf.benchmark.validate import require_pinned_backends
 
@@ -147,6 +144,9 @@ def run_benchmark(
                     result = bench.gather_all_metrics(dataset)
                 finally:
                     env["load"] = probe.stop()
+                busy = busy_warning(env["load"])
+                if busy:  # logged inside notes.collect: the document's warnings mark the figures too
+                    log.warning("%s", busy)
                 if score_quality:  # its own pass, after every measured one: never weighs on a timing or memory figure
                     if show:
                         show("quality", "scoring the outputs (untimed)", 0, 0)

@@ -17,6 +17,16 @@ from speechperf.errors import ModelFileError, SpeechperfError
 SILERO = "silero_vad"
 
 
+def require_backend_name(cfg: BenchConfig) -> None:
+    """Refuse a config that names no backend (bench runs one: --backend or general.backend)."""
+    if not cfg.general.backend:
+        from speechperf.registry import known_backends
+
+        raise SpeechperfError(
+            f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
+        )
+
+
 def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     """Raise a one-line SpeechperfError for the first thing in ``cfg`` bench would refuse; ``backend_name`` (or
     general.backend) adds the backend's own checks (known name, device, model formats it loads)."""

@@ -43,7 +43,14 @@ log = logging.getLogger(__name__)
     is_flag=True,
     help="Compare runs whose config, inputs, threads or machine differ (each difference is still warned about).",
 )
-def diff(base_path, new_path, fail_above, fail_metric, allow_different) -> None:
+@click.option(
+    "--sample-level",
+    is_flag=True,
+    help="Test over every per-sample runtime instead of over process runs: samples of one process are not "
+    "independent (they share its allocator, threads and the machine's load at the time), so this test can call "
+    "noise significant; for a single process per side only.",
+)
+def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_level) -> None:
     """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
     from speechperf import regression
 
@@ -61,7 +68,10 @@ def diff(base_path, new_path, fail_above, fail_metric, allow_different) -> None:
             f"BASE and NEW differ in {len(differs)} respect(s) (listed above, first: {differs[0]}); they are not "
             "the same measurement: pass --allow-different to compare them anyway"
         )
-    rows = regression.diff(base, new)
+    load = regression.load_warning(base, new)
+    if load:
+        log.warning("%s", load)
+    rows = regression.diff(base, new, sample_level)
     if not rows:
         raise regression.DiffInputError(
             "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"
