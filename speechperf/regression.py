@@ -96,6 +96,8 @@ class Unit:
     headline: str = "mean"  #: what ``--fail-metric headline`` means for this unit
     result: str | None = None  #: a serving run's VALID / INVALID
     samples: tuple[float, ...] = ()
+    #: a serving figure: one LoadGen run's single value by design, gated on its ratio alone (docs/loadgen.md)
+    ratio_gated: bool = False
 
     def resolve(self, metric: str) -> str:
         return self.headline if metric == "headline" else metric
@@ -164,7 +166,7 @@ class Row:
             return None
         if worse <= 1 + fail_above:
             return False
-        if self.base.resolve(metric) in TIMING_METRICS:  # a timing regression is a significant one, or none
+        if self.base.resolve(metric) in TIMING_METRICS and not self.base.ratio_gated:  # significant, or none
             return self.p_value is not None and self.p_value < stats.SIGNIFICANCE
         return True
 
@@ -309,7 +311,7 @@ def _serving_units(doc: Document) -> dict[str, Unit]:
         headline = _scenario_headline(where, where == "Server")
         if where in ("SingleStream", "MultiStream") and row.get("percentile") is not None:
             headline = f"p{row['percentile']:g}"
-        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"))
+        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"), ratio_gated=True)
     return units
 
 
@@ -320,7 +322,7 @@ def _loadgen_units(doc: Document) -> dict[str, Unit]:
         if name is None:  # a peak search's trial
             continue
         headline = _scenario_headline(row.get("scenario"), row.get("mode") == PEAK)
-        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"))
+        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"), ratio_gated=True)
     return units
 
 
@@ -476,7 +478,7 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     name = row.base.resolve(metric)
     if found is None:
         return f"no {name} on a side"
-    if found or name not in TIMING_METRICS or row.untested is None:
+    if found or name not in TIMING_METRICS or row.base.ratio_gated or row.untested is None:
         return "REGRESSION" if found else "ok"
     worse = row.worse_by(metric) or 1.0
     return "not gated (no test)" if worse > 1 + fail_above else "ok"
