@@ -57,7 +57,7 @@ def run_benchmark(
 
     out, err = out or sys.stdout, err or sys.stderr
     general = cfg.general
-    require_backend_name(cfg)
+    backend_name = require_backend_name(cfg)
     check_config(cfg)  # everything `speechperf config check` checks, before anything is loaded
     from speechperf.benchmark.validate import require_pinned_backends
 
@@ -99,8 +99,8 @@ def run_benchmark(
     with notes.collect() as said:
         # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in
         # a child process (it imports the source framework, which must not sit in the measured one).
-        cfg = config_for_backend(cfg, general.backend, workdir)
-        backend = require_backend(general.backend)  # imports the framework
+        cfg = config_for_backend(cfg, backend_name, workdir)
+        backend = require_backend(backend_name)  # imports the framework
         preload: list[float] = []  # the RSS with the framework imported and no model loaded yet
         (stages,) = build.open_stages(
             cfg, backend, workdir, also=pinned.values(), before_load=lambda: preload.append(rss_mib())

@@ -17,14 +17,15 @@ from speechperf.errors import ModelFileError, SpeechperfError
 SILERO = "silero_vad"
 
 
-def require_backend_name(cfg: BenchConfig) -> None:
-    """Refuse a config that names no backend (bench runs one: --backend or general.backend)."""
+def require_backend_name(cfg: BenchConfig) -> str:
+    """The backend bench runs (--backend or general.backend); a config that names none is refused."""
     if not cfg.general.backend:
         from speechperf.registry import known_backends
 
         raise SpeechperfError(
             f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
         )
+    return cfg.general.backend
 
 
 def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:

@@ -17,6 +17,7 @@ FLOPs, quality, notes), with:
 from __future__ import annotations
 
 import logging
+import statistics
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,11 +73,11 @@ def run_bench(
     from speechperf.benchmark.validate import check_config, require_backend_name
     from speechperf.compare import launch
 
-    require_backend_name(cfg)
+    backend = require_backend_name(cfg)
     check_config(cfg)
     exports = exports.check()
     args = ("--quiet", "--memory-method", memory_method) + (("--wide",) if wide else ())
-    cell = Cell("bench", str(cfg.general.backend), cfg.general.threads, cfg.to_dict(), args=args)
+    cell = Cell("bench", backend, cfg.general.threads, cfg.to_dict(), args=args)
     finished: list[Finished] = []
     probe = LoadProbe().start()
 
@@ -108,7 +109,7 @@ def run_bench(
     if doc is None:
         raise SpeechperfError(f"bench --runs {runs}: no run finished, so there is nothing to report")
     code = 1 if failed or any(r.get("failed") for r in doc.rows) else 0
-    name = f"{cfg.general.model_type} on {cfg.general.backend}"
+    name = f"{cfg.general.model_type} on {backend}"
     exports.finish(doc, code, title=f"speechperf bench --runs {runs}: {name}")
     return code
 
@@ -151,7 +152,7 @@ def pooled_rows(docs: Sequence[Document]) -> list[dict[str, Any]]:
     seconds = [unit_seconds(d["result"]) for d in docs]
     rows = [dict(row) for row in docs[0].rows]
     for row in rows:
-        name = row.get("stage")
+        name = str(row.get("stage"))
         summary = stats.Stats.of([v for each in seconds for v in (each.get(name) or {}).values()])
         if summary is not None:
             row.update(
@@ -179,7 +180,7 @@ def render(finished: Sequence[Finished]) -> str:
             table.append((str(r["run"] + 1), *failed, None, "-"))
             continue
         load = r["load"] or {}
-        means = [stats.mean(list(r["per_sample_s"][n].values())) for n in names]
+        means = [statistics.fmean(r["per_sample_s"][n].values()) if r["per_sample_s"].get(n) else None for n in names]
         busy = "yes" if load.get("busy") else "no" if load else "-"
         table.append(
             (
@@ -194,7 +195,7 @@ def render(finished: Sequence[Finished]) -> str:
     )
     ok = [r for r in records if r["per_sample_s"]]
     for n in names:
-        values = [stats.mean(list(r["per_sample_s"][n].values())) * 1e3 for r in ok if r["per_sample_s"].get(n)]
+        values = [statistics.fmean(r["per_sample_s"][n].values()) * 1e3 for r in ok if r["per_sample_s"].get(n)]
         sigma = stats.stdev(values)
         text += f"{n}: {stats.mean_sigma(stats.mean(values), sigma, 'ms')} over {len(values)} runs (σ between runs)\n"
     return text
