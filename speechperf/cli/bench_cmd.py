@@ -95,7 +95,7 @@ def bench(backend_name, quiet, runs, **options) -> None:
     Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input (a --store
     that is not a speechperf store included: checked first, and again after the exports are written); 130
     interrupted (--output, --csv and --markdown keep what was measured). Each finished run is appended to the
-    results store unless --no-store (`speechperf history`).
+    results store unless --no-store (`speechperf history`). With --runs N, 1 also when a process run failed.
     """
     settings = {name: options.pop(name) for name in SETTINGS}
     run = {name: options.pop(name) for name in RUN}
@@ -132,4 +132,4 @@ def _runs(cfg, runs: int, run: dict) -> None:
     exports = Exports(
         json=run["output"], csv=run["csv_path"], markdown=run["md_path"], keep=run["keep"], columns=COLUMNS
     )
-    sys.exit(run_bench(cfg, runs, exports, memory_method=run["memory_method"], wide=run["wide"]))
+    sys.exit(run_bench(cfg, runs, exports, memory_method=run["memory_method"]))

@@ -65,7 +65,6 @@ def run_bench(
     exports: Exports,
     *,
     memory_method: str = "hwm",
-    wide: bool = False,
     out: IO[str] | None = None,
 ) -> int:
     """Measure ``cfg`` in ``runs`` fresh processes; write the exports after each run; print the runs' table.
@@ -76,7 +75,7 @@ def run_bench(
     backend = require_backend_name(cfg)
     check_config(cfg)
     exports = exports.check()
-    args = ("--quiet", "--memory-method", memory_method) + (("--wide",) if wide else ())
+    args = ("--quiet", "--memory-method", memory_method)
     cell = Cell("bench", backend, cfg.general.threads, cfg.to_dict(), args=args)
     finished: list[Finished] = []
     probe = LoadProbe().start()
