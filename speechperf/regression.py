@@ -405,8 +405,11 @@ def diff(base: Loaded, new: Loaded, sample_level: bool = False) -> list[Row]:
     return out
 
 
-#: Cores: when what other processes kept busy differs by this much between the two sides, diff says so.
+#: When what other processes kept busy differs by this many cores between the two sides, diff says so ...
 LOAD_DIFFERENCE = 0.5
+#: ... or when the cores they left idle differ by this factor: on a machine already near full, one more busy loop
+#: adds little to the first figure (the cores are shared out) and halves the second.
+IDLE_FACTOR = 1.5
 
 
 def loads(loaded: Loaded) -> list[dict[str, Any]]:
@@ -427,21 +430,29 @@ def _busy(load: dict[str, Any]) -> bool:
 
 
 def _load_words(probes: Sequence[dict[str, Any]]) -> str:
-    others = statistics.fmean(p["busy_cores_others"] for p in probes)
+    others, cores = statistics.fmean(p["busy_cores_others"] for p in probes), probes[0].get("cpu_count")
     averages = [p["loadavg_before"][0] for p in probes if p.get("loadavg_before")]
-    text = f"{others:.2f} cores kept busy by other processes"
-    text += f" (load average {statistics.fmean(averages):.2f}" if averages else " ("
-    return text + f"; {sum(map(_busy, probes))} of {len(probes)} run(s) on a busy machine)"
+    text = f"other processes kept {others:.2f} of {cores} cores busy, {_idle(probes):.2f} idle ("
+    text += f"load average {statistics.fmean(averages):.2f}; " if averages else ""
+    return text + f"{sum(map(_busy, probes))} of {len(probes)} run(s) on a busy machine)"
+
+
+def _idle(probes: Sequence[dict[str, Any]]) -> float:
+    """The cores other processes left idle, averaged over the runs (a hundredth at least)."""
+    return max(statistics.fmean((p.get("cpu_count") or 1) - p["busy_cores_others"] for p in probes), 0.01)
 
 
 def load_warning(base: Loaded, new: Loaded) -> str | None:
-    """One line when the two sides timed under different loads (other processes' busy cores, averaged over the
-    runs, differ by ``LOAD_DIFFERENCE`` or more, or one side ran on a busy machine and the other did not)."""
+    """One line when the two sides timed under different loads: averaged over the runs, other processes' busy cores
+    differ by ``LOAD_DIFFERENCE`` or more, or the cores they left idle by ``IDLE_FACTOR``, or one side ran on a busy
+    machine and the other did not."""
     left, right = loads(base), loads(new)
     if not left or not right:
         return None
     mean_left, mean_right = (statistics.fmean(p["busy_cores_others"] for p in side) for side in (left, right))
-    if abs(mean_left - mean_right) < LOAD_DIFFERENCE and any(map(_busy, left)) == any(map(_busy, right)):
+    idle = sorted((_idle(left), _idle(right)))
+    same_busy = any(map(_busy, left)) == any(map(_busy, right))
+    if abs(mean_left - mean_right) < LOAD_DIFFERENCE and idle[1] < IDLE_FACTOR * idle[0] and same_busy:
         return None
     return (
         f"warning: BASE and NEW timed under different loads: BASE {_load_words(left)}, NEW {_load_words(right)}; "

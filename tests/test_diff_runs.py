@@ -99,9 +99,14 @@ def test_diff_warns_in_one_line_when_the_two_sides_timed_under_different_loads(t
     done = run_diff(quiet, loaded, "--fail-above", "5%")
     assert done.exit_code == 0, done.output
     (line,) = [ln for ln in done.output.splitlines() if "different loads" in ln]
-    assert "BASE 0.02 cores kept busy by other processes (load average 0.10" in line
-    assert "NEW 1.01 cores kept busy by other processes (load average 1.30" in line
+    assert "BASE other processes kept 0.02 of 4 cores busy, 3.98 idle (load average 0.10; 0 of 3" in line
+    assert "NEW other processes kept 1.01 of 4 cores busy, 2.99 idle (load average 1.30; 0 of 3" in line
     assert "different loads" not in run_diff(quiet, quiet).output  # the same load: nothing to say
+    # a 2-core machine already near full: a busy loop adds a quarter core to the others' figure, halves the idle
+    near_full = {**QUIET, "cpu_count": 2, "busy_cores_others": 1.5}
+    fuller = bench_doc(tmp_path / "c.json", runs, {**near_full, "busy_cores_others": 1.75})
+    full = bench_doc(tmp_path / "d.json", runs, near_full)
+    assert "0.25 idle" in next(ln for ln in run_diff(full, fuller).output.splitlines() if "different loads" in ln)
 
 
 def test_memory_is_gated_on_its_ratio(tmp_path):
