@@ -3,22 +3,27 @@
 Reads two result documents of one kind (``speechperf.results.read``: any schema version it reads) and dispatches on
 their ``kind`` (docs/results.md); per unit (docs/compare.md, "Regression gate"):
 
-- bench: per stage (``stage1 s2t``) and the ``total``; the statistical unit is the per-sample runtime (each
-  sample's median of its repeats);
+- bench: per stage (``stage1 s2t``) and the ``total``; the unit is one process run (``bench --runs N``'s runs; a
+  plain bench, or a file of schema version 1, is one);
 - compare (and compare --best): per cell (``onnxruntime``, ``torch t2``...), the cascade total, and per cell and
   stage; the unit is one process run (the mean per-sample runtime of the run), compare's own unit;
 - optimize: per variant (``fp32``, ``ort-dynamic``...); the unit is one process run, as compare's;
 - loadgen and serving (compare --scenario): per scenario (loadgen: ``SingleStream``, ``Server peak``...) or cell
   (serving); peak QPS, samples/s and the p90/p99 latencies LoadGen measured, one run (one process) per side.
 
-For the timing kinds: ``new/base`` of the mean with its propagated σ and Welch's two-sided p over the units
-(``speechperf.stats``: the one place these are defined), and the ratios of the median, p90 and peak RSS, and of
+The process run is the unit of every significance statement: the samples of one process share its allocator, its
+thread pools and the machine's load at the time, so a test over them (pseudo-replication) calls a changed load a
+regression. For the timing kinds: ``new/base`` of the mean with its propagated σ and Welch's two-sided p over the
+runs (``speechperf.stats``: the one place these are defined), and the ratios of the median, p90 and peak RSS, and of
 WER when both runs scored it. A regression on ``--fail-metric`` is the figure worse by more than ``--fail-above``
 (``new/base > 1 + X``; for a rate, where higher is better, ``base/new > 1 + X``: the time per sample grew by more
-than X) and, for the timing metrics, Welch's p < 0.05; where no test can be made (one value on a side, every
-serving figure) the ratio alone decides and the output says so. The default metric, ``headline``, is the mean for
-the timing kinds and each scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s;
-SingleStream: p90; MultiStream and a Server at a fixed rate: p99).
+than X) and, for the timing metrics, Welch's p < 0.05 over the runs: with fewer than two runs on a side there is no
+test and no regression ("no significance test: one process per side"), unless ``--sample-level`` asks for the test
+over the samples. Peak RSS, WER and the serving figures (a single LoadGen run per side by design) are gated on the
+ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
+scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s; SingleStream: p90;
+MultiStream and a Server at a fixed rate: p99). ``load_warning``: one line when the two sides timed under
+different loads.
 """
 
 from __future__ import annotations
