@@ -70,7 +70,9 @@ def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_l
             f"BASE and NEW differ in {len(differs)} respect(s) (listed above, first: {differs[0]}); they are not "
             "the same measurement: pass --allow-different to compare them anyway"
         )
-    load = regression.load_warning(base, new)
+    from speechperf.results.load import load_warning
+
+    load = load_warning(base.doc, new.doc)
     if load:
         log.warning("%s", load)
     rows = regression.diff(base, new, sample_level)
