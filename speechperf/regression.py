@@ -3,22 +3,27 @@
 Reads two result documents of one kind (``speechperf.results.read``: any schema version it reads) and dispatches on
 their ``kind`` (docs/results.md); per unit (docs/compare.md, "Regression gate"):
 
-- bench: per stage (``stage1 s2t``) and the ``total``; the statistical unit is the per-sample runtime (each
-  sample's median of its repeats);
+- bench: per stage (``stage1 s2t``) and the ``total``; the unit is one process run (``bench --runs N``'s runs; a
+  plain bench, or a file of schema version 1, is one);
 - compare (and compare --best): per cell (``onnxruntime``, ``torch t2``...), the cascade total, and per cell and
   stage; the unit is one process run (the mean per-sample runtime of the run), compare's own unit;
 - optimize: per variant (``fp32``, ``ort-dynamic``...); the unit is one process run, as compare's;
 - loadgen and serving (compare --scenario): per scenario (loadgen: ``SingleStream``, ``Server peak``...) or cell
   (serving); peak QPS, samples/s and the p90/p99 latencies LoadGen measured, one run (one process) per side.
 
-For the timing kinds: ``new/base`` of the mean with its propagated σ and Welch's two-sided p over the units
-(``speechperf.stats``: the one place these are defined), and the ratios of the median, p90 and peak RSS, and of
+The process run is the unit of every significance statement: the samples of one process share its allocator, its
+thread pools and the machine's load at the time, so a test over them (pseudo-replication) calls a changed load a
+regression. For the timing kinds: ``new/base`` of the mean with its propagated σ and Welch's two-sided p over the
+runs (``speechperf.stats``: the one place these are defined), and the ratios of the median, p90 and peak RSS, and of
 WER when both runs scored it. A regression on ``--fail-metric`` is the figure worse by more than ``--fail-above``
 (``new/base > 1 + X``; for a rate, where higher is better, ``base/new > 1 + X``: the time per sample grew by more
-than X) and, for the timing metrics, Welch's p < 0.05; where no test can be made (one value on a side, every
-serving figure) the ratio alone decides and the output says so. The default metric, ``headline``, is the mean for
-the timing kinds and each scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s;
-SingleStream: p90; MultiStream and a Server at a fixed rate: p99).
+than X) and, for the timing metrics, Welch's p < 0.05 over the runs: with fewer than two runs on a side there is no
+test and no regression ("no significance test: one process per side"), unless ``--sample-level`` asks for the test
+over the samples. Peak RSS, WER and the serving figures (a single LoadGen run per side by design) are gated on the
+ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
+scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s; SingleStream: p90;
+MultiStream and a Server at a fixed rate: p99). ``load_warning``: one line when the two sides timed under
+different loads.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import attrs
 import numpy as np
 
 from speechperf import stats
+from speechperf.benchmark.report import unit_seconds
 from speechperf.errors import SpeechperfError, shorten_path
 from speechperf.results import Document, read
 from speechperf.results.figures import shown
@@ -83,15 +89,19 @@ class DiffInputError(SpeechperfError):
 
 @attrs.frozen
 class Unit:
-    """What one stage, cell, variant or scenario of one run measured. ``values``: the statistical units of the mean
-    (seconds; none for a serving figure); ``figures``: the single figures by metric name (the timing kinds' in
-    seconds, the serving kinds' in their documents' units: ms, 1/s)."""
+    """What one stage, cell, variant or scenario of one document measured. ``values``: per process run, its mean
+    per-sample runtime (seconds; none for a serving figure): the statistical unit; ``samples``: every per-sample
+    runtime of every run, tested only with ``--sample-level``; ``figures``: the single figures by metric name (the
+    timing kinds' in seconds, the serving kinds' in their documents' units: ms, 1/s)."""
 
     name: str
     values: tuple[float, ...]
     figures: Mapping[str, float | None]
     headline: str = "mean"  #: what ``--fail-metric headline`` means for this unit
     result: str | None = None  #: a serving run's VALID / INVALID
+    samples: tuple[float, ...] = ()
+    #: a serving figure: one LoadGen run's single value by design, gated on its ratio alone (docs/loadgen.md)
+    ratio_gated: bool = False
 
     def resolve(self, metric: str) -> str:
         return self.headline if metric == "headline" else metric
@@ -110,6 +120,27 @@ class Row:
     new: Unit
     ratio: stats.Ratio | None  # new/base of the mean
     p_value: float | None
+    unit: str = "run"  #: what the test is over: "run" (one process) or "sample" (--sample-level)
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """The units tested on each side."""
+        if self.unit == "sample":
+            return len(self.base.samples), len(self.new.samples)
+        return len(self.base.values), len(self.new.values)
+
+    @property
+    def untested(self) -> str | None:
+        """Why no significance test was made (``no significance test: one process per side``); None when one was."""
+        if self.p_value is not None:
+            return None
+        base, new = self.counts
+        if self.unit == "run" and base <= 1 and new <= 1:
+            return "no significance test: one process per side"
+        if min(base, new) < 2:
+            side = "BASE" if base < 2 else "NEW"
+            return f"no significance test: {max(min(base, new), 0)} {self.unit}(s) on {side}, a test needs 2 per side"
+        return f"no significance test: every {self.unit} gave the same figure"
 
     def ratio_of(self, metric: str) -> float | None:
         """new/base of ``metric``; None when a side lacks it."""
@@ -139,8 +170,8 @@ class Row:
             return None
         if worse <= 1 + fail_above:
             return False
-        if self.base.resolve(metric) in TIMING_METRICS and self.p_value is not None:
-            return self.p_value < stats.SIGNIFICANCE
+        if self.base.resolve(metric) in TIMING_METRICS and not self.base.ratio_gated:  # significant, or none
+            return self.p_value is not None and self.p_value < stats.SIGNIFICANCE
         return True
 
 
@@ -174,22 +205,27 @@ def _median(values: Sequence[float]) -> float | None:
 
 def _timing(name: str, values: Sequence[float], pooled: Sequence[float], peak_rss: Any, wer: Any) -> Unit:
     figures = {"median": _median(pooled), "p90": _p90(pooled), "peak_rss": peak_rss, "wer": wer}
-    return Unit(name, tuple(values), figures)
+    return Unit(name, tuple(values), figures, samples=tuple(pooled))
+
+
+def bench_runs(doc: Document) -> list[dict[str, dict[str, float]]]:
+    """Per finished process run of a bench document, each stage's and the total's per-sample runtimes (seconds):
+    ``bench --runs N``'s ``runs``; one run, read from ``result``, in a document of one process (schema version 1, or
+    2 before ``--runs``)."""
+    runs = [r["per_sample_s"] for r in doc.get("runs") or () if r.get("ok") and r.get("per_sample_s")]
+    return runs or [unit_seconds(doc["result"])]
 
 
 def _bench_units(doc: Document) -> dict[str, Unit]:
-    result = doc["result"]
-    wer = {row.get("stage"): row.get("wer") for row in doc.rows}
+    runs = bench_runs(doc)
+    rows = {row.get("stage"): row for row in doc.rows}
     units = {}
-    for stage in result["stages"]:
-        name = f"stage{stage['index']} {stage['role']}"
-        samples = (stage.get("runtime") or {}).get("samples") or []
-        values = [statistics.median(s["ns"]) / 1e9 for s in samples]
-        memory = stage.get("memory") or {}
-        units[name] = _timing(name, values, values, memory.get("peak_mib"), wer.get(name))
-    totals = result["totals"]
-    values = list(totals["per_sample_s"].values())
-    units["total"] = _timing("total", values, values, totals.get("peak_mib"), wer.get("total"))
+    for name in runs[0]:
+        per_run = [list(run[name].values()) for run in runs if run.get(name)]
+        pooled = [v for run in per_run for v in run]
+        row = rows.get(name, {})
+        values = [statistics.fmean(run) for run in per_run]
+        units[name] = _timing(name, values, pooled, row.get("peak_rss_mib"), row.get("wer"))
     return units
 
 
@@ -279,7 +315,7 @@ def _serving_units(doc: Document) -> dict[str, Unit]:
         headline = _scenario_headline(where, where == "Server")
         if where in ("SingleStream", "MultiStream") and row.get("percentile") is not None:
             headline = f"p{row['percentile']:g}"
-        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"))
+        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"), ratio_gated=True)
     return units
 
 
@@ -290,7 +326,7 @@ def _loadgen_units(doc: Document) -> dict[str, Unit]:
         if name is None:  # a peak search's trial
             continue
         headline = _scenario_headline(row.get("scenario"), row.get("mode") == PEAK)
-        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"))
+        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"), ratio_gated=True)
     return units
 
 
@@ -359,15 +395,17 @@ def differences(base: Loaded, new: Loaded) -> list[str]:
     ]
 
 
-def diff(base: Loaded, new: Loaded) -> list[Row]:
+def diff(base: Loaded, new: Loaded, sample_level: bool = False) -> list[Row]:
+    """Per unit both documents have: new/base of the mean and Welch's p over the process runs, or, with
+    ``sample_level``, over every per-sample runtime (where both sides have them; optimize keeps none)."""
     left, right = units(base), units(new)
     out = []
     for name in [n for n in left if n in right]:
         b, n = left[name], right[name]
-        mean_b = stats.mean(b.values)
-        ratio = stats.speed_ratio(b.values, n.values) if b.values and n.values and mean_b else None
-        p = stats.welch_p_value(b.values, n.values)
-        out.append(Row(name, b, n, ratio, p))
+        unit = "sample" if sample_level and b.samples and n.samples else "run"
+        xs, ys = (b.samples, n.samples) if unit == "sample" else (b.values, n.values)
+        ratio = stats.speed_ratio(xs, ys) if xs and ys and stats.mean(xs) else None
+        out.append(Row(name, b, n, ratio, stats.welch_p_value(xs, ys), unit))
     return out
 
 
@@ -400,9 +438,10 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     name = row.base.resolve(metric)
     if found is None:
         return f"no {name} on a side"
-    untested = name in TIMING_METRICS and row.p_value is None and bool(row.base.values or row.new.values)
-    note = " (no test: ratio alone)" if untested else ""
-    return ("REGRESSION" if found else "ok") + note
+    if found or name not in TIMING_METRICS or row.base.ratio_gated or row.untested is None:
+        return "REGRESSION" if found else "ok"
+    worse = row.worse_by(metric) or 1.0
+    return "not gated (no test)" if worse > 1 + fail_above else "ok"
 
 
 def render(rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None) -> str:
@@ -423,11 +462,20 @@ def _gate_line(rows: Sequence[Row], metric: str, fail_above: float | None, test:
     return line + (f" with Welch's p < {stats.SIGNIFICANCE}" if test else ", the ratio alone") + " is a regression"
 
 
+#: What the test is over, in words, by ``Row.unit``.
+UNIT_WORDS = {
+    "run": "one process run (its mean per-sample runtime)",
+    "sample": "one sample (its median over the repeats), pooled over the runs: a sample-level test (--sample-level), "
+    "blind to how much a figure moves from one process to the next",
+}
+
+
 def _render_timing(title: str, rows: Sequence[Row], base: Loaded, metric: str, fail_above: float | None) -> str:
-    """Base and new mean ± σ (ms), new/base ± σ, Welch's p, the other ratios, and the verdict."""
+    """Base and new mean ± σ (ms), new/base ± σ, Welch's p, the other ratios, and the verdict; under it what the
+    test is over and, where a side had one process, that no test was made and the ratio gates nothing."""
     from speechperf import tables
 
-    unit = "sample" if base.kind == "bench" else "run"
+    unit = rows[0].unit if rows else "run"
     first = {"bench": "stage", "optimize": "variant"}.get(base.kind, "cell")
     headers = (
         first,
@@ -444,8 +492,9 @@ def _render_timing(title: str, rows: Sequence[Row], base: Loaded, metric: str, f
 
     def ms(u: Unit) -> str:
         m = u.metric("mean")
-        s = stats.stdev(u.values)
-        return "-" if m is None else f"{stats.mean_sigma(m * 1e3, None if s is None else s * 1e3)} (n={len(u.values)})"
+        tested = u.samples if unit == "sample" else u.values
+        s = stats.stdev(tested)
+        return "-" if m is None else f"{stats.mean_sigma(m * 1e3, None if s is None else s * 1e3)} (n={len(tested)})"
 
     table = [
         (
@@ -460,8 +509,14 @@ def _render_timing(title: str, rows: Sequence[Row], base: Loaded, metric: str, f
         for r in rows
     ]
     text = tables.render_table(title, headers, table, left=(headers[0], headers[-1]))
-    what = {"bench": "one sample (its median over the repeats)", "optimize": "one process run of a variant"}
-    return text + f"statistical unit: {what.get(base.kind, 'one run')}; {_gate_line(rows, metric, fail_above, True)}\n"
+    text += f"statistical unit: {UNIT_WORDS[unit]}; {_gate_line(rows, metric, fail_above, True)}\n"
+    untested = dict.fromkeys(r.untested for r in rows if r.untested and (r.base.values or r.new.values))
+    for reason in untested:
+        text += (
+            f"{reason}: the ratio is shown and gates nothing; run each side in several processes (bench --runs 3, "
+            "compare --runs 3), or pass --sample-level to test the samples of one process\n"
+        )
+    return text
 
 
 #: The serving figures diff shows, in this order, with the name the documents give them.

@@ -1,19 +1,16 @@
-"""``speechperf diff``: the regression gate on real runs of the tiny S2T, through the CLI.
+"""``speechperf diff`` on real runs of the tiny S2T, through the CLI: one process per side never fails the gate,
+``bench --runs 2`` keeps each process's figures and load, and diff tests over them.
 
-The slow run is made slow for real: it runs pinned to core 0 while six busy loops spin on that same core, so it
-gets a seventh of the CPU at most; the base runs pinned to core 0 too, without the loops. Same config, inputs,
-threads and machine.
-The gate is at 100%: a shared CI machine has drifted 30% between two back-to-back runs of the same thing (3.72 ms
-then 4.85 ms), and the starved CPU costs ~7x, so a doubling is far from both.
+No assertion here depends on a timing: which figures make a regression is tests/test_diff_runs.py's, on fixed
+figures.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import statistics
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,6 @@ import pytest
 from tests.test_outputs import one_line_error
 
 SPEECHPERF = [sys.executable, "-m", "speechperf"]
-PINNED = ["taskset", "-c", "0"] if os.path.exists("/usr/bin/taskset") else []
 BENCH = [
     "-q",
     "bench",
@@ -30,103 +26,70 @@ BENCH = [
     "--threads",
     "1",
     "--dataset-size",
-    "8",
+    "4",
     "--repeat",
-    "3",
+    "2",
     "--meters",
     "runtime,memory",
+    "--no-store",
     "--set",
-    "general.generated_seconds=[2.0,2.0]",  # one length: the spread of the samples is noise, not clip length
+    "general.generated_seconds=[2.0,2.0]",  # one length: the length fit says why it is not made
 ]
 COMPARE = ["-q", "compare", "--backends", "onnxruntime", "--runs", "3", "--dataset-size", "4", "--meters", "runtime"]
-GATE = ["--fail-above", "100%"]
+GATE = ["--fail-above", "5%"]
 
 
-def cli(*args: str, pinned: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*(PINNED if pinned else []), *SPEECHPERF, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        start_new_session=True,  # as compare's children, and as the busy loops (see busy_core_0)
-    )
-
-
-@contextmanager
-def busy_core_0(loops: int = 6):
-    """Busy loops on core 0 (the slow run gets a seventh of it at most, however loaded the machine is), each
-    killed by its own pid afterwards.
-
-    Each in its own session: compare starts its children in new sessions, and with the kernel's autogroup
-    scheduling CPU is shared between sessions first, so loops in the test's session would slow only the test."""
-    started = [
-        subprocess.Popen([*PINNED, sys.executable, "-c", "while True: pass"], start_new_session=True)
-        for _ in range(loops)
-    ]
-    try:
-        yield
-    finally:
-        for loop in started:
-            loop.kill()
-            loop.wait()
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*SPEECHPERF, *args], capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    if not PINNED:
-        pytest.skip("taskset (util-linux) is missing: the slow run needs a core it shares with a busy loop")
     folder = tmp_path_factory.mktemp("diff")
-    paths = {name: folder / f"{name}.json" for name in ("base", "same", "slow", "compare_base", "compare_slow")}
+    paths = {name: folder / f"{name}.json" for name in ("base", "same", "runs2", "compare_base")}
     for name in ("base", "same"):
-        assert cli(*BENCH, "-o", str(paths[name]), pinned=True).returncode == 0
+        assert cli(*BENCH, "-o", str(paths[name])).returncode == 0
+    done = cli(*BENCH, "--runs", "2", "-o", str(paths["runs2"]))
+    assert done.returncode == 0, done.stderr
     plot = ["--plot", str(folder / "c.png")]
-    assert cli(*COMPARE, "-o", str(paths["compare_base"]), *plot, pinned=True).returncode == 0
-    with busy_core_0():
-        assert cli(*BENCH, "-o", str(paths["slow"]), pinned=True).returncode == 0
-        assert cli(*COMPARE, "-o", str(paths["compare_slow"]), pinned=True).returncode == 0
+    assert cli(*COMPARE, "-o", str(paths["compare_base"]), *plot, "--no-store").returncode == 0
     return paths
 
 
 @pytest.mark.slow
-def test_two_runs_of_the_same_bench_pass_the_gate(runs):
+def test_two_single_process_benches_are_shown_but_not_tested(runs):
     done = cli("diff", str(runs["base"]), str(runs["same"]), *GATE)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "stage1 s2t" in done.stdout and "total" in done.stdout
-    assert "REGRESSION" not in done.stdout
-
-
-@pytest.mark.slow
-def test_a_slowed_bench_fails_the_gate_with_its_ratio_and_p(runs):
-    done = cli("diff", str(runs["base"]), str(runs["slow"]), *GATE)
-    assert done.returncode == 1, done.stdout + done.stderr
-    row = next(line for line in done.stdout.splitlines() if "stage1 s2t" in line)
-    assert "REGRESSION" in row
+    assert "stage1 s2t" in done.stdout and "total" in done.stdout and "REGRESSION" not in done.stdout
+    assert "no significance test: one process per side" in done.stdout
+    row = next(line for line in done.stdout.splitlines() if "│ total" in line)
     cells = [c.strip() for c in row.split("│")]
-    ratio = float(cells[4].split("±")[0])
-    p_value = float(cells[5])
-    assert ratio > 2.0 and p_value < 0.05
+    assert "(n=1)" in cells[2] and cells[5] == "-"  # no Welch's p
     # the same ratio from the raw timings of the two files
-    raw = [json.loads(runs[k].read_text())["result"]["totals"]["per_sample_s"].values() for k in ("base", "slow")]
-    base, slow = (sum(v) / len(v) for v in map(list, raw))
-    assert ratio == pytest.approx(slow / base, abs=0.006)
-    # no gate without --fail-above: the same table, exit 0
-    assert cli("diff", str(runs["base"]), str(runs["slow"])).returncode == 0
+    raw = [json.loads(runs[k].read_text())["result"]["totals"]["per_sample_s"].values() for k in ("base", "same")]
+    base, same = (statistics.fmean(v) for v in raw)
+    assert float(cells[4]) == pytest.approx(same / base, abs=0.006)
 
 
 @pytest.mark.slow
-def test_the_gate_watches_the_metric_it_is_given(runs):
-    done = cli("diff", str(runs["base"]), str(runs["slow"]), "--fail-above", "50%", "--fail-metric", "peak_rss")
-    assert done.returncode == 0, done.stdout + done.stderr  # CPU starvation does not grow memory by half
-
-
-@pytest.mark.slow
-def test_a_slowed_compare_fails_the_gate_per_cell(runs):
-    same = cli("diff", str(runs["compare_base"]), str(runs["compare_base"]), *GATE)
-    assert same.returncode == 0 and "onnxruntime" in same.stdout and "one run" in same.stdout
-    done = cli("diff", str(runs["compare_base"]), str(runs["compare_slow"]), *GATE)
-    assert done.returncode == 1, done.stdout + done.stderr
-    row = next(line for line in done.stdout.splitlines() if "│ onnxruntime" in line)
-    assert "REGRESSION" in row and "(n=3)" in row
+def test_bench_runs_2_keeps_each_process_and_diff_tests_over_them(runs):
+    data = json.loads(runs["runs2"].read_text())
+    assert data["kind"] == "bench" and data["process_runs"] == 2 and data["complete"] is True
+    assert [r["run"] for r in data["runs"]] == [0, 1] and all(r["ok"] for r in data["runs"])
+    for run in data["runs"]:
+        assert {"busy_cores_others", "loadavg_before", "busy"} <= set(run["load"])
+        assert set(run["per_sample_s"]) == {"stage1 s2t", "total"} and len(run["per_sample_s"]["total"]) == 4
+    # the rows: over every sample of both runs
+    pooled = [v for run in data["runs"] for v in run["per_sample_s"]["total"].values()]
+    total = next(r for r in data["rows"] if r["stage"] == "total")
+    assert total["mean_ms"] == pytest.approx(statistics.fmean(pooled) * 1e3, abs=1e-3)
+    done = cli("diff", str(runs["runs2"]), str(runs["runs2"]), *GATE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = next(line for line in done.stdout.splitlines() if "│ total" in line)
+    assert "(n=2)" in row and "ok" in row and "statistical unit: one process run" in done.stdout
+    # against a document of one process: readable, and untested
+    mixed = cli("diff", str(runs["base"]), str(runs["runs2"]), *GATE)
+    assert mixed.returncode == 0 and "1 run(s) on BASE" in mixed.stdout, mixed.stdout + mixed.stderr
 
 
 @pytest.mark.slow
@@ -335,5 +298,5 @@ def test_optimize_variants_are_gated_per_variant_over_their_runs(tmp_path):
     done = run_diff(fast, slow, "--fail-above", "5%")
     assert done.exit_code == 1, done.output
     row = next(ln for ln in done.output.splitlines() if "fp32" in ln)
-    assert "(n=3)" in row and "REGRESSION" in row and "one process run of a variant" in done.output
+    assert "(n=3)" in row and "REGRESSION" in row and "statistical unit: one process run" in done.output
     assert run_diff(fast, slow, "--fail-above", "5%", "--fail-metric", "wer").exit_code == 0

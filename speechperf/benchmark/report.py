@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import attrs
@@ -133,10 +134,23 @@ def document(
         warnings=list(said.warnings) if said else [],
         complete=result.complete,
         body={
+            "process_runs": 1,  # bench --runs N: N (speechperf.compare.bench_runs)
             "result": _plain(result),
             "length_fit": {name: length_cost.to_json(f) for name, f in length_fits(result).items()},
         },
     )
+
+
+def unit_seconds(result: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per stage (``stage1 s2t``) and the ``total``: each sample's runtime in seconds (its median over the
+    repeats), read from a bench document's ``result`` (any schema version ``speechperf.results`` reads): the
+    figures diff tests and ``bench --runs`` keeps per run."""
+    out = {}
+    for stage in result["stages"]:
+        samples = (stage.get("runtime") or {}).get("samples") or []
+        out[f"stage{stage['index']} {stage['role']}"] = {s["sample_id"]: median(s["ns"]) / 1e9 for s in samples}
+    out["total"] = dict(result["totals"]["per_sample_s"])
+    return out
 
 
 def length_fits(result: BenchResult) -> dict[str, length_cost.LengthFit]:

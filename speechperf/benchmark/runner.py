@@ -15,13 +15,13 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.benchmark.validate import check_config
+from speechperf.benchmark.validate import check_config, require_backend_name
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted, SpeechperfError
 from speechperf.exports import Exports
 from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
 from speechperf.results import notes
-from speechperf.results.environment import LoadProbe
+from speechperf.results.environment import LoadProbe, busy_warning
 from speechperf.store import html as html_report
 from speechperf.store.keep import Keep
 
@@ -53,14 +53,11 @@ def run_benchmark(
     from speechperf.benchmark.core import benchmark_for
     from speechperf.data import load_dataset
     from speechperf.meters.memory import rss_mib
-    from speechperf.registry import known_backends, require_backend
+    from speechperf.registry import require_backend
 
     out, err = out or sys.stdout, err or sys.stderr
     general = cfg.general
-    if not general.backend:
-        raise SpeechperfError(
-            f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
-        )
+    backend_name = require_backend_name(cfg)
     check_config(cfg)  # everything `speechperf config check` checks, before anything is loaded
     from speechperf.benchmark.validate import require_pinned_backends
 
@@ -102,8 +99,8 @@ def run_benchmark(
     with notes.collect() as said:
         # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in
         # a child process (it imports the source framework, which must not sit in the measured one).
-        cfg = config_for_backend(cfg, general.backend, workdir)
-        backend = require_backend(general.backend)  # imports the framework
+        cfg = config_for_backend(cfg, backend_name, workdir)
+        backend = require_backend(backend_name)  # imports the framework
         preload: list[float] = []  # the RSS with the framework imported and no model loaded yet
         (stages,) = build.open_stages(
             cfg, backend, workdir, also=pinned.values(), before_load=lambda: preload.append(rss_mib())
@@ -147,6 +144,9 @@ def run_benchmark(
                     result = bench.gather_all_metrics(dataset)
                 finally:
                     env["load"] = probe.stop()
+                busy = busy_warning(env["load"])
+                if busy:  # logged inside notes.collect: the document's warnings mark the figures too
+                    log.warning("%s", busy)
                 if score_quality:  # its own pass, after every measured one: never weighs on a timing or memory figure
                     if show:
                         show("quality", "scoring the outputs (untimed)", 0, 0)

@@ -17,6 +17,17 @@ from speechperf.errors import ModelFileError, SpeechperfError
 SILERO = "silero_vad"
 
 
+def require_backend_name(cfg: BenchConfig) -> str:
+    """The backend bench runs (--backend or general.backend); a config that names none is refused."""
+    if not cfg.general.backend:
+        from speechperf.registry import known_backends
+
+        raise SpeechperfError(
+            f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
+        )
+    return cfg.general.backend
+
+
 def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     """Raise a one-line SpeechperfError for the first thing in ``cfg`` bench would refuse; ``backend_name`` (or
     general.backend) adds the backend's own checks (known name, device, model formats it loads)."""

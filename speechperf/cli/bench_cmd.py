@@ -79,22 +79,57 @@ RUN = ("memory_method", "output", "csv_path", "md_path", "outputs_path", "text_p
     help="Print every column (median, batches, throughput, footprint, roofline, ...); by default the key ones, "
     "fitted to the terminal. The exports have every column.",
 )
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Measure in N fresh processes, one after the other (as compare does); the JSON keeps each run's figures "
+    "and the load it ran under, and `speechperf diff` tests over the runs (a significance test needs 2 or more "
+    "on each side).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def bench(backend_name, quiet, **options) -> None:
+def bench(backend_name, quiet, runs, **options) -> None:
     """Measure runtime, RTF, peak memory and FLOPs of a model (or a cascade) on one backend.
 
     Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input (a --store
     that is not a speechperf store included: checked first, and again after the exports are written); 130
     interrupted (--output, --csv and --markdown keep what was measured). Each finished run is appended to the
-    results store unless --no-store (`speechperf history`).
+    results store unless --no-store (`speechperf history`). With --runs N, 1 also when a process run failed.
     """
     settings = {name: options.pop(name) for name in SETTINGS}
     run = {name: options.pop(name) for name in RUN}
     cfg = config_from_args(options, backend=backend_name, **settings)  # what is left: the config options
     from speechperf.benchmark.runner import run_benchmark
+    from speechperf.errors import SpeechperfError
 
     if run["outputs_path"] is not None and run["outputs_path"].suffix != ".npz":
-        from speechperf.errors import SpeechperfError
-
         raise SpeechperfError(f"--save-outputs {run['outputs_path']}: the file must end in .npz")
+    if runs > 1:
+        return _runs(cfg, runs, run)
     sys.exit(run_benchmark(cfg, workdir=cache_dir(), progress=not quiet, **run))
+
+
+#: bench's options that save what one process produced: one run's, not N processes'.
+ONE_PROCESS = {
+    "outputs_path": "--save-outputs",
+    "text_path": "--save-text",
+    "dump_speech_waveforms_dir": "--dump-speech-waveforms-dir",
+}
+
+
+def _runs(cfg, runs: int, run: dict) -> None:
+    """``--runs N``: N child processes (speechperf.compare.bench_runs)."""
+    from speechperf.benchmark.report import COLUMNS
+    from speechperf.compare.bench_runs import run_bench
+    from speechperf.errors import SpeechperfError
+    from speechperf.exports import Exports
+
+    given = {**run, "dump_speech_waveforms_dir": cfg.general.dump_speech_waveforms_dir}
+    for key, option in ONE_PROCESS.items():
+        if given.get(key):
+            raise SpeechperfError(f"{option} with --runs {runs}: it saves one process's outputs; run it without --runs")
+    exports = Exports(
+        json=run["output"], csv=run["csv_path"], markdown=run["md_path"], keep=run["keep"], columns=COLUMNS
+    )
+    sys.exit(run_bench(cfg, runs, exports, memory_method=run["memory_method"]))

@@ -1,8 +1,9 @@
 """``speechperf diff BASE.json NEW.json``: per stage, cell, variant or scenario, new against base, and a regression
 gate for CI, on two result documents of one kind (bench, compare, compare-best, optimize, loadgen, serving).
 
-Exit codes: 0 no significant regression (or no ``--fail-above`` given); 1 a significant regression of
-``--fail-metric`` above ``--fail-above``; 2 bad input (unreadable or foreign JSON, a newer ``schema_version``, two
+Exit codes: 0 no significant regression (or no ``--fail-above`` given; a timing figure with one process run on a
+side is never tested, so never 1 without ``--sample-level``); 1 a significant regression of ``--fail-metric`` above
+``--fail-above`` (significant over the process runs); 2 bad input (unreadable or foreign JSON, a newer ``schema_version``, two
 documents of different kinds or of a kind with no figure to gate, runs that differ in config, inputs, threads or
 machine without ``--allow-different``).
 """
@@ -27,7 +28,8 @@ log = logging.getLogger(__name__)
     default=None,
     metavar="PCT",
     help="Exit 1 when --fail-metric of a stage, cell, variant or scenario got worse by more than this (5% or 0.05), "
-    "significantly (Welch's p < 0.05) for the timing metrics; for a rate (samples_per_s, peak_qps) worse is lower.",
+    "significantly (Welch's p < 0.05 over the process runs: 2 or more per side) for the timing metrics; for a rate "
+    "(samples_per_s, peak_qps) worse is lower.",
 )
 @click.option(
     "--fail-metric",
@@ -43,7 +45,14 @@ log = logging.getLogger(__name__)
     is_flag=True,
     help="Compare runs whose config, inputs, threads or machine differ (each difference is still warned about).",
 )
-def diff(base_path, new_path, fail_above, fail_metric, allow_different) -> None:
+@click.option(
+    "--sample-level",
+    is_flag=True,
+    help="Test over every per-sample runtime instead of over process runs: samples of one process are not "
+    "independent (they share its allocator, threads and the machine's load at the time), so this test can call "
+    "noise significant; for a single process per side only.",
+)
+def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_level) -> None:
     """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
     from speechperf import regression
 
@@ -61,7 +70,12 @@ def diff(base_path, new_path, fail_above, fail_metric, allow_different) -> None:
             f"BASE and NEW differ in {len(differs)} respect(s) (listed above, first: {differs[0]}); they are not "
             "the same measurement: pass --allow-different to compare them anyway"
         )
-    rows = regression.diff(base, new)
+    from speechperf.results.load import load_warning
+
+    load = load_warning(base.doc, new.doc)
+    if load:
+        log.warning("%s", load)
+    rows = regression.diff(base, new, sample_level)
     if not rows:
         raise regression.DiffInputError(
             "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"

@@ -120,15 +120,45 @@ class LoadProbe:
         wall = max(time.monotonic() - self._t0, 1e-9)
         machine_s = _busy_cpu_seconds() - self._machine0
         own_s = _own_cpu_seconds() - self._own0
+        others, own, cores = max(0.0, machine_s - own_s) / wall, own_s / wall, os.cpu_count() or 1
         self.result = {
             "seconds": round(wall, 3),
-            "busy_cores_others": round(max(0.0, machine_s - own_s) / wall, 2),
-            "busy_cores_own": round(own_s / wall, 2),
+            "busy_cores_others": round(others, 2),
+            "busy_cores_own": round(own, 2),
             "loadavg_before": self.load_before,
             "loadavg_after": _loadavg(),
-            "cpu_count": os.cpu_count(),
+            "cpu_count": cores,
+            "busy": is_busy(others, cores, own),
         }
         return self.result
+
+
+#: Cores other processes may keep busy on average while a run times: above it, and with fewer cores left idle than
+#: the run used plus half a core, the run shared its cores and its figures are marked as measured on a busy machine.
+#: (The roofs' rule, speechperf.meters.roofs.BUSY_CORES, with the cores the run really used in place of its threads.)
+BUSY_CORES_OTHERS = 0.75
+
+
+def is_busy(others: float, cores: int, own: float) -> bool:
+    """Whether other processes keeping ``others`` of ``cores`` busy left a run that used ``own`` cores too few."""
+    return others > BUSY_CORES_OTHERS and cores - others < max(own, 1.0) + 0.5
+
+
+def describe_load(load: dict[str, Any]) -> str:
+    """``other processes kept 1.52 of 2 cores busy (load average 3.43)``: a probe's figures in words."""
+    average = load.get("loadavg_before")
+    text = f"other processes kept {load.get('busy_cores_others', 0.0):.2f} of {load.get('cpu_count')} cores busy"
+    return text + (f" (load average {average[0]:.2f})" if average else "")
+
+
+def busy_warning(load: dict[str, Any] | None) -> str | None:
+    """The line a command logs under figures measured on a busy machine; None on a quiet one (or no probe)."""
+    if not load or not load.get("busy"):
+        return None
+    return (
+        f"warning: measured on a busy machine: {describe_load(load)} while timing; the figures are slower and "
+        "noisier than on a quiet one (docs/results.md, environment)"
+    )
 
 
 def _own_cpu_seconds() -> float:

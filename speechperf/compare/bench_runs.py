@@ -1,0 +1,200 @@
+"""``speechperf bench --runs N``: one config measured by N fresh ``speechperf bench`` processes, one after the other,
+through compare's launcher (``speechperf.compare.launch``), kept as one bench document.
+
+The process run is the unit of every significance statement (docs/compare.md, "Regression gate"): the samples of
+one process share its allocator, its thread pools and the load the machine had while it ran, so only the spread
+between processes says how far a figure moves from one run to the next. The document is run 1's (its ``result``,
+FLOPs, quality, notes), with:
+
+- ``process_runs``: N, and ``runs``: per run how it ended, the load while it timed (the child's
+  ``environment.load``, marked ``busy`` on a busy machine) and ``per_sample_s``: each stage's and the total's
+  per-sample runtimes (seconds), which ``speechperf diff`` tests over;
+- in the rows, ``mean_ms``, ``stdev_ms``, ``median_ms`` and ``p90_ms`` over every sample of every finished run and
+  ``peak_rss_mib`` the largest of the runs'; the other columns are run 1's;
+- ``environment.load``: this process's probe over all the runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import attrs
+
+from speechperf import stats, tables
+from speechperf.benchmark.report import unit_seconds
+from speechperf.compare.child import RunResult
+from speechperf.compare.plan import Cell
+from speechperf.config.schema import BenchConfig
+from speechperf.errors import SpeechperfError
+from speechperf.exports import Exports
+from speechperf.results import Document, DocumentError, read
+from speechperf.results.environment import LoadProbe, busy_warning
+
+log = logging.getLogger(__name__)
+
+#: What a run keeps of its process record (the child's files are in a temporary folder, gone afterwards).
+RUN_FIELDS = ("run", "ok", "exit_code", "signal", "reason", "wall_s", "cpu_s", "max_rss_mib")
+
+
+@attrs.define
+class Finished:
+    """One child run: how its process ended and the document it wrote (None when it wrote none)."""
+
+    process: RunResult
+    doc: Document | None
+
+    @property
+    def ok(self) -> bool:
+        return self.process.ok and self.doc is not None
+
+    def record(self) -> dict[str, Any]:
+        kept = {name: getattr(self.process, name) for name in RUN_FIELDS}
+        if self.doc is None:
+            return {**kept, "load": None, "per_sample_s": None}
+        return {**kept, "load": self.doc.environment.get("load"), "per_sample_s": unit_seconds(self.doc["result"])}
+
+
+def run_bench(
+    cfg: BenchConfig,
+    runs: int,
+    exports: Exports,
+    *,
+    memory_method: str = "hwm",
+    out: IO[str] | None = None,
+) -> int:
+    """Measure ``cfg`` in ``runs`` fresh processes; write the exports after each run; print the runs' table.
+    Returns 0 when every run finished, 1 when one failed; a run refused its input stops the rest (exit 2)."""
+    from speechperf.benchmark.validate import check_config, require_backend_name
+    from speechperf.compare import launch
+
+    backend = require_backend_name(cfg)
+    check_config(cfg)
+    exports = exports.check()
+    args = ("--quiet", "--memory-method", memory_method)
+    cell = Cell("bench", backend, cfg.general.threads, cfg.to_dict(), args=args)
+    finished: list[Finished] = []
+    probe = LoadProbe().start()
+
+    def current() -> Document | None:
+        return document(finished, runs, probe.stop(), len(finished) == runs)
+
+    def on_result(result: RunResult) -> None:
+        finished.append(Finished(result, _read(Path(result.json_path))))
+        now = current()
+        if now is not None:
+            exports.write(now)
+
+    with tempfile.TemporaryDirectory(prefix="speechperf-bench-runs-") as folder:
+        with exports.interrupted(current):
+            launch.run_cells([cell], runs, Path(folder), on_result=on_result, bad_input_stops="all")
+    refused = next((f.process for f in finished if f.process.exit_code == 2 and f.process.signal is None), None)
+    if refused is not None:
+        raise SpeechperfError(f"bench --runs {runs}: run {refused.run + 1} was refused its input: {refused.reason}")
+    finished.sort(key=lambda f: f.process.run)
+    print(render(finished), end="", file=out)
+    for f in finished:  # each child's own warning, already among the document's warnings
+        line = busy_warning(f.doc.environment.get("load") if f.doc else None)
+        if line:
+            log.warning("run %d: %s", f.process.run + 1, line)
+    doc = current()
+    failed = [f for f in finished if not f.ok]
+    for f in failed:
+        log.error("failed: run %d: %s", f.process.run + 1, f.process.reason or "no result document")
+    if doc is None:
+        raise SpeechperfError(f"bench --runs {runs}: no run finished, so there is nothing to report")
+    code = 1 if failed or any(r.get("failed") for r in doc.rows) else 0
+    name = f"{cfg.general.model_type} on {backend}"
+    exports.finish(doc, code, title=f"speechperf bench --runs {runs}: {name}")
+    return code
+
+
+def _read(path: Path) -> Document | None:
+    if not path.is_file():
+        return None
+    try:
+        return read(path, kinds=("bench",))
+    except DocumentError:
+        return None
+
+
+def document(finished: Sequence[Finished], runs: int, load: dict[str, Any], complete: bool) -> Document | None:
+    """The runs so far as one bench document (see the module's doc); None until a run has finished."""
+    done = sorted((f for f in finished if f.ok), key=lambda f: f.process.run)
+    if not done:
+        return None
+    first = done[0].doc
+    assert first is not None  # Finished.ok
+    docs = [f.doc for f in done if f.doc is not None]
+    warnings = list(first.warnings)
+    for f in done[1:]:
+        warnings += [f"run {f.process.run + 1}: {w}" for w in f.doc.warnings] if f.doc else []
+    body = {**first.body, "process_runs": runs, "runs": [f.record() for f in finished]}
+    return Document(
+        kind="bench",
+        config=first.config,
+        environment={**first.environment, "load": load},
+        rows=pooled_rows(docs),
+        notes=list(first.notes),
+        warnings=warnings,
+        complete=complete and all(d.complete for d in docs),
+        body=body,
+    )
+
+
+def pooled_rows(docs: Sequence[Document]) -> list[dict[str, Any]]:
+    """Run 1's rows with the runtime figures over every sample of every run and the largest peak RSS."""
+    seconds = [unit_seconds(d["result"]) for d in docs]
+    rows = [dict(row) for row in docs[0].rows]
+    for row in rows:
+        name = str(row.get("stage"))
+        summary = stats.Stats.of([v for each in seconds for v in (each.get(name) or {}).values()])
+        if summary is not None:
+            row.update(
+                mean_ms=round(summary.mean * 1e3, 3),
+                stdev_ms=None if summary.stdev is None else round(summary.stdev * 1e3, 3),
+                median_ms=round(summary.median * 1e3, 3),
+                p90_ms=round(summary.p90 * 1e3, 3),
+            )
+        peaks = [r["peak_rss_mib"] for d in docs for r in d.rows if r.get("stage") == name and r.get("peak_rss_mib")]
+        if peaks:
+            row["peak_rss_mib"] = max(peaks)
+    return rows
+
+
+def render(finished: Sequence[Finished]) -> str:
+    """Per run: each stage's and the total's mean per-sample runtime and the load while it timed; then the mean ±
+    σ over the runs, the unit diff tests over."""
+    records = [f.record() for f in finished]
+    names = list(next((r["per_sample_s"] for r in records if r["per_sample_s"]), {}))
+    headers = ("run", *(f"{n}\nmean (ms)" for n in names), "other processes\n(busy cores)", "busy machine")
+    table = []
+    for r in records:
+        if r["per_sample_s"] is None:
+            failed = [f"FAILED: {r['reason']}"] + [""] * (len(names) - 1) if names else []
+            table.append((str(r["run"] + 1), *failed, None, "-"))
+            continue
+        load = r["load"] or {}
+        means = [statistics.fmean(r["per_sample_s"][n].values()) if r["per_sample_s"].get(n) else None for n in names]
+        busy = "yes" if load.get("busy") else "no" if load else "-"
+        table.append(
+            (
+                str(r["run"] + 1),
+                *(None if m is None else f"{m * 1e3:.3f}" for m in means),
+                load.get("busy_cores_others"),
+                busy,
+            )
+        )
+    text = tables.render_table(
+        f"speechperf bench: {len(records)} process runs", headers, table, left=("run", "busy machine")
+    )
+    ok = [r for r in records if r["per_sample_s"]]
+    for n in names:
+        values = [statistics.fmean(r["per_sample_s"][n].values()) * 1e3 for r in ok if r["per_sample_s"].get(n)]
+        sigma = stats.stdev(values)
+        text += f"{n}: {stats.mean_sigma(stats.mean(values), sigma, 'ms')} over {len(values)} runs (σ between runs)\n"
+    return text

@@ -1,0 +1,65 @@
+"""The load a result document's process runs timed under, and the line ``speechperf diff`` prints when the two
+sides' loads differ (docs/compare.md, "Regression gate": Load). The probe itself is
+``speechperf.results.environment.LoadProbe``."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from speechperf.results.document import Document
+from speechperf.results.environment import is_busy
+
+#: When what other processes kept busy differs by this many cores between the two sides, diff says so ...
+LOAD_DIFFERENCE = 0.5
+#: ... or when the cores they left idle differ by this factor: on a machine already near full, one more busy loop
+#: adds little to the first figure (the cores are shared out) and halves the second.
+IDLE_FACTOR = 1.5
+
+
+def loads(doc: Document) -> list[dict[str, Any]]:
+    """The load each process run of the document timed under (``speechperf.results.environment.LoadProbe``):
+    each run's of ``bench --runs`` and compare; otherwise the document's own; none in a document without a probe."""
+    runs = [r for r in doc.get("runs") or () if isinstance(r, dict)]
+    per_run = [r.get("load") or (r.get("environment") or {}).get("load") for r in runs]
+    found = [load for load in per_run if isinstance(load, dict) and "busy_cores_others" in load]
+    own = doc.environment.get("load")
+    return found or ([own] if isinstance(own, dict) and "busy_cores_others" in own else [])
+
+
+def _busy(load: dict[str, Any]) -> bool:
+    if "busy" in load:
+        return bool(load["busy"])
+    return is_busy(load["busy_cores_others"], load.get("cpu_count") or 1, load.get("busy_cores_own") or 0.0)
+
+
+def _load_words(probes: Sequence[dict[str, Any]]) -> str:
+    others, cores = statistics.fmean(p["busy_cores_others"] for p in probes), probes[0].get("cpu_count")
+    averages = [p["loadavg_before"][0] for p in probes if p.get("loadavg_before")]
+    text = f"other processes kept {others:.2f} of {cores} cores busy, {_idle(probes):.2f} idle ("
+    text += f"load average {statistics.fmean(averages):.2f}; " if averages else ""
+    return text + f"{sum(map(_busy, probes))} of {len(probes)} run(s) on a busy machine)"
+
+
+def _idle(probes: Sequence[dict[str, Any]]) -> float:
+    """The cores other processes left idle, averaged over the runs (a hundredth at least)."""
+    return max(statistics.fmean((p.get("cpu_count") or 1) - p["busy_cores_others"] for p in probes), 0.01)
+
+
+def load_warning(base: Document, new: Document) -> str | None:
+    """One line when the two sides timed under different loads: averaged over the runs, other processes' busy cores
+    differ by ``LOAD_DIFFERENCE`` or more, or the cores they left idle by ``IDLE_FACTOR``, or one side ran on a busy
+    machine and the other did not."""
+    left, right = loads(base), loads(new)
+    if not left or not right:
+        return None
+    mean_left, mean_right = (statistics.fmean(p["busy_cores_others"] for p in side) for side in (left, right))
+    idle = sorted((_idle(left), _idle(right)))
+    same_busy = any(map(_busy, left)) == any(map(_busy, right))
+    if abs(mean_left - mean_right) < LOAD_DIFFERENCE and idle[1] < IDLE_FACTOR * idle[0] and same_busy:
+        return None
+    return (
+        f"warning: BASE and NEW timed under different loads: BASE {_load_words(left)}, NEW {_load_words(right)}; "
+        "a difference between them may be the machine's, not the code's"
+    )
