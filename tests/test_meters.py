@@ -128,6 +128,30 @@ def test_noise_warning_says_what_to_do():
     assert "cannot be estimated with repeat=1" in few.result().noise_warning
 
 
+def test_noise_warning_says_whether_the_work_or_the_wait_varied():
+    wall = (1_000_000, 1_400_000, 1_900_000)  # 31% apart
+    waited = RuntimeMeter(warmup=0, repeat=3)
+    waited._samples.append(SampleTiming("a", wall, cpu_ns=(990_000, 1_000_000, 1_010_000)))
+    assert waited.result().cpu_noise == pytest.approx(0.01)
+    assert "CPU time varies by only 1%: the work did not change, the thread waited off the CPU" in (
+        waited.result().noise_warning
+    )
+    worked = RuntimeMeter(warmup=0, repeat=3)
+    worked._samples.append(SampleTiming("a", wall, cpu_ns=(990_000, 1_390_000, 1_880_000)))
+    assert "CPU time varies by 31% too: the work itself took more or less time" in worked.result().noise_warning
+    unrecorded = RuntimeMeter(warmup=0, repeat=3)  # a batch's share: no CPU time per sample, no cause named
+    unrecorded._samples.append(SampleTiming("a", wall))
+    assert unrecorded.result().cpu_noise is None and "CPU time" not in unrecorded.result().noise_warning
+
+
+def test_each_timed_repeat_records_the_calling_threads_cpu_time():
+    meter = RuntimeMeter(warmup=1, repeat=3)
+    timing = meter.measure("a", lambda: sum(range(20_000)))
+    assert len(timing.cpu_ns) == 3 and all(0 < c <= 2 * w for c, w in zip(timing.cpu_ns, timing.ns))
+    asleep = meter.measure("b", lambda: time.sleep(0.01))  # off the CPU: the wall time, not the CPU time
+    assert all(c < w / 2 for c, w in zip(asleep.cpu_ns, asleep.ns))
+
+
 def test_cold_start_is_load_time_plus_first_call():
     meter = RuntimeMeter()
     cold = meter.measure_cold_start(lambda: spin(0.003) or "session", lambda s: spin(0.002))
