@@ -138,7 +138,7 @@ def test_noise_warning_says_whether_the_work_or_the_wait_varied():
     )
     worked = RuntimeMeter(warmup=0, repeat=3)
     worked._samples.append(SampleTiming("a", wall, cpu_ns=(990_000, 1_390_000, 1_880_000)))
-    assert "CPU time varies by 31% too: the work itself took more or less time" in worked.result().noise_warning
+    assert "CPU time varies by 31% too: the same work took more or less CPU time" in worked.result().noise_warning
     unrecorded = RuntimeMeter(warmup=0, repeat=3)  # a batch's share: no CPU time per sample, no cause named
     unrecorded._samples.append(SampleTiming("a", wall))
     assert unrecorded.result().cpu_noise is None and "CPU time" not in unrecorded.result().noise_warning

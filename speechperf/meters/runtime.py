@@ -205,7 +205,10 @@ class RuntimeResult:
                 f"; the calling thread's CPU time varies by only {cpu:.0%}: the work did not change, the thread "
                 "waited off the CPU (other processes on its core, or waits on other threads)"
             )
-        return f"; the calling thread's CPU time varies by {cpu:.0%} too: the work itself took more or less time"
+        return (
+            f"; the calling thread's CPU time varies by {cpu:.0%} too: the same work took more or less CPU time "
+            "(caches and memory shared with other processes, the CPU's clock, work the framework does on some calls)"
+        )
 
 
 class RuntimeMeter:
