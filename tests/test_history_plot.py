@@ -81,3 +81,15 @@ def test_a_plain_compare_names_the_last_best_result_for_its_config_on_this_machi
     assert "the last --best for this config on this machine (run 1, " in note
     assert "onnxruntime 810.000, torch compile-frozen 818.000 (mean_ms)" in note
     assert "no --best result" in default_paths_note(store, TINY)  # another config's search says nothing of this one
+
+
+def test_over_commits_the_runs_of_one_commit_stand_side_by_side_within_its_place():
+    from speechperf.store.history import Point
+    from speechperf.store.plot import _spread_at
+
+    points = [Point("t1", "aaa", 1.0), Point("t2", "aaa", 2.0), Point("t3", "bbb", 3.0)]
+    xs = _spread_at(points, ["aaa", "bbb"], line=1, lines=2)
+    assert xs[0] < xs[1] and len(set(xs)) == 3  # no run hides another
+    assert all(-0.3 <= x <= 0.3 for x in xs[:2]) and 0.7 <= xs[2] <= 1.3  # each within its commit's place
+    other = _spread_at(points, ["aaa", "bbb"], line=0, lines=2)
+    assert max(other[:2]) < min(xs[:2])  # the other line's runs of that commit beside them, not on them

@@ -35,9 +35,22 @@ def axis_label(metric: str) -> str:
     return f"{name}{unit}"
 
 
+def _spread_at(points: list[Point], order: list[str], line: int, lines: int) -> list[float]:
+    """x of each point over commits: its commit's place, the runs of one commit side by side within it (and each
+    line a little apart), so that none hides another."""
+    width = 0.6 / max(lines, 1)
+    same = {c: [p.commit for p in points].count(c) for c in order}
+    seen: dict[str, int] = {}
+    xs = []
+    for p in points:
+        k = seen[p.commit] = seen.get(p.commit, -1) + 1
+        xs.append(order.index(p.commit) - 0.3 + width * (line + (k + 0.5) / same[p.commit]))
+    return xs
+
+
 def plot_history(lines: dict[str, list[Point]], metric: str, x: str, path: Path, stage: str | None = None) -> Path:
     """``lines``: per line, its runs' Points oldest first. Over commits, the commits are placed in the order they
-    were first stored, and a commit stored several times is drawn at each of its values."""
+    were first stored, and the runs of a commit side by side within its place."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,12 +58,13 @@ def plot_history(lines: dict[str, list[Point]], metric: str, x: str, path: Path,
 
     fig, ax = plt.subplots(figsize=(11, 4.8))
     if x == "commit":
-        order: list[str] = []
-        for points in lines.values():
-            order += [p.commit for p in points if p.commit not in order]
+        order = list(dict.fromkeys(p.commit for points in lines.values() for p in points))  # each commit once
         order.sort(key=lambda c: min(p.time for points in lines.values() for p in points if p.commit == c))
-        where = {name: [float(order.index(p.commit)) for p in points] for name, points in lines.items()}
+        where = {
+            name: _spread_at(points, order, i, len(lines)) for i, (name, points) in enumerate(sorted(lines.items()))
+        }
         ax.set_xticks(range(len(order)), order, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.5, len(order) - 0.5)
         ax.set_xlabel("commit (in the order first stored)")
     else:
         from matplotlib import dates
