@@ -149,8 +149,10 @@ def test_compare_fits_cost_against_length_and_plots_it_beside_the_box_plot(runs)
 
     data = json.loads(runs["compare_base"].read_text())
     fit = data["length_fit"]["onnxruntime"]["stage1 s2t"]
-    assert fit["points"] == fit["distinct_lengths"] == 4 and fit["reason"] is None  # generated 1-4 s clips
-    assert fit["ms_per_audio_s"] is not None and fit["exponent_sigma"] is not None
+    assert fit["points"] == fit["distinct_lengths"] == 4 and fit["ms_per_audio_s"] is not None  # generated 1-4 s
+    # whether the line means something depends on the timings (speechperf.length_cost): a fit, or why not
+    meaningless = ("no cost per audio-second", "the runtime falls", "the fixed cost is below 0")
+    assert fit["exponent_sigma"] is not None if fit["reason"] is None else fit["reason"].startswith(meaningless)
     pixels = matplotlib.image.imread(runs["compare_base"].parent / "c.length.png")
     assert pixels.std() > 0.05  # points, lines and text, not a blank canvas
     # one length only in the bench runs: no fit, and the table's note says why

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,6 +127,40 @@ def test_noise_warning_says_what_to_do():
     few = RuntimeMeter(warmup=0, repeat=1)
     few.measure("a", lambda: None)
     assert "cannot be estimated with repeat=1" in few.result().noise_warning
+
+
+def test_noise_warning_says_whether_the_work_or_the_wait_varied():
+    wall = (1_000_000, 1_400_000, 1_900_000)  # 31% apart
+    waited = RuntimeMeter(warmup=0, repeat=3)
+    waited._samples.append(SampleTiming("a", wall, cpu_ns=(990_000, 1_000_000, 1_010_000)))
+    assert waited.result().cpu_noise == pytest.approx(0.01)
+    assert "CPU time varies by only 1%: the work did not change, the thread waited off the CPU" in (
+        waited.result().noise_warning
+    )
+    worked = RuntimeMeter(warmup=0, repeat=3)
+    worked._samples.append(SampleTiming("a", wall, cpu_ns=(990_000, 1_390_000, 1_880_000)))
+    assert "CPU time varies by 31% too: the same work took more or less CPU time" in worked.result().noise_warning
+    queued = RuntimeMeter(warmup=0, repeat=3)  # the thread waited for a CPU 600 of the 4300 µs it was timed
+    queued._samples.append(
+        SampleTiming("a", wall, cpu_ns=(990_000, 1_000_000, 1_010_000), wait_ns=(0, 200_000, 400_000))
+    )
+    assert queued.result().run_queue_share == pytest.approx(0.6 / 4.3)
+    assert "it waited for a CPU (runnable, other threads running) 14% of its timed wall time" in (
+        queued.result().noise_warning
+    )
+    unrecorded = RuntimeMeter(warmup=0, repeat=3)  # a batch's share: no CPU time per sample, no cause named
+    unrecorded._samples.append(SampleTiming("a", wall))
+    assert unrecorded.result().cpu_noise is None and "CPU time" not in unrecorded.result().noise_warning
+
+
+def test_each_timed_repeat_records_the_calling_threads_cpu_time():
+    meter = RuntimeMeter(warmup=1, repeat=3)
+    timing = meter.measure("a", lambda: sum(range(20_000)))
+    assert len(timing.cpu_ns) == 3 and all(0 < c <= 2 * w for c, w in zip(timing.cpu_ns, timing.ns))
+    asleep = meter.measure("b", lambda: time.sleep(0.01))  # off the CPU: the wall time, not the CPU time
+    assert all(c < w / 2 for c, w in zip(asleep.cpu_ns, asleep.ns))
+    if Path("/proc/thread-self/schedstat").exists():  # Linux: each repeat's wait for a CPU (how long: the load's)
+        assert len(timing.wait_ns) == 3 and all(q >= 0 for q in timing.wait_ns)
 
 
 def test_cold_start_is_load_time_plus_first_call():

@@ -230,7 +230,7 @@ def test_history_plots_a_metric_per_backend_and_stage(filled, tmp_path, x):
     png = tmp_path / f"{x}.png"
     result = history(filled, "--plot", "mean_ms", "--x", x, "-o", str(png))
     assert result.exit_code == 0, result.output
-    assert "2 line(s)" in result.output  # onnxruntime stage1 s2t and onnxruntime total
+    assert "1 line(s)" in result.output  # onnxruntime's total: its one stage's line would repeat it
     pixels = matplotlib.image.imread(png)
     assert pixels.shape[0] > 200 and pixels.std() > 0.05
     both = tmp_path / f"runtime-{x}.png"  # bench's and compare's mean_ms on one plot
@@ -304,7 +304,7 @@ def test_a_loadgen_document_is_stored_by_its_kind_listed_and_plotted(tmp_path, m
     assert listing.exit_code == 0, listing.output
     assert "Offline 42.500 (samples_per_s)" in listing.output and "loadgen" in listing.output
     lines = stored_history.series(store, "p99_ms", stored_history.Filters(), None)  # what --plot p99_ms draws
-    assert {name: [v for _, _, v in points] for name, points in lines.items()} == {"onnxruntime Offline": [30.0, 28.0]}
+    assert {name: [p.value for p in points] for name, points in lines.items()} == {"onnxruntime Offline": [30.0, 28.0]}
 
 
 def test_version_1_runs_already_in_a_store_read_under_the_current_names(tmp_path):
@@ -326,10 +326,13 @@ def test_version_1_runs_already_in_a_store_read_under_the_current_names(tmp_path
     assert listing == {1: "onnxruntime 12.500 (mean_ms)", 2: "onnxruntime 10.000 (mean_ms)"}
     filters = stored_history.Filters()
     assert stored_history.series(store, "mean_ms", filters, None) == {
-        "onnxruntime": [("2020-01-01T00:00:00+00:00", "no commit", 12.5), (stored_time(store, 2), "no commit", 10.0)]
+        "onnxruntime": [
+            ("2020-01-01T00:00:00+00:00", "no commit", 12.5, None),
+            (stored_time(store, 2), "no commit", 10.0, None),
+        ]
     }
     wer = stored_history.series(store, "wer", filters, None)["onnxruntime"]
-    assert [v for _, _, v in wer] == [0.25, 0.2]
+    assert [p.value for p in wer] == [0.25, 0.2]
 
 
 def stored_time(store: Path, run_id: int) -> str:

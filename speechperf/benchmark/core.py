@@ -445,6 +445,7 @@ class BenchmarkingBase:
                     self._first_call[index],
                     batch_figures,
                     self.backend_of(index).name,
+                    stage.padded_to_s,
                 )
             )
         finished = tuple(stage_results)

@@ -163,7 +163,9 @@ def length_fits(result: BenchResult) -> dict[str, length_cost.LengthFit]:
             continue
         timed = s.runtime.per_sample_seconds
         ids = [k for k in timed if k in s.rtf.audio_per_sample]
-        fits[name] = length_cost.fit([s.rtf.audio_per_sample[k] for k in ids], [timed[k] for k in ids], s.rtf.audio)
+        fits[name] = length_cost.fit(
+            [s.rtf.audio_per_sample[k] for k in ids], [timed[k] for k in ids], s.rtf.audio, s.padded_to_s
+        )
     return fits
 
 

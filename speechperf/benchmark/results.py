@@ -37,6 +37,7 @@ class StageResult:
     first_call_s: float | None
     batching: BatchFigures | None = None  # its timed batches (batch_size 1: each sample its own)
     backend: str | None = None  # the backend the stage ran on (a pinned stage's own; None: the run's)
+    padded_to_s: float | None = None  # every input padded to this length (Stage.padded_to_s)
 
 
 @attrs.frozen

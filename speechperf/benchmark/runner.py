@@ -177,7 +177,7 @@ def run_benchmark(
         from speechperf.benchmark import console
 
         console.print_table(result, file=out, wide=wide)
-        _log_notes(result)
+        _log_notes(result, env.get("load"))
         if dump_dir:
             written_waves = bench.dump_final_speech_output(
                 dump_dir, general.dump_waveform_file_prefix, general.target_sr
@@ -213,8 +213,9 @@ def run_benchmark(
     return code
 
 
-def _log_notes(result) -> None:
-    """What the table leaves out, below it: the length fits, cold starts, noisy timings, uncounted FLOPs."""
+def _log_notes(result, load: dict | None = None) -> None:
+    """What the table leaves out, below it: the length fits, cold starts, noisy timings (with the load other
+    processes put on the machine meanwhile, ``LoadProbe``), uncounted FLOPs."""
     from speechperf.benchmark import report
 
     for name, found in report.length_fits(result).items():
@@ -228,9 +229,10 @@ def _log_notes(result) -> None:
                 stage.load_s,
                 stage.first_call_s,
             )
-        for note in (stage.runtime.shape_note, stage.runtime.noise_warning) if stage.runtime is not None else ():
-            if note:
-                log.warning("note: stage%d %s: %s", stage.index, stage.label, note)
+        if stage.runtime is not None and stage.runtime.shape_note:
+            log.warning("note: stage%d %s: %s", stage.index, stage.label, stage.runtime.shape_note)
+        if stage.runtime is not None and stage.runtime.noise_warning:
+            log.warning("note: stage%d %s: %s%s", stage.index, stage.label, stage.runtime.noise_warning, _busy(load))
         flops_failures = [f for f in stage.failures if f.meter == "flops"]
         if flops_failures:
             log.warning(
@@ -246,6 +248,14 @@ def _log_notes(result) -> None:
                 stage.flops.source,
                 ", ".join(stage.flops.uncounted),
             )
+
+
+def _busy(load: dict | None) -> str:
+    """The load while it timed, as a clause of the noise note: the measured figure that says whether the machine
+    was shared."""
+    if not load or load.get("busy_cores_others") is None:
+        return ""
+    return f" (while it timed, other processes kept {load['busy_cores_others']:.2f} of {load['cpu_count']} cores busy)"
 
 
 def _log_quality(quality, note: str | None) -> None:

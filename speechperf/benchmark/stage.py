@@ -56,6 +56,9 @@ class Stage(abc.ABC):
     #: A text stage whose text is in another language than its input (Whisper's ``task: translate``): the quality
     #: meter scores it with BLEU / chrF, as an MT stage, not with WER.
     translates: bool = False
+    #: Every input padded to this many seconds (Whisper's 30 s log-mel window): its cost does not follow the clip's
+    #: length, and the length fit says so instead of fitting (speechperf.length_cost).
+    padded_to_s: float | None = None
 
     def flops_sessions(self) -> Mapping[str, Session]:
         """The sessions FLOPs are counted on: the timed ones, or their countable twin."""

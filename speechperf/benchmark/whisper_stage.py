@@ -50,6 +50,8 @@ class WhisperStage(Stage):
 
         return min(MAX_TOKENS, max_length(int(round(min(seconds, 30.0) * 50)), self.max_len_a, self.max_len_b))
 
+    padded_to_s = 30.0
+
     #: batches: every input is the same 30 s log-mel, and each item stops at its own bound (adapters/whisper.py)
     batch_refusal = None
 

@@ -31,7 +31,7 @@ def _not_empty(ctx, param, value):
     "model",
     default=None,
     callback=_not_empty,
-    help="Only runs of this model_type or config hash.",
+    help="Only runs of this model_type (S2T), with this model in a stage (whisper-tiny-en), or of this config hash.",
 )
 @click.option("--since", default=None, metavar="DATE", help="Only runs from this ISO date or time on (UTC).")
 @click.option(
@@ -46,7 +46,10 @@ def _not_empty(ctx, param, value):
     help="Plot this stored metric (e.g. mean_ms, p99_ms, peak_qps; runtime: every kind's mean_ms).",
 )
 @click.option(
-    "--stage", default=None, callback=_not_empty, help="With --plot: only this stage (e.g. 'stage1 s2t', total)."
+    "--stage",
+    default=None,
+    callback=_not_empty,
+    help="With --plot: this stage (e.g. 'stage1 s2t'); default: the total (each stage where there is none).",
 )
 @click.option("--x", "x_axis", type=click.Choice(("time", "commit")), default="time", show_default=True)
 @click.option("--output", "-o", type=_path, default=None, help="With --plot: the plot file (.png or .svg).")
@@ -89,7 +92,8 @@ def history(store, backend, model, since, commit, limit, metric, stage, x_axis, 
     images = []
     with tempfile.TemporaryDirectory(prefix="speechperf-history-") as folder:
         if lines is not None:
-            drawn = plot.plot_history(lines, metric, x_axis, output or Path(folder) / "history.png")
+            shown_stage = history.plotted_stage(store, metric, stage)
+            drawn = plot.plot_history(lines, metric, x_axis, output or Path(folder) / "history.png", shown_stage)
             images.append(drawn)
             if output is not None:
                 click.echo(f"history: plot of {metric} over {x_axis} ({len(lines)} line(s)): {output}", err=True)

@@ -306,3 +306,20 @@ def check_best(sweeps: Sequence, warmup: int) -> None:
             f"--best with warmup {warmup}: a compiled variant compiles on its first call, which would then be "
             "timed; allowed: --warmup 1 or more"
         )
+
+
+def default_paths_note(store: Path | None, config: Mapping[str, Any]) -> str:
+    """What a plain compare (no --best) ranks: each backend's default path, which --best may reorder; with the
+    last --best result for the same config on this machine, where the store holds one."""
+    import platform
+
+    from speechperf.store import history, record
+
+    line = (
+        "note: this compares each backend's default path; compare --best measures every backend's variants and "
+        "may change the ranking"
+    )
+    last = None if store is None else history.latest(store, "compare-best", record.config_hash(config), platform.node())
+    if last is None:
+        return line + " (no --best result for this config on this machine in the store yet)"
+    return f"{line}; the last --best for this config on this machine (run {last['id']}, {last['time']}): {last['headline']}"

@@ -327,6 +327,10 @@ class _Compare:
         pinned = pinned_line(self.o.base)
         if pinned:
             _show(pinned)
+        if self.o.best is None and len({c.backend for c in self.cells}) > 1:
+            default_paths = best_search.default_paths_note(self.o.exports.keep.store, self.o.base.to_dict())
+            _show(default_paths)
+            self.got.notes.append(default_paths.removeprefix("note: "))
         doc = self.document(True)
         tables = [
             table_html(f"compare: {self.o.base.general.model_type}", COLUMNS, doc.rows, key=KEY_COLUMNS),

@@ -232,6 +232,7 @@ def _raw_timings(stage: dict[str, Any]) -> dict[str, Any]:
         "ns": {s["sample_id"]: s["ns"] for s in runtime.get("samples", [])},
         "audio": rtf.get("audio"),
         "audio_s": rtf.get("audio_per_sample") or {},
+        "padded_to_s": stage.get("padded_to_s"),
     }
 
 
@@ -240,6 +241,7 @@ def length_fits(summary: CellSummary) -> dict[str, length_cost.LengthFit]:
     repeats in each run) against its audio seconds."""
     by_stage: dict[str, dict[str, list[float]]] = {}
     audio: dict[str, tuple[str | None, dict[str, float]]] = {}
+    padded: dict[str, float | None] = {}
     for run in summary.runs:
         for stage in run.get("stages", []):
             name = f"stage{stage['stage']} {stage.get('role')}"
@@ -248,12 +250,13 @@ def length_fits(summary: CellSummary) -> dict[str, length_cost.LengthFit]:
                 per_sample.setdefault(sid, []).append(statistics.median(ns) / 1e9)
             side, seconds = audio.setdefault(name, (stage.get("audio"), {}))
             seconds.update(stage.get("audio_s") or {})
+            padded[name] = stage.get("padded_to_s")
     fits = {}
     for name, per_sample in by_stage.items():
         side, seconds = audio[name]
         ids = [sid for sid in per_sample if sid in seconds]
         fits[name] = length_cost.fit(
-            [seconds[sid] for sid in ids], [statistics.median(per_sample[sid]) for sid in ids], side
+            [seconds[sid] for sid in ids], [statistics.median(per_sample[sid]) for sid in ids], side, padded[name]
         )
     return fits
 

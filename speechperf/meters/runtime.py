@@ -18,7 +18,12 @@ repeats. ``RuntimeResult.first_call_per_shape`` is that cost (the rule is in ``s
 Noise: the spread of the repeats of one sample is its coefficient of variation (stdev/mean). When the median of
 that over the samples exceeds ``noise_threshold`` (10%), ``RuntimeResult.noise_warning`` says so and what to do.
 With fewer than 3 repeats per sample, noise cannot be estimated, and the warning says that instead. When the first
-repeats are found to carry the first-call-per-shape cost, they are left out of the noise estimate.
+repeats are found to carry the first-call-per-shape cost, they are left out of the noise estimate. Each timed
+repeat also records the CPU time of the calling thread (``time.thread_time_ns``, ``SampleTiming.cpu_ns``): when the
+wall times vary and that CPU time does not, the work did not change and the variation is time the thread spent off
+the CPU (other processes on its core, waits on other threads); the warning says which, with both figures. On
+Linux each repeat also records how long the thread waited runnable for a CPU (``wait_ns``, from
+``/proc/thread-self/schedstat``): the share of the timed wall time spent so is the time other processes took.
 
 Cold start is separate from steady state: ``measure_cold_start(load, first_call)`` times model loading and the first
 call on the loaded session.
@@ -55,6 +60,10 @@ class SampleTiming:
     warmup_ns: tuple[int, ...] = ()
     #: its first call (the first of warmup_ns, else of ns) met an input shape the session had not run before
     new_shape: bool = False
+    #: the calling thread's CPU time during each timed repeat (empty where not recorded: a batch's share)
+    cpu_ns: tuple[int, ...] = ()
+    #: the calling thread's wait for a CPU (runnable, not running) during each timed repeat (empty where unknown)
+    wait_ns: tuple[int, ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -131,13 +140,30 @@ class RuntimeResult:
     def noise(self) -> float | None:
         """Median over samples of the coefficient of variation of their repeats, leaving out the first repeats
         when they carry the first-call-per-shape cost; None when not estimable."""
+        return self._median_spread(lambda s: s.ns)
+
+    @property
+    def cpu_noise(self) -> float | None:
+        """``noise`` of the calling thread's CPU time per repeat; None where it was not recorded."""
+        return self._median_spread(lambda s: s.cpu_ns)
+
+    @property
+    def run_queue_share(self) -> float | None:
+        """The share of the timed wall time the calling thread waited runnable for a CPU; None where unknown."""
+        waited = [s for s in self.samples if s.wait_ns]
+        wall = sum(sum(s.ns) for s in waited)
+        return sum(sum(s.wait_ns) for s in waited) / wall if waited and wall > 0 else None
+
+    def _median_spread(self, values: Callable[[SampleTiming], tuple[int, ...]]) -> float | None:
         skip = self._first_repeats_are_shape_cost
         spreads = []
         for s in self.samples:
-            if skip and s.new_shape and not s.warmup_ns:
-                spread = per_shape.coefficient_of_variation(s.ns[1:])
-            else:
-                spread = s.spread
+            timed = values(s)
+            if len(timed) < 3:
+                continue
+            spread = per_shape.coefficient_of_variation(
+                timed[1:] if skip and s.new_shape and not s.warmup_ns else timed
+            )
             if spread is not None:
                 spreads.append(spread)
         return statistics.median(spreads) if spreads else None
@@ -168,14 +194,44 @@ class RuntimeResult:
         if noise > self.noise_threshold:
             return (
                 f"runtime is noisy: repeats of the same sample vary by {noise:.0%} (coefficient of variation, median "
-                f"over samples; threshold {self.noise_threshold:.0%}); close other busy programs, pin threads "
-                "(--threads), raise --warmup and --repeat, and re-run before trusting these numbers"
+                f"over samples; threshold {self.noise_threshold:.0%}){self._noise_cause()}; close other busy "
+                "programs, pin threads (--threads), raise --warmup and --repeat, and re-run before trusting these "
+                "numbers"
                 + (
                     " (first repeats left out: they carry the first-call-per-shape cost)"
                     if self._first_repeats_are_shape_cost
                     else ""
                 )
             )
+        return None
+
+    def _noise_cause(self) -> str:
+        """Where the variation is, measured: in the work (the calling thread's CPU time varies as much) or off
+        the CPU (it does not)."""
+        cpu, queued = self.cpu_noise, self.run_queue_share
+        text = ""
+        if cpu is not None and cpu <= self.noise_threshold:
+            text = (
+                f"; the calling thread's CPU time varies by only {cpu:.0%}: the work did not change, the thread "
+                "waited off the CPU (other processes on its core, or waits on other threads)"
+            )
+        elif cpu is not None:
+            text = (
+                f"; the calling thread's CPU time varies by {cpu:.0%} too: the same work took more or less CPU "
+                "time (caches and memory shared with other processes, the CPU's clock, work the framework does on "
+                "some calls)"
+            )
+        if queued is not None:
+            text += f"; it waited for a CPU (runnable, other threads running) {queued:.0%} of its timed wall time"
+        return text
+
+
+def run_queue_ns() -> int | None:
+    """Nanoseconds the calling thread has waited runnable for a CPU so far (Linux's schedstat); None elsewhere."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stat:
+            return int(stat.read().split()[1])
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -216,9 +272,11 @@ class RuntimeMeter:
     def measure(self, sample_id: str, forward: Callable[[], object], shape=None) -> SampleTiming | SampleFailure:
         """``shape``: a hashable key of the input's shapes; a sample whose shape was not run before is warmed
         ``shape_warmup`` more times and marked ``new_shape``."""
-        clock, sync = time.perf_counter_ns, self._sync
+        clock, cpu_clock, sync = time.perf_counter_ns, time.thread_time_ns, self._sync
         warm: list[int] = []
         timed: list[int] = []
+        cpu: list[int] = []
+        waits: list[int] = []
         new_shape = shape is not None and shape not in self._seen_shapes
         if shape is not None:
             self._seen_shapes.add(shape)
@@ -229,15 +287,21 @@ class RuntimeMeter:
                 sync()
                 warm.append(clock() - start)
             for _ in range(self.repeat):
+                queued = run_queue_ns()
+                cpu_start = cpu_clock()
                 start = clock()
                 forward()
                 sync()
                 timed.append(clock() - start)
+                cpu.append(cpu_clock() - cpu_start)
+                if queued is not None and (now := run_queue_ns()) is not None:
+                    waits.append(now - queued)
         except Exception as exc:
             record = failure(sample_id, self.name, exc)
             self._failures.append(record)
             return record
-        timing = SampleTiming(str(sample_id), tuple(timed), tuple(warm), new_shape)
+        wait = tuple(waits) if len(waits) == len(timed) else ()
+        timing = SampleTiming(str(sample_id), tuple(timed), tuple(warm), new_shape, tuple(cpu), wait)
         self._samples.append(timing)
         return timing
 

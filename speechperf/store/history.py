@@ -1,11 +1,12 @@
-"""``speechperf history``: the stored runs, filtered, as rows; and one metric of them as series per backend and
-stage, over time or over commits (docs/history.md)."""
+"""``speechperf history``: the stored runs, filtered, as rows; and one metric of them as series per config and
+backend (the total, or one stage), each point with the run's spread where it stored one, over time or over commits
+(docs/history.md)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -20,12 +21,25 @@ COLUMNS = ("id", "time", "kind", "model", "config", "backends", "commit", "headl
 #: plot, version 1 documents' own names for it (``runtime_mean_ms``, ``latency_ms``) included.
 RUNTIME = "runtime"
 X_AXES = ("time", "commit")
+#: The spread a run stores beside a figure, drawn as its error bar: compare's is over its process runs' means,
+#: bench's over its per-sample runtimes.
+ERROR_OF = {"mean_ms": "stdev_ms"}
+#: A config's stage models (``stage1.model: whisper-tiny-en``), read from the stored document's config.
+_STAGE_MODELS = "SELECT value FROM json_tree(runs.result, '$.config') WHERE fullkey GLOB '$.config.stage*.model'"
+
+
+class Point(NamedTuple):
+    time: str
+    commit: str
+    value: float
+    error: float | None = None  #: the run's own spread of the value (ERROR_OF), None where it stored none
 
 
 @attrs.frozen
 class Filters:
     backend: str | None = None
-    model: str | None = None  #: a model_type (S2T) or a config hash (its first characters)
+    #: a model_type (S2T), a stage's model name (whisper-tiny-en) or a config hash (its first characters)
+    model: str | None = None
     since: str | None = None  #: an ISO date or time, UTC when it names no zone
     commit: str | None = None  #: a commit's first characters
     limit: int | None = None
@@ -36,8 +50,8 @@ class Filters:
             clauses.append("(',' || backends || ',') LIKE ?")
             params.append(f"%,{self.backend},%")
         if self.model:
-            clauses.append("(model = ? OR config_hash LIKE ?)")
-            params += [self.model, f"{self.model}%"]
+            clauses.append(f"(model = ? OR config_hash LIKE ? OR ? IN ({_STAGE_MODELS}))")
+            params += [self.model, f"{self.model}%", self.model]
         if self.since:
             clauses.append("time >= ?")
             params.append(since_time(self.since))
@@ -72,11 +86,17 @@ def _check_known(store: Path, filters: Filters) -> None:
                 for name in (text or "").split(",")
                 if name
             }
+            | (_stage_models(store) if column == "model" else set())
         )
         if value not in found and not (column == "model" and _is_hash_prefix(store, value)):
             raise SpeechperfError(
                 f"{what} {value!r}: no stored run has it; the store holds: {', '.join(found) or 'none'}"
             )
+
+
+def _stage_models(store: Path) -> set[str]:
+    sql = "SELECT DISTINCT t.value FROM runs, json_tree(runs.result, '$.config') AS t WHERE t.fullkey GLOB ?"
+    return {m for (m,) in db.select(store, sql, ["$.config.stage*.model"]) if isinstance(m, str)}
 
 
 def _is_hash_prefix(store: Path, value: str) -> bool:
@@ -88,30 +108,41 @@ def runs(store: Path, filters: Filters) -> list[dict[str, Any]]:
     _check_known(store, filters)
     where, params = filters.where()
     limit = f" LIMIT {int(filters.limit)}" if filters.limit else ""
+    found = db.select(store, f"SELECT {_LISTED} FROM runs{where} ORDER BY id DESC{limit}", params)
+    return [_listed(store, r) for r in found]
+
+
+_LISTED = "id, time, command, model, config_hash, backends, git_commit, git_dirty, result_schema_version"
+
+
+def _listed(store: Path, r) -> dict[str, Any]:
+    """A ``runs`` row as the listing shows it, with its headline figure per cell."""
+    name, head = _headline(store, r["id"], r["command"], r["result_schema_version"])
+    commit = None if r["git_commit"] is None else r["git_commit"][:10] + ("-dirty" if r["git_dirty"] else "")
+    return {
+        "id": r["id"],
+        "time": r["time"],
+        "kind": r["command"],
+        "model": r["model"],
+        "config": r["config_hash"],
+        "backends": r["backends"],
+        "commit": commit,
+        "headline": ", ".join(f"{h['cell'] or h['backend']} {shown(name, h['value'])}" for h in head[:4])
+        + (f" ({name})" if head else ""),
+    }
+
+
+def latest(store: Path, kind: str, config_hash: str | None, hostname: str) -> dict[str, Any] | None:
+    """The newest stored run of ``kind`` with this config on this machine, as the listing shows it; None when
+    the store holds none (or does not exist yet)."""
+    if config_hash is None or not store.is_file():
+        return None
     found = db.select(
         store,
-        "SELECT id, time, command, model, config_hash, backends, git_commit, git_dirty, result_schema_version FROM runs"
-        f"{where} ORDER BY id DESC{limit}",
-        params,
+        f"SELECT {_LISTED} FROM runs WHERE command = ? AND config_hash = ? AND hostname = ? ORDER BY id DESC LIMIT 1",
+        [kind, config_hash, hostname],
     )
-    out = []
-    for r in found:
-        name, head = _headline(store, r["id"], r["command"], r["result_schema_version"])
-        commit = None if r["git_commit"] is None else r["git_commit"][:10] + ("-dirty" if r["git_dirty"] else "")
-        out.append(
-            {
-                "id": r["id"],
-                "time": r["time"],
-                "kind": r["command"],
-                "model": r["model"],
-                "config": r["config_hash"],
-                "backends": r["backends"],
-                "commit": commit,
-                "headline": ", ".join(f"{h['cell'] or h['backend']} {shown(name, h['value'])}" for h in head[:4])
-                + (f" ({name})" if head else ""),
-            }
-        )
-    return out
+    return _listed(store, found[0]) if found else None
 
 
 def _headline(store: Path, run_id: int, kind: str, version: int | None) -> tuple[str, list[Any]]:
@@ -149,48 +180,79 @@ def metrics(store: Path) -> list[str]:
     return [m for (m,) in db.select(store, "SELECT DISTINCT metric FROM metrics ORDER BY metric", [])]
 
 
-def series(store: Path, metric: str, filters: Filters, stage: str | None) -> dict[str, list[tuple[str, str, float]]]:
-    """Per line (``backend`` or ``backend stage``, led by the model type and config hash when the runs are of
-    several configs): (time, commit, value) of every stored run passing ``filters``, oldest first. An unknown metric or stage is one line listing those stored."""
+def series(store: Path, metric: str, filters: Filters, stage: str | None) -> dict[str, list[Point]]:
+    """Per line (``backend``, or a compare cell; led by the model type and config hash when the runs are of several
+    configs): a Point of every stored run passing ``filters``, oldest first. The stage is ``stage``, else the total
+    where the metric has one (a one-stage run's stage1 would repeat it), else one line per stage. An unknown
+    metric or stage is one line listing those stored."""
     known = metrics(store)
     names = _aliases(metric)
     if not set(names) & set(known):
         raise SpeechperfError(
             f"--plot {metric!r}: no stored run has this metric; stored metrics: {', '.join([RUNTIME, *known])}"
         )
-    marks = ", ".join("?" * len(names))
-    stages = [s for (s,) in db.select(store, f"SELECT DISTINCT stage FROM metrics WHERE metric IN ({marks})", names)]
-    if stage is not None and stage not in stages:
-        raise SpeechperfError(f"--stage {stage!r}: not a stored stage of {metric}; stages: {', '.join(sorted(stages))}")
+    stages = _stages(store, names)
+    stage = plotted_stage(store, metric, stage)
     _check_known(store, filters)
     where, params = filters.where()
     where = where.replace(" WHERE ", " AND ", 1)
+    error_name = ERROR_OF.get("mean_ms" if metric == RUNTIME else metric)
+    wanted = [*names, *_aliases(error_name)] if error_name else names
     rows = db.select(
         store,
         "SELECT runs.id, runs.time, runs.command, runs.result_schema_version, runs.git_commit, runs.git_dirty, "
         "runs.model, runs.config_hash, metrics.metric, metrics.backend, metrics.cell, metrics.stage, "
-        f"metrics.value FROM metrics JOIN runs ON runs.id = metrics.run_id WHERE metrics.metric IN ({marks})"
+        f"metrics.value FROM metrics JOIN runs ON runs.id = metrics.run_id "
+        f"WHERE metrics.metric IN ({', '.join('?' * len(wanted))})"
         + (" AND metrics.stage = ?" if stage else "")
         + where
         + " ORDER BY runs.id",
-        [*names, *([stage] if stage else []), *params],
+        [*wanted, *([stage] if stage else []), *params],
     )
-    lines: dict[str, list[tuple[str, str, float]]] = {}
+    values: dict[tuple, tuple[str, Any, float]] = {}  # (run, backend, cell, stage) -> (line, row, value)
+    errors: dict[tuple, float] = {}
     # runs of different configs are never joined into one line: the line names the config when there are several
     configs = {r["config_hash"] for r in rows}
     for r in rows:
         if filters.backend and r["backend"] != filters.backend:
             continue
         now, value = _as_current(r["command"], r["result_schema_version"], r["metric"], r["value"])
+        key = (r["id"], r["backend"], r["cell"], r["stage"])
+        if error_name and now == error_name:
+            errors[key] = value
+            continue
         if now != metric and not (metric == RUNTIME and now == "mean_ms"):
             continue  # a name another kind, or another version, gives another figure
-        name = r["backend"] or "?"
-        if r["cell"] and r["cell"] != name:  # a compare cell (onnxruntime t=2), an optimize variant (fp32)
-            name = r["cell"] if name in r["cell"] else f"{name} {r['cell']}"
-        if len(stages) > 1 and not stage:
-            name = f"{name} {r['stage']}"
-        if len(configs) > 1:
-            name = f"{r['model'] or '?'} {(r['config_hash'] or '?')[:6]}: {name}"
+        values[key] = (_line_name(r, per_stage=stage is None and len(stages) > 1, configs=len(configs)), r, value)
+    lines: dict[str, list[Point]] = {}
+    for key, (name, r, value) in values.items():
         commit = (r["git_commit"] or "no commit")[:10] + ("-dirty" if r["git_dirty"] else "")
-        lines.setdefault(name, []).append((r["time"], commit, value))
+        lines.setdefault(name, []).append(Point(r["time"], commit, value, errors.get(key)))
     return lines
+
+
+def _stages(store: Path, names: list[str]) -> list[str]:
+    marks = ", ".join("?" * len(names))
+    return [s for (s,) in db.select(store, f"SELECT DISTINCT stage FROM metrics WHERE metric IN ({marks})", names)]
+
+
+def plotted_stage(store: Path, metric: str, stage: str | None) -> str | None:
+    """The stage ``series`` draws: ``stage`` (refused with the stored ones when the metric has no such stage),
+    else the total where the metric has one, else None (a line per stage)."""
+    stages = _stages(store, _aliases(metric))
+    if stage is not None and stage not in stages:
+        raise SpeechperfError(f"--stage {stage!r}: not a stored stage of {metric}; stages: {', '.join(sorted(stages))}")
+    return stage if stage is not None else (TOTAL if TOTAL in stages else None)
+
+
+def _line_name(r, per_stage: bool, configs: int) -> str:
+    """``onnxruntime``, a compare cell (``onnxruntime t=2``), an optimize variant; with its stage where each stage
+    has a line; led by the model type and config hash where the runs are of several configs."""
+    name = r["backend"] or "?"
+    if r["cell"] and r["cell"] != name:  # a compare cell (onnxruntime t=2), an optimize variant (fp32)
+        name = r["cell"] if name in r["cell"] else f"{name} {r['cell']}"
+    if per_stage:
+        name = f"{name} {r['stage']}"
+    if configs > 1:
+        name = f"{r['model'] or '?'} {(r['config_hash'] or '?')[:6]}: {name}"
+    return name
