@@ -38,7 +38,7 @@ def optimized(tmp_path_factory):
     config.write_text(
         "general: {model_type: S2S, dataset_size: 3, generated_seconds: [0.4, 0.7], warmup: 1}\n"
         f"stage1:\n  path: {model}\n  features: {{n_mels: {user_models.BINS}}}\n"
-        "  inputs: [{name: feats, source: features}]\n  outputs: [mask]\n"
+        "  inputs: [{name: feats, source: features}]\n  outputs: [mask]\n  output_kind: mask\n"
     )
     out = folder / "opt.json"
     done = speechperf(

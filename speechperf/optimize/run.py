@@ -209,7 +209,7 @@ def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
         calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
         held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
 
-    speech_out = cfg.roles[-1] in fid.SPEECH_ROLES
+    speech_out = cfg.stages[-1].output_kind_as(cfg.roles[-1]) == "waveform"  # a mask is no audio to dump
     fp32_size = sum(p.stat().st_size for plan in plans for p in plan.fp32_files)
     configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
     study.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
