@@ -102,9 +102,9 @@ def dnsmos(wave: np.ndarray, rate: int) -> Dnsmos:
 
 def mcd(reference: np.ndarray, reference_rate: int, other: np.ndarray, other_rate: int) -> float:
     """Mel-cepstral distortion (dB) of ``other`` against ``reference``, DTW-aligned, at 16 kHz."""
+    package = require("mel_cepstral_distance", "MCD")
     from scipy.io import wavfile  # what the package reads them with: float32 wav, no chunk it would warn about
 
-    package = require("mel_cepstral_distance", "MCD")
     with tempfile.TemporaryDirectory(prefix="speechperf-mcd-") as folder:
         a, b = Path(folder) / "reference.wav", Path(folder) / "other.wav"
         wavfile.write(a, RATE, _mono16k(reference, reference_rate))

@@ -122,9 +122,9 @@ def over_budget(fp32: Fidelity | None, variant: Fidelity | None, budget: Quality
     if budget.min_agreement is not None and variant.kind in ("tokens", "vad") and variant.value is not None:
         if variant.value < budget.min_agreement:
             found.append(f"{variant.kind} agreement {variant.value:.1%} < {budget.min_agreement:.1%}")
-    drop = mos_drop(fp32, variant)
-    if drop is not None and budget.max_mos_drop is not None and drop > budget.max_mos_drop:
-        found.append(f"DNSMOS OVRL {-drop:+.2f}")
+    mos = mos_drop(fp32, variant)
+    if mos is not None and budget.max_mos_drop is not None and mos > budget.max_mos_drop:
+        found.append(f"DNSMOS OVRL {-mos:+.2f}")
     if budget.max_mcd is not None and variant.mcd_db is not None and variant.mcd_db > budget.max_mcd:
         found.append(f"MCD {variant.mcd_db:.2f} dB > {budget.max_mcd:g}")
     return found
