@@ -50,7 +50,9 @@ def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
     if roles[-1] in SPEECH_ROLES and not asked:
         return False, (
             f"quality not scored by default for speech output: it transcribes every output with {ASR_NAME}; "
-            "add quality to --meters to score intelligibility" + (" / ASR-BLEU" if len(roles) > 1 else "")
+            "add quality to --meters to score intelligibility"
+            + (" / ASR-BLEU" if len(roles) > 1 else "")
+            + " and DNSMOS"
         )
     return True, None
 
