@@ -39,6 +39,23 @@ def test_the_headline_names_each_figure_and_the_reference():
     assert SpeechQuality(1, 3.0, 3.0, 3.0, 3.0).headline() == "DNSMOS OVRL 3.00 SIG 3.00 BAK 3.00 P.808 3.00"
 
 
+def test_compare_shows_the_speech_figures_of_its_bench_children():
+    """compare rebuilds each child's headline from its bench JSON (speechperf.compare.quality)."""
+    import attrs
+
+    from speechperf.compare.quality import _headline
+    from speechperf.meters.quality import QualityScore
+
+    speech = SpeechQuality(1, 3.5, 4.0, 3.2, 3.8, 0.5, reference="input recording")
+    score = QualityScore("total", "speech", 1, speech=speech)
+    as_json = json.loads(json.dumps(attrs.asdict(score)))
+    assert (
+        _headline(as_json)
+        == score.headline()
+        == "DNSMOS OVRL 3.20 SIG 3.50 BAK 4.00 P.808 3.80, MCD 0.50 dB vs input recording"
+    )
+
+
 def test_a_missing_package_is_one_line_with_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "mel_cepstral_distance", None)  # import of it fails as if not installed
     with pytest.raises(MissingExtraError) as info:
