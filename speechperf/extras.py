@@ -34,6 +34,11 @@ EXTRAS = {
         Extra("memory_profiler", "memory_profiler", "memory"),
         Extra("matplotlib", "matplotlib", "plot"),
         Extra("mlperf_loadgen", "mlcommons-loadgen", "loadgen"),
+        Extra("speechmos.dnsmos", "speechmos", "speech-quality"),
+        Extra("librosa", "librosa", "speech-quality"),
+        Extra("mel_cepstral_distance", "mel-cepstral-distance", "speech-quality"),
+        Extra("pesq", "pesq", "speech-quality"),
+        Extra("pystoi", "pystoi", "speech-quality"),
     )
 }
 

@@ -39,7 +39,7 @@ def compare(tmp_path: Path, files: dict[str, Path]):
     config.write_text(
         "general: {model_type: S2S, generated_seconds: [0.5, 0.5], dataset_size: 1}\n"
         f"stage1: {{path: {{onnxruntime: {files['onnxruntime']}, torch: {files['torch']}}}, "
-        "inputs: [{name: feats, source: features}], outputs: [mask]}\n"
+        "inputs: [{name: feats, source: features}], outputs: [mask], output_kind: mask}\n"
     )
     out = tmp_path / f"{files['torch'].stem}.json"
     done = CliRunner().invoke(

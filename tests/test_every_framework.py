@@ -51,7 +51,7 @@ def mask_config(folder: Path, path: str, extra: str = "", output: str = "mask") 
         f"  path: {path}\n"
         f"  features: {{n_mels: {user_models.BINS}}}\n"
         "  inputs: [{name: feats, source: features}]\n"
-        f"  outputs: [{output}]\n" + extra
+        f"  outputs: [{output}]\n  output_kind: mask\n" + extra
     )
     return config
 

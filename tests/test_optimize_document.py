@@ -46,7 +46,14 @@ def test_the_document_has_the_envelope_and_optimize_fields(tmp_path):
     assert doc.environment == {"cpu_count": 2} and doc.notes == ["a note"] and doc.warnings == ["a warning"]
     assert doc["backend"] == "onnxruntime" and doc["methods"] == ["ort-dynamic", "ort-static-qdq"]
     assert (doc["runs_per_variant"], doc["calibration_size"]) == (3, 2)
-    assert doc["quality_budget"] == {"max_wer_increase": 1.0, "max_bleu_drop": 1.0, "min_agreement": 0.98}
+    assert doc["quality_budget"] == {
+        "max_wer_increase": 1.0,
+        "max_bleu_drop": 1.0,
+        "min_agreement": 0.98,
+        "max_mos_drop": 0.2,
+        "max_mcd": None,
+        "min_snr_db": 20.0,
+    }
     assert doc["variant_notes"] == {"ort-dynamic": ["upgraded from opset 11"]} and doc["runs"] == []
     dyn = doc.rows[1]
     assert (dyn["mean_ms"], dyn["stdev_ms"], dyn["speedup"], dyn["size_mb"], dyn["size_ratio"]) == (

@@ -38,12 +38,13 @@ def optimized(tmp_path_factory):
     config.write_text(
         "general: {model_type: S2S, dataset_size: 3, generated_seconds: [0.4, 0.7], warmup: 1}\n"
         f"stage1:\n  path: {model}\n  features: {{n_mels: {user_models.BINS}}}\n"
-        "  inputs: [{name: feats, source: features}]\n  outputs: [mask]\n"
+        "  inputs: [{name: feats, source: features}]\n  outputs: [mask]\n  output_kind: mask\n"
     )
     out = folder / "opt.json"
     done = speechperf(
         "optimize", "-b", "onnxruntime", "--config", str(config), "--method", "ort-dynamic,ort-static-qdq",
-        "--runs", "2", "--calibration-size", "2", "--out-dir", str(folder / "variants"), "-o", str(out),
+        "--runs", "2", "--calibration-size", "2", "--min-snr", "200", "--out-dir", str(folder / "variants"),
+        "-o", str(out),
     )  # fmt: skip
     print(done.stdout, done.stderr[-3000:])
     return done, json.loads(out.read_text()), folder
@@ -78,13 +79,17 @@ def test_the_ops_left_out_of_int8_are_listed_with_their_time_share(optimized):
 
 @pytest.mark.slow
 def test_float_fidelity_of_the_mask_against_fp32(optimized):
-    _, doc, _ = optimized
+    _, doc, folder = optimized
     for method in ("ort-dynamic", "ort-static-qdq"):
         row = next(r for r in doc["rows"] if r["variant"] == method)
         mask = row["float_outputs"].split(";")[0]
         assert mask.startswith("stage1 outputs.mask max |Δ| ") and " SNR " in mask and " cos " in mask
         snr = float(mask.split("SNR ")[1].split(" dB")[0])
         assert 20 < snr < 200  # int8 changes the mask a little, not to noise, and not nothing
+        # --min-snr 200: a variant whose float output fails its fidelity is never "ok", whatever its speed.
+        assert row["status"].startswith(f"over quality budget (stage1 outputs.mask SNR {snr:.1f} dB, DIFFER in 3/3)")
+        assert row["min_snr_db"] == pytest.approx(snr, abs=0.06)
+    assert not (folder / "variants" / "waveforms").exists()  # output_kind: mask is no speech: nothing dumped as wav
 
 
 @pytest.mark.slow

@@ -16,9 +16,10 @@ from speechperf.data.sample import Sample
 class FileStage(Stage):
     """A user's model file run once per sample. Its declared inputs are fed from the sample's arrays, in each
     input's ``layout`` (default: a batch of 1, ``[1, frames, bins]`` features), or, with ``value``, a constant; its
-    first declared output is the stage's result: token ids for s2t / mt / s2u, a waveform for tts / unit_vocoder /
-    s2s, at the stage's ``output_sample_rate`` (default ``sample_rate``). Features are made from the audio with
-    the stage's ``features`` settings, before timing.
+    first declared output is the stage's result, of the stage's output kind (``output_kind``, else the role's):
+    token ids for s2t / mt / s2u, a waveform for tts / unit_vocoder / s2s, at the stage's ``output_sample_rate``
+    (default ``sample_rate``); a mask, spectrogram, features or probabilities stay arrays among the outputs (no
+    audio). Features are made from the audio with the stage's ``features`` settings, before timing.
 
     ``channels`` is the feature size the inputs are checked with at load against the shapes the model declares
     (None where the dataset holds features of its own size)."""
@@ -44,6 +45,7 @@ class FileStage(Stage):
         self.config = config
         self.sample_rate = sample_rate
         self.output_rate = config.output_sample_rate or sample_rate
+        self.declared_output_kind = config.output_kind
         self.feature_fn = feature_fn  # audio -> (frames, bins) features, needed only for a `features` input
         self.frontend = text_frontend(config)  # text -> tokens (and style), for a TTS file that says text
         _check_names(config, session, where or self.label)
@@ -121,11 +123,13 @@ class FileStage(Stage):
     def run(self, sessions: Mapping[str, Session], inp: StageIO) -> StageIO:
         feeds = self.feeds(inp)
         outputs = sessions["model"](feeds)
-        first = np.asarray(outputs[self.config.outputs[0]])
+        name = self.config.outputs[0]
+        first = np.asarray(outputs[name])
         result: StageIO = {"outputs": outputs}
-        if self.role in ("tts", "unit_vocoder", "s2s"):
+        if self.output_kind == "waveform":  # kept once, as the waveform, not again among the outputs
+            result["outputs"] = {k: v for k, v in outputs.items() if k != name}
             result["waveform"], result["sample_rate"] = first.reshape(-1).astype(np.float32), self.output_rate
-        elif np.issubdtype(first.dtype, np.integer):
+        elif self.output_kind == "tokens" and np.issubdtype(first.dtype, np.integer):
             result["units" if self.role == "s2u" else "tokens"] = first.reshape(-1).astype(np.int64)
         return result
 

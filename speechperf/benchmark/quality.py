@@ -11,9 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import attrs
 import numpy as np
 
 from speechperf.meters.quality import QualityResult, QualityScore, score_texts, score_vad
+from speechperf.meters.speech_quality import SpeechQuality
 
 TEXT_ROLES = ("s2t", "mt")
 SPEECH_ROLES = ("tts", "unit_vocoder", "s2s")
@@ -32,6 +34,8 @@ def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
     asked = "quality" in general.meters
     if not asked and tuple(general.meters) != DEFAULT_METERS:
         return False, None
+    if refs is None and asked and roles[-1] in SPEECH_ROLES:
+        return True, None  # speech quality (DNSMOS) needs no reference
     if refs is None:
         how = (
             "reference segments (general.reference_path, or a .seg file beside the manifest)"
@@ -46,7 +50,9 @@ def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
     if roles[-1] in SPEECH_ROLES and not asked:
         return False, (
             f"quality not scored by default for speech output: it transcribes every output with {ASR_NAME}; "
-            "add quality to --meters to score intelligibility" + (" / ASR-BLEU" if len(roles) > 1 else "")
+            "add quality to --meters to score intelligibility"
+            + (" / ASR-BLEU" if len(roles) > 1 else "")
+            + " and DNSMOS"
         )
     return True, None
 
@@ -63,7 +69,7 @@ def measure(bench, samples, refs, general, backend, workdir) -> QualityResult:
         last = index == len(bench.stages) - 1
         name = "total" if last else f"stage{index + 1} {stage.role}"
         got = outputs[index]
-        if stage.role in TEXT_ROLES:
+        if stage.role in TEXT_ROLES and refs is not None:
             # A cascade's ASR before an MT stage is scored against the source transcripts, when there are any;
             # every other text stage against the references of the run's output text.
             before_mt = stage.role == "s2t" and "mt" in roles[index + 1 :]
@@ -81,18 +87,29 @@ def measure(bench, samples, refs, general, backend, workdir) -> QualityResult:
             scored = score_texts(name, metric, ids, refs_here, texts, refs, general.language, translation)
             if scored is not None:
                 scores.append(scored)
-        elif stage.role == "vad" and last:
+        elif stage.role == "vad" and last and refs is not None:
             scores.append(score_vad(ids, refs, got, samples))
         elif stage.role in SPEECH_ROLES and last:
             scored = score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes)
             if scored is not None:
                 scores.append(scored)
-    return QualityResult(tuple(scores), time.perf_counter() - start, refs.origin, tuple(notes))
+    return QualityResult(tuple(scores), time.perf_counter() - start, refs.origin if refs else None, tuple(notes))
 
 
 def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes) -> QualityScore | None:
-    """Back-transcribe every output waveform, then WER (TTS: against its input) or ASR-BLEU (S2ST)."""
-    waves = {sid: out for sid, out in got.items() if "waveform" in out and sid in refs.texts}
+    """Back-transcribe every output waveform, then WER (TTS: against its input) or ASR-BLEU (S2ST); and the speech
+    quality of every output waveform (speechperf.meters.speech_quality)."""
+    speech = speech_quality(got, bench.inputs[len(bench.stages) - 1], notes)
+    scored = intelligibility(name, roles, ids, refs, got, general, backend, workdir, notes)
+    if scored is None and speech is None:
+        return None
+    if scored is None:
+        return QualityScore(name, "speech", speech.samples, speech=speech) if speech else None
+    return attrs.evolve(scored, speech=speech)
+
+
+def intelligibility(name, roles, ids, refs, got, general, backend, workdir, notes) -> QualityScore | None:
+    waves = {sid: out for sid, out in got.items() if "waveform" in out and refs and sid in refs.texts}
     if not waves:
         return None
     languages = {refs.language(sid, general.language) for sid in waves}
@@ -106,6 +123,27 @@ def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, 
     hyps = {sid: transcriber(out["waveform"], int(out["sample_rate"])) for sid, out in waves.items()}
     metric = "intelligibility" if roles == ("tts",) else "asr-bleu"
     return score_texts(name, metric, ids, refs.texts, hyps, refs, general.language, False, transcriber.name)
+
+
+def speech_quality(got, inputs, notes) -> SpeechQuality | None:
+    """DNSMOS of every output waveform; MCD against the input recording where the stage was given one (a vocoder
+    in copy synthesis: the speech its mel was made from). A missing package is a note, never a failed run."""
+    from speechperf.extras import MissingExtraError
+    from speechperf.meters import speech_quality as meter
+
+    waves = {sid: (out["waveform"], int(out["sample_rate"])) for sid, out in got.items() if "waveform" in out}
+    if not waves:
+        return None
+    recordings = {
+        sid: (inp["audio"], int(inp["sample_rate"]))
+        for sid, inp in inputs.items()
+        if sid in waves and "audio" in inp and inp.get("sample_rate")
+    }
+    try:
+        return meter.score(waves, recordings or None, "input recording" if recordings else None)
+    except MissingExtraError as exc:
+        notes.append(f"speech quality not scored: {exc}")
+        return None
 
 
 class WhisperTranscriber:

@@ -25,6 +25,10 @@ from speechperf.results.environment import machine
 from speechperf.results.figures import shown
 from speechperf.results.notes import Collected
 
+#: The speech quality figures of a row (speechperf.meters.speech_quality), by their names in results/figures.py.
+SPEECH_COLUMNS = ("dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "mcd_db", "pesq", "stoi")
+
+
 COLUMNS = (
     "backend",
     "stage",
@@ -54,6 +58,7 @@ COLUMNS = (
     "cer",
     "bleu",
     "chrf",
+    *SPEECH_COLUMNS,
     # the run's context, so that an exported row stands on its own
     "threads",
     "warmup",
@@ -316,14 +321,21 @@ def quality_columns(quality) -> dict[str, Any]:
         return None if v is None else round(v, digits)
 
     if quality is None:
-        return {"quality": None, "wer": None, "cer": None, "bleu": None, "chrf": None}
+        return {"quality": None, "wer": None, "cer": None, "bleu": None, "chrf": None, **speech_columns(None)}
     return {
         "quality": quality.headline(),
         "wer": rounded(quality.wer, 6),
         "cer": rounded(quality.cer, 6),
         "bleu": rounded(quality.bleu, 2),
         "chrf": rounded(quality.chrf, 2),
+        **speech_columns(quality.speech),
     }
+
+
+def speech_columns(speech) -> dict[str, Any]:
+    """A SpeechQuality's figures, or Nones."""
+    values = {name: None if speech is None else getattr(speech, name) for name in SPEECH_COLUMNS}
+    return {name: None if v is None else round(v, 4) for name, v in values.items()}
 
 
 #: The HTML table's columns: the key ones first, so that they are seen without scrolling.

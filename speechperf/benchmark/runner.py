@@ -274,8 +274,8 @@ def _log_quality(quality, note: str | None) -> None:
         if score.signature:
             log.info("quality: %s: sacrebleu signature: %s", score.stage, score.signature)
     log.info(
-        "quality: references from %s; scored in an untimed pass after timing, %.2f s (not in the figures above)",
-        quality.references,
+        "quality: %s; scored in an untimed pass after timing, %.2f s (not in the figures above)",
+        f"references from {quality.references}" if quality.references else "no references (speech quality alone)",
         quality.seconds,
     )
 

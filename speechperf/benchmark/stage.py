@@ -60,6 +60,9 @@ class Stage(abc.ABC):
     #: length, and the length fit says so instead of fitting (speechperf.length_cost).
     padded_to_s: float | None = None
 
+    #: What the stage puts out (speechperf.config.schema.OUTPUT_KINDS); None: its role's. Only a waveform is audio.
+    declared_output_kind: str | None = None
+
     def flops_sessions(self) -> Mapping[str, Session]:
         """The sessions FLOPs are counted on: the timed ones, or their countable twin."""
         if self.flops_twin is None:
@@ -102,11 +105,19 @@ class Stage(abc.ABC):
         raise StageError(f"stage {self.label} ({self.role}) cannot take the output of a previous stage")
 
     @property
+    def output_kind(self) -> str:
+        from speechperf.config.schema import resolve_output_kind
+
+        return resolve_output_kind(self.declared_output_kind, self.role)
+
+    @property
     def audio_side(self) -> str | None:
+        """Whose seconds RTF divides by: the input's for speech-input roles and for a speech role whose output is
+        no waveform (an enhancement model's mask: the seconds it was given); the output's for speech output."""
         if self.role in INPUT_AUDIO_ROLES:
             return "input"
         if self.role in OUTPUT_AUDIO_ROLES:
-            return "output"
+            return "output" if self.output_kind == "waveform" else "input"
         return None
 
     def audio_seconds(self, inp: StageIO, out: StageIO | None) -> float | None:
@@ -148,6 +159,6 @@ def describe_output(out: StageIO) -> dict[str, Any]:
         wav = np.asarray(out["waveform"]).reshape(-1)
         described["waveform_samples"] = int(wav.size)
         described["sample_rate"] = int(out["sample_rate"])
-    if "outputs" in out:
+    if out.get("outputs"):
         described["outputs"] = {k: list(np.asarray(v).shape) for k, v in out["outputs"].items()}
     return described

@@ -92,6 +92,34 @@ def _methods_table(backend_name: str | None) -> str:
     metavar="FRACTION",
     help="A variant whose token or VAD agreement with fp32 is below this (e.g. 0.98) is over its quality budget.",
 )
+@click.option(
+    "--max-mos-drop",
+    type=FiniteFloatRange(min=0),
+    default=0.2,
+    show_default=True,
+    metavar="MOS",
+    help="A variant whose speech's DNSMOS OVRL falls more than this below fp32's is over its quality budget "
+    "(needs the speech-quality extra).",
+)
+@click.option(
+    "--max-mcd",
+    type=FiniteFloatRange(min=0),
+    default=None,
+    metavar="DB",
+    help="A variant whose speech is further than this from fp32's in mel-cepstral distortion (dB, DTW-aligned) "
+    "is over its quality budget (default: no limit; the MCD is shown).",
+)
+@click.option(
+    "--min-snr",
+    "min_snr_db",
+    type=FiniteFloatRange(),
+    default=20.0,
+    show_default=True,
+    metavar="DB",
+    help="A variant with a float output (a mask, a model file's outputs; not the speech waveform, judged by MCD "
+    "and DNSMOS) below this SNR against fp32's in a sample is over its quality budget; a stage's `tolerance` "
+    "key, where it has one, is used instead for its outputs.",
+)
 @export_options("JSON result document (docs/results.md) with every run and the table, rewritten as results come in.")
 @click.option(
     "--plot",
@@ -107,7 +135,8 @@ def optimize(backend_name, methods, threads, **options) -> None:
     over fresh processes), peak memory and fidelity (WER / token, VAD agreement / SNR).
 
     A variant faster than fp32 but over its quality budget (--max-wer-increase, --max-bleu-drop,
-    --min-agreement) is reported as "over quality budget (WER +19.1 points)", never as "ok".
+    --min-agreement, --max-mos-drop, --max-mcd, --min-snr) is reported as "over quality budget (WER +19.1
+    points)", never as "ok".
 
     Exit codes: 0 every method measured (faster or not, within its quality budget or not: the status says);
     1 a method failed to quantize or to run (its row says why); 2 bad input; 130 interrupted (the JSON, CSV
@@ -132,6 +161,9 @@ STUDY = (
     "max_wer_increase",
     "max_bleu_drop",
     "min_agreement",
+    "max_mos_drop",
+    "max_mcd",
+    "min_snr_db",
     "output",
     "csv_path",
     "md_path",
@@ -163,7 +195,14 @@ def _options(backend, methods, out_dir, max_wer_increase, max_bleu_drop, min_agr
         runs=study["runs"],
         calibration_size=study["calibration_size"],
         timeout_s=study["timeout_s"],
-        budget=QualityBudget(max_wer_increase, max_bleu_drop, min_agreement),
+        budget=QualityBudget(
+            max_wer_increase,
+            max_bleu_drop,
+            min_agreement,
+            study.pop("max_mos_drop"),
+            study.pop("max_mcd"),
+            study.pop("min_snr_db"),
+        ),
         exports=exports(study["output"], study["csv_path"], study["md_path"], study["keep"]),
         plot=study["plot_path"],
     )

@@ -58,9 +58,14 @@ def _total(result: RunResult) -> dict | None:
 
 def _headline(score: dict) -> str:
     from speechperf.meters.quality import QualityScore
+    from speechperf.meters.speech_quality import SpeechQuality
 
-    fields = {f.name for f in attrs.fields(QualityScore)}
-    return QualityScore(**{k: v for k, v in score.items() if k in fields and k != "per_sample"}).headline()
+    def build(cls, data: dict):
+        fields = {f.name for f in attrs.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields and k not in ("per_sample", "speech")})
+
+    speech = build(SpeechQuality, score["speech"]) if score.get("speech") else None
+    return attrs.evolve(build(QualityScore, score), speech=speech).headline()
 
 
 def cell_quality(label: str, results: Sequence[RunResult]) -> CellQuality | None:

@@ -245,6 +245,7 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
         raise ConfigError(
             f"{at}: {section}.path {shorten(stage.path)} needs `inputs` declared: a list of {{name, source, dtype}}"
         )
+    _check_output_kind(stage, section, role, at)
     if stage.output_sample_rate is not None and not (stage.path and role in ("tts", "unit_vocoder", "s2s")):
         raise ConfigError(
             f"{at}: {section}.output_sample_rate applies to your own model file (path) of a tts, "
@@ -265,6 +266,32 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
     if stage.path and not stage.outputs:
         raise ConfigError(
             f"{at}: {section}.path {shorten(stage.path)} needs `outputs` declared: a list of output names"
+        )
+
+
+#: The output kinds a user's file may declare per role: speech roles put out audio or frames of it, the others
+#: ids, scores or features (their output is handed on as tokens or segments, never as audio).
+SPEECH_ROLE_KINDS = ("waveform", "mask", "spectrogram", "features")
+OTHER_ROLE_KINDS = ("tokens", "probabilities", "features")
+
+
+def _check_output_kind(stage: StageConfig, section: str, role: str, at: str) -> None:
+    kind = stage.output_kind
+    if kind is None:
+        return
+    if not stage.path:
+        raise ConfigError(
+            f"{at}: {section}.output_kind = {kind!r} applies to your own model file (path); a reference model's "
+            "output is known"
+        )
+    allowed = SPEECH_ROLE_KINDS if role in ("tts", "unit_vocoder", "s2s") else OTHER_ROLE_KINDS
+    if kind not in allowed:
+        raise ConfigError(
+            f"{at}: {section}.output_kind = {kind!r} is not an output of a {role} stage; allowed: {', '.join(allowed)}"
+        )
+    if stage.output_sample_rate is not None and kind != "waveform":
+        raise ConfigError(
+            f"{at}: {section}.output_sample_rate applies to a waveform output; this stage's output_kind is {kind!r}"
         )
 
 

@@ -49,6 +49,20 @@ TEXT_FRONTENDS = ("kokoro",)
 MAX_STAGES = 3
 #: general.batch_size's ceiling: the decoding loops hold batch x beam rows and the padded batch in memory at once
 MAX_BATCH_SIZE = 256
+#: What a stage's output is (``stageN.output_kind``). Only a waveform is audio: dumped as wav, its seconds are what
+#: RTF divides by, and it is scored for intelligibility and MOS. A mask, spectrogram or features of an ``s2s`` stage
+#: (speech enhancement, a spectral model) are arrays of frames: its RTF divides by its input audio's seconds.
+OUTPUT_KINDS = ("waveform", "mask", "spectrogram", "features", "tokens", "probabilities")
+#: The output kind of each role when the config declares none (read from the model type's roles).
+ROLE_OUTPUT_KINDS = {
+    "s2t": "tokens",
+    "mt": "tokens",
+    "s2u": "tokens",
+    "vad": "probabilities",
+    "tts": "waveform",
+    "unit_vocoder": "waveform",
+    "s2s": "waveform",
+}
 #: numpy dtypes a user's model file input may declare.
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 
@@ -249,6 +263,15 @@ class StageConfig:
         ("transcribe", "translate"),
     )
     dur_prediction: bool = key(True, "unit vocoder: predict a duration per unit instead of repeating units", "bool")
+    output_kind: str | None = key(
+        None,
+        "what the stage's output is: waveform, mask, spectrogram, features, tokens or probabilities; null: the "
+        "role's (waveform for tts, unit_vocoder and s2s; tokens for s2t, mt and s2u; probabilities for vad). "
+        "Only a waveform is audio (dumped, timed per output second, scored for MOS): an s2s stage whose output "
+        "is a mask (speech enhancement) has its RTF over its input audio's seconds",
+        "str?",
+        OUTPUT_KINDS,
+    )
     output_sample_rate: int | None = key(
         None,
         "with `path` for a tts / unit_vocoder / s2s stage: rate of its output waveform (e.g. 22050 for Piper); "
@@ -293,9 +316,18 @@ class StageConfig:
         "str?",
     )
 
+    def output_kind_as(self, role: str) -> str:
+        """What this stage puts out in ``role``: its declared ``output_kind``, else the role's."""
+        return resolve_output_kind(self.output_kind, role)
+
     def runs_on(self, run_backend: str) -> str:
         """The backend this stage runs on: its pinned one, else the run's."""
         return self.backend or run_backend
+
+
+def resolve_output_kind(declared: str | None, role: str) -> str:
+    """The kind of a stage's output: the one the config declares, else the one its role puts out."""
+    return declared or ROLE_OUTPUT_KINDS[role]
 
 
 @attrs.frozen

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from speechperf.errors import SpeechperfError
+from speechperf.meters.speech_quality import SpeechQuality
 
 
 @attrs.frozen
@@ -45,7 +46,7 @@ class QualityScore:
     """The scores of one stage (``stage1 s2t``) or of the whole run (``total``)."""
 
     stage: str
-    metric: str  # "wer", "bleu", "intelligibility", "asr-bleu", "vad"
+    metric: str  # "wer", "bleu", "intelligibility", "asr-bleu", "vad", "speech" (speech quality alone)
     samples: int
     wer: float | None = None  # 0..1
     cer: float | None = None
@@ -57,6 +58,8 @@ class QualityScore:
     signature: str | None = None  # sacrebleu's
     asr: str | None = None  # the model that transcribed speech output, and where it ran
     per_sample: tuple[SampleQuality, ...] = ()
+    #: speech output: DNSMOS, MCD, PESQ / STOI (speechperf.meters.speech_quality.SpeechQuality)
+    speech: SpeechQuality | None = None
 
     def headline(self) -> str:
         parts = []
@@ -71,7 +74,9 @@ class QualityScore:
             parts.append(f"VAD agreement {self.agreement:.1%} segment F1 {self.segment_f1:.2f}")
         if self.normalizer:  # every figure names what it was scored after
             parts.append(f"({self.normalizer})")
-        return " ".join(parts)
+        if self.speech is not None and self.speech.headline():
+            parts.append(("; " if parts else "") + self.speech.headline())
+        return " ".join(parts).replace(" ; ", "; ")
 
     @property
     def primary(self) -> tuple[str, float] | None:

@@ -6,10 +6,11 @@
   figures ``speechperf bench`` prints.
 - vad: decision agreement with fp32: the fraction of 32 ms windows (the silero hop) that both call speech or both
   call silence, over the whole dataset (speechperf.meters.vad_score).
-- speech output (tts, unit vocoder, s2s): SNR of the variant's waveform against fp32's, in dB, over the samples
-  both produced (a length difference is reported), with the SNR formula of speechperf.meters.fidelity; every other
-  float output (and the waveforms again, as arrays) is compared by that meter itself (optimize's
-  ``float outputs vs fp32`` column).
+- speech output (a waveform): SNR of the variant's waveform against fp32's, in dB, over the samples both
+  produced (a length difference is reported), with the SNR formula of speechperf.meters.fidelity; DNSMOS of each
+  run's speech and the variant's MCD against fp32's (speechperf.meters.speech_quality). Every other float output
+  (a mask, a file's outputs, and the waveforms again, as arrays) is compared by the fidelity meter itself
+  (optimize's ``float outputs vs fp32`` column), held to ``--min-snr``.
 - every graph, every stage type: the max |variant - fp32| of each graph's outputs on held-back calibration feeds,
   relative to the fp32 output's max |value| (``graph_rel_diff``).
 """
@@ -26,6 +27,7 @@ import numpy as np
 
 from speechperf.meters.fidelity import snr_db_of
 from speechperf.meters.quality import QualityScore
+from speechperf.meters.speech_quality import SpeechQuality
 from speechperf.meters.vad_score import frame_agreement
 
 TEXT_ROLES = ("s2t", "mt", "s2u")
@@ -39,6 +41,20 @@ class QualityBudget:
     max_wer_increase: float | None = 1.0  # WER points (absolute)
     max_bleu_drop: float | None = 1.0  # BLEU points
     min_agreement: float | None = None  # token or VAD agreement with fp32, 0..1
+    max_mos_drop: float | None = 0.2  # DNSMOS OVRL, fp32's less the variant's (MOS points)
+    max_mcd: float | None = None  # dB, the variant's speech against fp32's (DTW-aligned)
+    #: dB: every float output that is no speech waveform (a mask, features, a file's outputs) against fp32's; a
+    #: waveform, which a generative model may shift or stretch, is judged by MCD and DNSMOS instead
+    min_snr_db: float | None = 20.0
+
+    def float_tolerance(self) -> dict[str, float]:
+        """The tolerance (speechperf.meters.fidelity) a float output of a variant is held to where its stage
+        declares none: the SNR floor alone (fp32-to-fp32's 1e-3 relative limit would fail every int8 variant)."""
+        return {
+            "max_rel": math.inf,
+            "cosine": -1.0,
+            "snr_db": -math.inf if self.min_snr_db is None else self.min_snr_db,
+        }
 
 
 @attrs.frozen
@@ -47,6 +63,7 @@ class Fidelity:
     value: float | None  # the headline number: agreement (0..1) or SNR (dB)
     quality: QualityScore | None = None  # against the references, where the dataset has them
     detail: str = ""
+    speech: SpeechQuality | None = None  # DNSMOS of the speech output; MCD against fp32's (a variant's)
 
     @property
     def wer(self) -> float | None:
@@ -76,7 +93,17 @@ class Fidelity:
             parts.append(f"max rel diff {self.value:.2g}")
         if self.detail:
             parts.append(self.detail)
+        if self.speech is not None:
+            parts.append(self.speech.headline())
         return ", ".join(parts)
+
+    @property
+    def mos(self) -> float | None:
+        return self.speech.dnsmos_ovrl if self.speech else None
+
+    @property
+    def mcd_db(self) -> float | None:
+        return self.speech.mcd_db if self.speech else None
 
 
 def over_budget(fp32: Fidelity | None, variant: Fidelity | None, budget: QualityBudget) -> list[str]:
@@ -95,7 +122,57 @@ def over_budget(fp32: Fidelity | None, variant: Fidelity | None, budget: Quality
     if budget.min_agreement is not None and variant.kind in ("tokens", "vad") and variant.value is not None:
         if variant.value < budget.min_agreement:
             found.append(f"{variant.kind} agreement {variant.value:.1%} < {budget.min_agreement:.1%}")
+    mos = mos_drop(fp32, variant)
+    if mos is not None and budget.max_mos_drop is not None and mos > budget.max_mos_drop:
+        found.append(f"DNSMOS OVRL {-mos:+.2f}")
+    if budget.max_mcd is not None and variant.mcd_db is not None and variant.mcd_db > budget.max_mcd:
+        found.append(f"MCD {variant.mcd_db:.2f} dB > {budget.max_mcd:g}")
     return found
+
+
+def mos_drop(fp32: Fidelity | None, variant: Fidelity | None) -> float | None:
+    """fp32's DNSMOS OVRL less the variant's (positive: the variant sounds worse)."""
+    if fp32 is None or variant is None or fp32.mos is None or variant.mos is None:
+        return None
+    return fp32.mos - variant.mos
+
+
+def floats_over_budget(diffs, final_stage: str, speech_out: bool) -> list[str]:
+    """The float outputs (speechperf.compare.parity.OutputDiff) that differ from fp32 past their tolerance, as
+    phrases; the final speech waveform is left to MCD and DNSMOS."""
+    found = []
+    for d in diffs:
+        if d.exact or not d.differing or (speech_out and d.stage == final_stage and d.name == "waveform"):
+            continue
+        snr = "" if d.snr_db is None else f" SNR {d.snr_db:.1f} dB,"
+        found.append(f"{d.stage} {d.name}{snr} DIFFER in {d.differing}/{d.samples}")
+    return found
+
+
+def min_snr(diffs) -> float | None:
+    """The lowest SNR of the float outputs compared (None: none has one)."""
+    values = [d.snr_db for d in diffs if not d.exact and d.snr_db is not None]
+    return min(values) if values else None
+
+
+def speech_fidelity(fp32_dir: Path, variant_dir: Path, against_fp32: bool) -> SpeechQuality | None:
+    """DNSMOS of every dumped waveform of a run; with ``against_fp32``, the MCD of each against fp32's (the same
+    ``*_pred.wav`` name). Raises speechperf.extras.MissingExtraError when a package is missing."""
+    import soundfile as sf
+
+    from speechperf.meters import speech_quality
+
+    waves, references = {}, {}
+    for path in sorted(Path(variant_dir).glob("*_pred.wav")):
+        audio, rate = sf.read(str(path), dtype="float32")
+        waves[path.name] = (audio, int(rate))
+        ref = Path(fp32_dir) / path.name
+        if against_fp32 and ref.exists():
+            ref_audio, ref_rate = sf.read(str(ref), dtype="float32")
+            references[path.name] = (ref_audio, int(ref_rate))
+    if not waves:
+        return None
+    return speech_quality.score(waves, references or None, "fp32" if references else None)
 
 
 def token_agreement(reference: Mapping[str, Sequence[int]], variant: Mapping[str, Sequence[int]]) -> float | None:

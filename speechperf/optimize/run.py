@@ -9,10 +9,11 @@
 3. fp32 and the variants run ``runs`` times each, every run a fresh ``speechperf bench`` process, interleaved
    (speechperf.optimize.measure).
 4. Fidelity per stage type against fp32, and quality against the references where the dataset has them (the
-   quality meter of ``speechperf bench``: WER / CER after Whisper's normalizer, BLEU / chrF), then the table. A
-   variant that is faster but loses more quality than the budget allows (``--max-wer-increase``, default 1 point;
-   ``--max-bleu-drop``, default 1 point; ``--min-agreement``) is "over quality budget (WER +19.1 points)", never
-   "ok".
+   quality meter of ``speechperf bench``: WER / CER after Whisper's normalizer, BLEU / chrF; DNSMOS of speech and
+   its MCD against fp32's), then the table. A variant that is faster but loses more quality than the budget allows
+   (``--max-wer-increase``, default 1 point; ``--max-bleu-drop``, default 1 point; ``--min-agreement``;
+   ``--max-mos-drop``, default 0.2 DNSMOS OVRL; ``--max-mcd`` dB; ``--min-snr``, default 20 dB, for every float
+   output but the speech waveform) is "over quality budget (WER +19.1 points)", never "ok".
 
 The result document (``kind: optimize``, docs/results.md) is rewritten through the exports (``-o``, ``--csv``,
 ``--markdown``) each time a variant's row is known: after its quantization, and after its last run. Ctrl-C keeps
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import statistics
 import sys
 import tempfile
@@ -209,7 +211,7 @@ def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
         calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
         held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
 
-    speech_out = cfg.roles[-1] in fid.SPEECH_ROLES
+    speech_out = cfg.stages[-1].output_kind_as(cfg.roles[-1]) == "waveform"  # a mask is no audio to dump
     fp32_size = sum(p.stat().st_size for plan in plans for p in plan.fp32_files)
     configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
     study.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
@@ -438,6 +440,8 @@ class _Rows:
         if fp32_run and variant_run:
             row.fidelity = self._fidelity(name, fp32_run, variant_run)
         row.float_outputs = self._float_outputs(name)
+        row.mos_drop = fid.mos_drop(fp32.fidelity, row.fidelity)
+        row.min_snr_db = fid.min_snr(row.float_outputs)
         if not fp32.latencies_ms:
             row.status = "measured; fp32 failed, no speed-up figure"
             return
@@ -445,7 +449,9 @@ class _Rows:
         row.speedup, row.speedup_sigma = ratio.value, ratio.sigma
         row.p_value = welch_p_value(row.latencies_ms, fp32.latencies_ms)
         row.status = _speed_status(ratio.value, row.p_value)
+        final = f"stage{len(self.cfg.stages)}"
         over = fid.over_budget(fp32.fidelity, row.fidelity, self.study.opts.budget)
+        over += fid.floats_over_budget(row.float_outputs, final, self.speech_out)
         if over:  # faster or not, a variant that lost this much is not "ok"
             speed = "" if row.status.startswith("ok") else f"; {row.status}"
             row.status = f"over quality budget ({', '.join(over)}){speed}"
@@ -458,7 +464,7 @@ class _Rows:
         fp32_waves = waves / FP32 if self.speech_out else None
         variant_waves = waves / name if self.speech_out else None
         diff = 0.0 if name == FP32 else self.study.rows[name].graph_rel_diff
-        return fid.stage_fidelity(
+        found = fid.stage_fidelity(
             self.cfg.roles[-1],
             fp32_run,
             variant_run,
@@ -469,6 +475,16 @@ class _Rows:
             diff,
             self.cfg.general.language,
         )
+        if fp32_waves is None or variant_waves is None:
+            return found
+        from speechperf.extras import MissingExtraError
+
+        try:
+            return attrs.evolve(found, speech=fid.speech_fidelity(fp32_waves, variant_waves, name != FP32))
+        except MissingExtraError as exc:
+            if name == FP32:  # said once, for the run
+                log.warning("speech quality not scored: %s", exc)
+            return found
 
     def _float_outputs(self, name: str) -> list:
         """Every float output of every stage (a mask, a waveform, a user file's outputs) against fp32 over the
@@ -480,7 +496,11 @@ class _Rows:
         other = self._saved(name)
         if not self._fp32_outputs or other is None:
             return []
-        tolerances = {f"stage{i}": s.tolerance for i, s in enumerate(self.cfg.stages, 1) if s.tolerance}
+        floor = self.study.opts.budget.float_tolerance()  # a stage's own tolerance wins, output by output
+        tolerances = {f"stage{i}": {"*": floor, **(s.tolerance or {})} for i, s in enumerate(self.cfg.stages, 1)}
+        if self.speech_out:  # the speech is judged by MCD and DNSMOS: a shift in time is no loss of quality
+            last = tolerances[f"stage{len(self.cfg.stages)}"]
+            last.setdefault("waveform", {"max_rel": math.inf, "cosine": -1.0, "snr_db": -math.inf})
         return [d for d in compare_outputs(self._fp32_outputs, other, tolerances) if not d.exact]
 
     def _saved(self, name: str):

@@ -39,6 +39,10 @@ COLUMNS = (
     "bleu",
     "normalizer",
     "agreement_or_snr",
+    "dnsmos_ovrl",
+    "mos_drop",
+    "mcd_db",
+    "min_snr_db",
     "graph_max_rel_diff",
     "float_outputs",
     "fp32_ops",
@@ -63,6 +67,8 @@ class Row:
     float_outputs: list = attrs.Factory(list)
     #: per stage, (index, speechperf.optimize.fp32_ops.OpShares or why they are missing)
     fp32_ops: list = attrs.Factory(list)
+    mos_drop: float | None = None  # fp32's DNSMOS OVRL less this variant's
+    min_snr_db: float | None = None  # the lowest SNR of a float output against fp32's
 
     def fp32_text(self) -> str | None:
         if not self.fp32_ops:
@@ -111,6 +117,10 @@ class Row:
             "bleu": _round(fid.bleu, 2) if fid else None,
             "normalizer": fid.quality.normalizer if fid and fid.quality else None,
             "agreement_or_snr": _round(fid.value, 4) if fid else None,
+            "dnsmos_ovrl": _round(fid.mos, 3) if fid else None,
+            "mos_drop": _round(self.mos_drop, 3),
+            "mcd_db": _round(fid.mcd_db, 3) if fid else None,
+            "min_snr_db": _round(self.min_snr_db, 2),
             "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
             "float_outputs": self.float_text(),
             "fp32_ops": self.fp32_text(),

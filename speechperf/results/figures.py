@@ -41,6 +41,22 @@ FIGURES: tuple[Figure, ...] = (
     Figure("cer", "fraction", "character error rate after the scorer's normalizer", display="percent", digits=4),
     Figure("bleu", "points", "corpus BLEU (sacrebleu, 0-100)", digits=2),
     Figure("chrf", "points", "corpus chrF (sacrebleu, 0-100)", digits=2),
+    Figure(
+        "dnsmos_ovrl", "MOS", "DNSMOS P.835 overall quality (speechmos, 1-5), mean over the speech outputs", digits=2
+    ),
+    Figure("dnsmos_sig", "MOS", "DNSMOS P.835 speech signal quality (speechmos, 1-5)", digits=2),
+    Figure("dnsmos_bak", "MOS", "DNSMOS P.835 background noise quality (speechmos, 1-5)", digits=2),
+    Figure("dnsmos_p808", "MOS", "DNSMOS P.808 overall quality (speechmos, 1-5)", digits=2),
+    Figure(
+        "mcd_db",
+        "dB",
+        "mel-cepstral distortion against a reference waveform, DTW-aligned (mel-cepstral-distance; 0: identical)",
+        digits=2,
+    ),
+    Figure("pesq", "MOS-LQO", "wide-band PESQ against a clean reference (pesq, 1-4.64)", digits=2),
+    Figure("stoi", "fraction", "STOI against a clean reference (pystoi, 0-1)", digits=3),
+    Figure("mos_drop", "MOS", "optimize: fp32's DNSMOS OVRL less this variant's", digits=2),
+    Figure("min_snr_db", "dB", "optimize: the lowest SNR of a float output against fp32's", digits=1),
     Figure("speedup", "ratio", "fp32 latency over this variant's latency"),
     Figure("peak_qps", "1/s", "Server scenario: the highest scheduled query rate of a VALID run"),
     Figure(
