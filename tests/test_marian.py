@@ -32,7 +32,7 @@ from speechperf.zoo.marian_binary import read_model, read_shortlist  # noqa: E40
 pytestmark = pytest.mark.slow
 
 EN_PT, PT_EN = "marian-tiny-en-pt", "marian-tiny-pt-en"
-SMOKE = Path(__file__).resolve().parents[1] / "speechperf" / "data" / "smoke"
+SMOKE = Path(__file__).resolve().parents[1] / "configs" / "data" / "smoke"
 REPO = SMOKE.parents[2]
 
 

@@ -136,7 +136,7 @@ def parse_config(
         line = lines.get(tuple(keys))
         return f"{source}:{line}" if line else source
 
-    written = paths.resolve(data, Path(base).absolute(), where) if base is not None else []
+    written = paths.resolve(data, base, where) if base is not None else []
     file_general = dict(data.get("general") or {}) if isinstance(data.get("general"), dict) else {}
     from_sets = apply_sets(data, sets)
 

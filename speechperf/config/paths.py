@@ -44,6 +44,7 @@ def absolute(value: str, base: Path) -> str:
 def resolve(data: dict[str, Any], base: Path, where: Callable[..., str]) -> list[WrittenPath]:
     """Make the path keys of a config's sections (``data``, as read from YAML) absolute against ``base``, in place;
     returns the relative ones as written. A value that is not a string is left for the type checks."""
+    base = Path(os.path.abspath(base))
     written = []
     for section, values in data.items():
         if not isinstance(values, dict):
