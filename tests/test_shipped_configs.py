@@ -80,7 +80,12 @@ def test_a_wheel_ships_the_configs_and_runs_one_by_name(tmp_path):
     for name in _tracked_files():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_bytes((REPO / name).read_bytes())
-    system = Path(sys.base_prefix) / "bin" / "python3"  # the interpreter the venvs are made from (setuptools >= 77)
+    system = Path(sys.base_prefix) / "bin" / "python3"  # the interpreter the venvs are made from
+    version = subprocess.run(
+        [str(system), "-c", "import setuptools; print(setuptools.__version__)"], capture_output=True
+    )
+    if version.returncode != 0 or int(version.stdout.split(b".")[0]) < 77:  # pyproject's build-system requires it
+        pytest.skip(f"{system} needs setuptools >= 77 to build the wheel offline (no build isolation)")
     build = [str(system), "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)]
     subprocess.run([*build, str(source)], check=True, capture_output=True)
     (wheel,) = tmp_path.glob("speechperf-*.whl")
@@ -96,16 +101,9 @@ def test_a_wheel_ships_the_configs_and_runs_one_by_name(tmp_path):
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    where = (
-        run("--version")
-        and subprocess.run(
-            [str(python), "-c", "import speechperf; print(speechperf.__file__)"],
-            cwd=tmp_path,
-            env=env,
-            text=True,
-            capture_output=True,
-        ).stdout
-    )
+    where = subprocess.run(
+        [str(python), "-c", "import speechperf; print(speechperf.__file__)"], cwd=tmp_path, env=env, capture_output=True
+    ).stdout.decode()
     assert where.startswith(str(tmp_path / "venv")), where  # the wheel's copy, not the checkout
     assert [line.split()[0] for line in run("config", "list").splitlines()] == NAMES
     shown = yaml.safe_load(run("config", "show", "MT-marian-en-pt"))
