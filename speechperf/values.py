@@ -180,10 +180,17 @@ def check_value(field: attrs.Attribute, value: Any, name: str, at: str) -> Any:
         if optional:
             return None
         raise bad(KIND_TEXT[kind])
-    if base == "str":
+    if base == "str" and isinstance(value, bool):
+        # YAML 1.1 reads off/on/no/yes/false/true unquoted as booleans: `compile: off` means the choice 'off'
+        word = "on" if value else "off"
+        if choices is None or word not in choices:
+            allowed = f"one of {', '.join(choices)}" if choices else KIND_TEXT[kind]
+            raise bad(f"{allowed} (YAML reads an unquoted on/off/yes/no/true/false as a boolean: quote the text)")
+        out: Any = word
+    elif base == "str":
         if not isinstance(value, str):
             raise bad(KIND_TEXT[kind])
-        out: Any = value
+        out = value
     elif base == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad(KIND_TEXT[kind])

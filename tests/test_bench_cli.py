@@ -282,22 +282,14 @@ SHORT = {
     "VAD": [],
     "WhisperTinyEn": ["--set", "stage1.max_len_b=4"],
     "S2T-whisper-base": ["--set", "stage1.max_len_b=4"],
-    # Its smoke set by absolute path, so that the test runs from any folder.
-    "MT-marian-en-pt": ["--dataset-path", str(REPO / "speechperf" / "data" / "smoke" / "smoke-en-pt.txt")],
-    "TTS-piper-joe": ["--dataset-path", str(REPO / "configs" / "data" / "english-sentences.txt")],
+    # The shipped configs' datasets are read from the configs' folder: the tests run from any folder.
+    "MT-marian-en-pt": [],
+    "TTS-piper-joe": [],
     "2StageS2ST-pt-en": [
-        "--dataset-path",
-        str(REPO / "configs" / "data" / "pt-br-smoke" / "translation.tsv"),
-        "--dataset-type",
-        "fairseq_s2t",
         "--set",
         "stage1.max_len_b=4",
     ],
     "3StageS2ST-pt-en": [
-        "--dataset-path",
-        str(REPO / "configs" / "data" / "pt-br-smoke" / "translation.tsv"),
-        "--dataset-type",
-        "fairseq_s2t",
         "--set",
         "stage1.max_len_b=4",
         "--set",
@@ -305,10 +297,6 @@ SHORT = {
     ],
     # Whisper's and Marian's outputs cut short, so Kokoro (pinned to onnxruntime on every backend) says a few words.
     "3StageS2ST-en-pt": [
-        "--dataset-path",
-        str(REPO / "configs" / "data" / "en-smoke" / "translation.tsv"),
-        "--dataset-type",
-        "fairseq_s2t",
         "--set",
         "stage1.max_len_b=4",
         "--set",

@@ -253,8 +253,8 @@ _USER_FILE = (
 @pytest.mark.parametrize(
     "text,message",
     [
-        (_USER_FILE.format(path="nothere.onnx", dtype=""), "stage1: model file not found: nothere.onnx"),
-        (_USER_FILE.format(path="model.xyz", dtype=""), "cannot tell the format of model.xyz from its suffix"),
+        (_USER_FILE.format(path="nothere.onnx", dtype=""), "bench.yaml:2: stage1.path = 'nothere.onnx'"),
+        (_USER_FILE.format(path="model.xyz", dtype=""), "model.xyz from its suffix"),
         (
             _USER_FILE.format(path="model.onnx", dtype=", dtype: int65"),
             "stage1.inputs[0].dtype = 'int65'; allowed: float16, float32",
@@ -275,7 +275,7 @@ _USER_FILE = (
         ),
         (
             "general: {model_type: S2T, dataset_type: raw, dataset_path: nothere.tsv}\nstage1: {model: s2t, preset: tiny}\n",
-            "manifest not found: nothere.tsv",
+            "general.dataset_path = 'nothere.tsv'",
         ),
     ],
 )
@@ -314,8 +314,16 @@ def test_config_check_with_a_backend_checks_its_formats(tmp_path, monkeypatch):
     (tmp_path / "model.onnx").write_bytes(b"\0")
     path = write(tmp_path, _USER_FILE.format(path="model.onnx", dtype=""))
     assert CliRunner().invoke(main, ["config", "check", str(path)]).exit_code == 0
-    result = CliRunner().invoke(main, ["config", "check", "--backend", "torch", str(path)])
-    assert result.exit_code == 2 and "backend 'torch' loads: torchscript, export, module" in result.output
+    for backend, own in (("torch", "torchscript, export, module"), ("paddle", "inference, layer")):
+        # ONNX is not converted to torch or paddle: the line says so and what to write instead
+        result = CliRunner().invoke(main, ["config", "check", "--backend", backend, str(path)])
+        assert result.exit_code == 2, result.output
+        assert f"backend '{backend}' does not load model.onnx (onnx: loaded by onnxruntime)" in result.output
+        assert f"speechperf does not convert onnx files to {backend}'s formats" in result.output
+        assert "Run this stage on onnxruntime (--backend onnxruntime, or the stage's `backend: onnxruntime`)" in (
+            result.output
+        )
+        assert f"give {backend}'s own file ({own})" in result.output
     result = CliRunner().invoke(main, ["config", "check", "--backend", "torchh", str(path)])
     assert result.exit_code == 2 and "unknown backend 'torchh' (did you mean 'torch'?)" in result.output
 

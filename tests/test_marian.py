@@ -32,7 +32,7 @@ from speechperf.zoo.marian_binary import read_model, read_shortlist  # noqa: E40
 pytestmark = pytest.mark.slow
 
 EN_PT, PT_EN = "marian-tiny-en-pt", "marian-tiny-pt-en"
-SMOKE = Path(__file__).resolve().parents[1] / "speechperf" / "data" / "smoke"
+SMOKE = Path(__file__).resolve().parents[1] / "configs" / "data" / "smoke"
 REPO = SMOKE.parents[2]
 
 
@@ -181,10 +181,10 @@ def test_bench_translates_the_smoke_set_with_bleu(folder, tmp_path, monkeypatch)
 
     from speechperf.cli import main
 
-    monkeypatch.chdir(REPO)
+    monkeypatch.chdir(tmp_path)  # the shipped config by name, its smoke set read from the config's folder
     out = tmp_path / "run.json"
     texts = tmp_path / "texts.tsv"
-    args = ["bench", "-b", "onnxruntime", "--config", "configs/MT-marian-en-pt.yaml", "--dataset-size", "3"]
+    args = ["bench", "-b", "onnxruntime", "--config", "MT-marian-en-pt", "--dataset-size", "3"]
     args += ["--repeat", "1", "--meters", "runtime,quality", "--output", str(out), "--save-text", str(texts)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -192,6 +192,8 @@ def test_bench_translates_the_smoke_set_with_bleu(folder, tmp_path, monkeypatch)
     report = json.loads(out.read_text())
     assert "BLEU" in result.output and "chrF" in result.output
     assert report["complete"] is True
+    cut = "using 3 of 24 samples of smoke-en-pt.txt (dataset_size 3; --dataset-size N for another count)"
+    assert cut in report["notes"]  # a cut dataset is never silent
 
 
 def test_weights_with_another_hash_are_refused_in_one_line(monkeypatch, tmp_path):

@@ -1,4 +1,4 @@
-"""The package-dir mapping keeps backends/ and adapters/ under speechperf.*; every package must be listed."""
+"""The package-dir mapping keeps backends/, adapters/ and configs/ under speechperf.*; every package must be listed."""
 
 import tomllib
 from importlib.metadata import entry_points
@@ -15,7 +15,9 @@ def test_every_package_is_listed_in_pyproject():
         for init in (ROOT / folder).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / folder).parts
             on_disk.add(".".join((prefix, *rel)))
-    assert on_disk == set(config["packages"])
+    # configs/ holds no code: it installs as speechperf/configs for its package data (the shipped configs)
+    assert config["package-dir"]["speechperf.configs"] == "configs" and not list((ROOT / "configs").rglob("*.py"))
+    assert on_disk | {"speechperf.configs"} == set(config["packages"])
 
 
 def test_builtin_backends_register_through_the_entry_point_group():

@@ -51,7 +51,7 @@ def run_benchmark(
     kept in the document; ``err`` is only where the live progress bar is drawn when it is a terminal."""
     from speechperf.benchmark import build, report
     from speechperf.benchmark.core import benchmark_for
-    from speechperf.data import load_dataset
+    from speechperf.data import load_dataset, size_note
     from speechperf.meters.memory import rss_mib
     from speechperf.registry import require_backend
 
@@ -97,6 +97,8 @@ def run_benchmark(
 
     # What the console says from here on is kept in the document (its notes and warnings).
     with notes.collect() as said:
+        if cut := size_note(general, len(dataset)):
+            log.info("note: %s", cut)
         # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in
         # a child process (it imports the source framework, which must not sit in the measured one).
         cfg = config_for_backend(cfg, backend_name, workdir)

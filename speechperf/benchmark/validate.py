@@ -31,9 +31,11 @@ def require_backend_name(cfg: BenchConfig) -> str:
 def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     """Raise a one-line SpeechperfError for the first thing in ``cfg`` bench would refuse; ``backend_name`` (or
     general.backend) adds the backend's own checks (known name, device, model formats it loads)."""
+    from speechperf.config.paths import check_written_paths
     from speechperf.data import check_dataset_config
     from speechperf.registry import get_backend
 
+    check_written_paths(cfg)  # a relative path of the file that names nothing: said with the key and the folder
     backend_name = backend_name or cfg.general.backend
     backend = get_backend(backend_name) if backend_name else None  # registered, not imported
     if backend is not None:
@@ -206,6 +208,16 @@ def _check_model_file(file: str, fmt: str | None, where: str, backend) -> None:
         raise ModelFileError(f"{where}: model file {path} is a folder; `path` names one model file")
     if backend is not None:
         suffixes = dict(hooks(backend).suffix_formats)
+        own = fmt or suffixes.get(path.suffix)
+        if own not in backend.capabilities.formats and (elsewhere := _loaded_elsewhere(path, fmt)):
+            other_fmt, others = elsewhere
+            raise ModelFileError(
+                f"{where}: backend {backend.name!r} does not load {path.name} ({other_fmt}: loaded by "
+                f"{', '.join(others)}); speechperf does not convert {other_fmt} files to {backend.name}'s formats. "
+                f"Run this stage on {others[0]} (--backend {others[0]}, or the stage's `backend: {others[0]}`), or "
+                f"give {backend.name}'s own file ({', '.join(backend.capabilities.formats)}), e.g. one file per "
+                f"backend: `path: {{{backend.name}: model{_suffix_of(suffixes)}, {others[0]}: {path.name}}}`"
+            )
         if fmt is None and path.suffix not in suffixes:
             raise ModelFileError(
                 f"{where}: cannot tell the format of {path} from its suffix {path.suffix!r}; backend "
@@ -225,6 +237,29 @@ def _check_model_file(file: str, fmt: str | None, where: str, backend) -> None:
         raise ModelFileError(
             f"{where}: format {fmt!r} is not loaded by any backend; known formats: {', '.join(sorted(formats))}"
         )
+
+
+def _loaded_elsewhere(path: Path, fmt: str | None) -> tuple[str, list[str]] | None:
+    """(format, the backends that load it) for a file another backend loads (by its ``fmt``, else its suffix) and
+    this one does not, or None."""
+    from speechperf.registry import get_backend, known_backends
+
+    found: list[str] = []
+    format_ = fmt
+    for name in known_backends():
+        try:
+            other = get_backend(name)
+        except SpeechperfError:
+            continue
+        own = fmt or dict(hooks(other).suffix_formats).get(path.suffix)
+        if own is not None and own in other.capabilities.formats:
+            found.append(name)
+            format_ = own
+    return (format_, found) if format_ and found else None
+
+
+def _suffix_of(suffixes: dict[str, str]) -> str:
+    return next(iter(suffixes), "")
 
 
 def _known_formats() -> tuple[set[str], set[str]]:

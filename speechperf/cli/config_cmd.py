@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -18,15 +20,28 @@ def keys() -> None:
     click.echo(markdown(), nl=False)
 
 
+@config.command("list")
+def list_() -> None:
+    """The configs that ship with speechperf, one line each; `--config NAME` runs one (no such file needed)."""
+    from speechperf.config import shipped
+
+    found = shipped.names()
+    width = max(map(len, found), default=0)
+    for name in found:
+        click.echo(f"{name:<{width}}  {shipped.summary(shipped.find(name))}")
+
+
 @config.command()
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
 def show(path: str | None) -> None:
-    """Print the config at PATH (or the built-in default) after merging, with every default filled in."""
+    """Print the config at PATH (or a shipped config by name, or the built-in default) after merging, with every
+    default filled in and every relative path made absolute, so the output is a config that reads the same files
+    from any folder."""
     import yaml
 
-    from speechperf.config import default_config, load_config
+    from speechperf.config import default_config, load_config, shipped
 
-    cfg = load_config(path) if path else default_config()
+    cfg = load_config(shipped.find(path)) if path else default_config()
     click.echo(yaml.safe_dump(_plain(cfg.to_dict()), sort_keys=False), nl=False)
 
 
@@ -43,17 +58,21 @@ def show(path: str | None) -> None:
     "against the inputs' layout and features.n_mels.",
 )
 def check(paths: tuple[str, ...], backend_name: str | None) -> None:
-    """Check config files as bench does before measuring (keys, models, presets, model files, dataset path); print
-    one line per file and exit 2 on the first bad one. ``-`` reads a config from stdin
-    (``speechperf config show X | speechperf config check -``)."""
+    """Check config files (or shipped configs by name) as bench does before measuring (keys, models, presets, model
+    files, dataset path); print one line per file and exit 2 on the first bad one. ``-`` reads a config from stdin,
+    its relative paths from the working folder (``speechperf config show X | speechperf config check -``)."""
     import sys
 
     from speechperf.benchmark.validate import check_config, require_pinned_backends
-    from speechperf.config import load_config
+    from speechperf.config import load_config, shipped
     from speechperf.config.load import parse_config
 
     for path in paths:
-        cfg = parse_config(sys.stdin.read(), "<stdin>") if path == "-" else load_config(path)
+        cfg = (
+            parse_config(sys.stdin.read(), "<stdin>", base=Path.cwd())
+            if path == "-"
+            else load_config(shipped.find(path))
+        )
         check_config(cfg, backend_name)
         backend = backend_name or cfg.general.backend
         require_pinned_backends(cfg, backend)  # a stage pinned to a backend that is not installed

@@ -19,7 +19,9 @@ def config_options(without: str):
             "config_path",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
-            help=f"Benchmark YAML (see `speechperf config keys`). Without it: {without}.",
+            callback=_shipped_config,
+            help=f"Benchmark YAML (see `speechperf config keys`), or the name of a shipped config when no such file "
+            f"exists (`speechperf config list`). Without it: {without}.",
         ),
         click.option(
             "--model-type", type=click.Choice(tuple(MODEL_TYPES)), default=None, help="Replaces general.model_type."
@@ -46,6 +48,14 @@ def config_options(without: str):
         ),
     ]
     return stacked(options)
+
+
+def _shipped_config(ctx, param, value: Path | None) -> Path | None:
+    """--config NAME: the file if it exists, else the shipped config of that name (resolved here, so that compare's
+    children get its path)."""
+    from speechperf.config import shipped
+
+    return None if value is None else shipped.find(value)
 
 
 def config_overrides(config_args: dict, **more) -> dict:

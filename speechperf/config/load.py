@@ -18,6 +18,7 @@ import attrs
 import yaml
 
 from speechperf.backend.options import OptionError, check_options
+from speechperf.config import paths
 from speechperf.config.schema import (
     FEATURE_PRESETS,
     GENERAL_KEYS,
@@ -69,7 +70,8 @@ def load_config(
     path = Path(path)
     problem = file_problem(path)  # before the read: /dev/zero never ends, a FIFO blocks it forever
     if problem == "not found":
-        raise ConfigError(f"config file not found: {shorten_path(path)}")
+        shipped = "; nor is it a shipped config (`speechperf config list`)" if path.name == str(path) else ""
+        raise ConfigError(f"config file not found: {shorten_path(path)}{shipped}")
     if problem is not None:
         raise ConfigError(f"config file {shorten_path(path)} {problem}; give a YAML file")
     if (size := path.stat().st_size) > CONFIG_MAX_BYTES:
@@ -82,7 +84,7 @@ def load_config(
         raise ConfigError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
-    return parse_config(text, str(path), overrides, stage_overrides, sets)
+    return parse_config(text, str(path), overrides, stage_overrides, sets, base=path.parent)
 
 
 def default_config(
@@ -95,8 +97,10 @@ def default_config(
     return parse_config(text, "<built-in default.yaml>", overrides, stage_overrides, sets)
 
 
-def apply_sets(data: dict[str, Any], sets: Sequence[str]) -> None:
-    """Apply ``--set section.key=value`` items (the value is read as YAML: ``5``, ``true``, ``[0.5, 1]``)."""
+def apply_sets(data: dict[str, Any], sets: Sequence[str]) -> set[tuple[str, str]]:
+    """Apply ``--set section.key=value`` items (the value is read as YAML: ``5``, ``true``, ``[0.5, 1]``); returns
+    the (section, key) pairs set."""
+    done = set()
     for item in sets:
         target, sep, raw = item.partition("=")
         section, dot, key = target.strip().partition(".")
@@ -110,6 +114,8 @@ def apply_sets(data: dict[str, Any], sets: Sequence[str]) -> None:
         if data[section] is None:
             data[section] = {}
         data[section][key] = value
+        done.add((section, key))
+    return done
 
 
 def parse_config(
@@ -118,14 +124,21 @@ def parse_config(
     overrides: Mapping[str, Any] | None = None,
     stage_overrides: Mapping[str, Any] | None = None,
     sets: Sequence[str] = (),
+    base: Path | None = None,
 ) -> BenchConfig:
+    """The config in ``text`` (``source`` names it in errors), its relative paths read from the folder ``base`` and
+    made absolute (None: left as written, read from the working folder), then ``sets``, ``overrides`` and
+    ``stage_overrides`` over it (the command line's: their paths are the working folder's)."""
     data = read_config_yaml(text, source)
     lines = _key_lines(text)
-    apply_sets(data, sets)
 
     def where(*keys: str) -> str:
         line = lines.get(tuple(keys))
         return f"{source}:{line}" if line else source
+
+    written = paths.resolve(data, base, where) if base is not None else []
+    file_general = dict(data.get("general") or {}) if isinstance(data.get("general"), dict) else {}
+    from_sets = apply_sets(data, sets)
 
     sections = ["general"] + [f"stage{i}" for i in range(1, MAX_STAGES + 1)]
     for name in data:
@@ -147,6 +160,10 @@ def parse_config(
                 "see `speechperf config keys`"
             )
     general_raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    given = {k for k, v in (overrides or {}).items() if v is not None} | {k for s, k in from_sets if s == "general"}
+    if "dataset_path" in given and "dataset_size" not in given and "dataset_size" in file_general:
+        # The file's dataset_size is for the file's dataset: the user's own keeps all its samples (--dataset-size cuts)
+        general_raw.pop("dataset_size")
     general_values = {k: v for k, v in general_raw.items() if k in GENERAL_KEYS}
     stage_defaults = {k: v for k, v in general_raw.items() if k in STAGE_KEYS and k not in RUN_AND_STAGE_KEYS}
     general = _build(GeneralConfig, general_values, lambda k: where("general", k), "general")
@@ -193,7 +210,7 @@ def parse_config(
         if stage.options:
             stage = attrs.evolve(stage, options=check_stage_options(stage.options, where(section, "options"), section))
         stages.append(stage)
-    return BenchConfig(general=general, stages=tuple(stages), source=source)
+    return BenchConfig(general=general, stages=tuple(stages), source=source, written_paths=tuple(written))
 
 
 def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> dict[str, dict[str, Any]]:
@@ -469,5 +486,6 @@ def write_config(data: Mapping[str, Any], path: Path) -> Path:
     from speechperf.outputs import write_text_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, yaml.safe_dump(dict(data), sort_keys=False), "config")
+    data = paths.absolute_dict(data, Path.cwd())  # the child reads it from ``path``'s folder
+    write_text_atomic(path, yaml.safe_dump(data, sort_keys=False), "config")
     return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from speechperf.config.paths import PATH_KEYS
 from speechperf.config.schema import (
     FEATURE_PRESETS,
     MODEL_TYPES,
@@ -67,7 +68,15 @@ def markdown() -> str:
         "",
         "A config is YAML with a `general` section and `stage1`..`stage3`. Values merge as in fairseq:",
         "built-in defaults < `general` < `stageN`; a stage key written in `general` is a default for every stage.",
-        "Command-line options (`--threads`, `--dataset-size`, ...) replace the `general` value.",
+        "Command-line options (`--threads`, `--dataset-size`, ...) replace the `general` value; a `--dataset-path`",
+        "keeps all its samples (the file's `dataset_size` is for the file's dataset) unless `--dataset-size` is given.",
+        "",
+        f"Paths ({', '.join(f'`{k}`' for k in PATH_KEYS)}): a relative one in a config file is read from the",
+        "file's folder (`~` is the home folder); one on the command line (`--dataset-path`, `--set`) from the",
+        "working folder. `config show` prints them absolute, so its output reads the same files from any folder.",
+        "",
+        "A key that takes `off` or `on` (`options.torch.compile`) takes them unquoted, though YAML reads those as",
+        "booleans; any other text YAML reads as a boolean (`language: no`) must be quoted.",
         "",
         "Keys are names (strings: quote `'1'` or `'yes'`), each once per section. YAML anchors, aliases and merge keys",
         "work (`stage2: {<<: *common, model: mt}`: the section's own keys win); top-level keys starting with `x-`",

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from speechperf.adapters import features
+from speechperf.config.paths import WrittenPath
 
 # ``key`` makes every checked field; a backend's ``options_class`` imports it from here (its documented home).
 from speechperf.values import CORES, DATASET_MAX, SAMPLE_RATE_MAX, SEED_MAX, key
@@ -416,6 +417,8 @@ class BenchConfig:
     general: GeneralConfig
     stages: tuple[StageConfig, ...]
     source: str = "<built-in>"
+    #: The relative paths the file wrote, as written (its values here are absolute), for errors naming them.
+    written_paths: tuple[WrittenPath, ...] = ()
 
     @property
     def roles(self) -> tuple[str, ...]:

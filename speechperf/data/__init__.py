@@ -17,6 +17,23 @@ from speechperf.data.formats import (
 from speechperf.data.generated import generated_audio, generated_text
 from speechperf.data.sample import Sample
 
+
+def size_note(general, used: int) -> str | None:
+    """The note of a dataset that ``dataset_size`` cuts (``used`` samples of more), or None: a cut is never
+    silent."""
+    if general.dataset_type == "generated" or general.dataset_size is None:
+        return None
+    from speechperf.data.references import dataset_count
+
+    total = dataset_count(general)
+    if used >= total:
+        return None
+    return (
+        f"using {used} of {total} samples of {Path(general.dataset_path).name} (dataset_size {general.dataset_size};"
+        " --dataset-size N for another count)"
+    )
+
+
 #: What the first stage of each role takes.
 AUDIO_ROLES = ("s2t", "s2u", "vad", "s2s")
 
@@ -110,6 +127,7 @@ __all__ = [
     "load_raw",
     "load_text",
     "read_audio",
+    "size_note",
     "resample",
     "write_wav",
 ]

@@ -1,6 +1,6 @@
-"""The English <-> Brazilian Portuguese smoke set (``speechperf/data/smoke/``: 24 short everyday sentences and
-their translations, written for this project; its README says what it is for) as pairs, for the speech datasets
-``speechperf data synth`` makes from it.
+"""The English <-> Brazilian Portuguese smoke set (``configs/data/smoke/``, shipped with the configs: 24 short
+everyday sentences and their translations, written for this project; its README says what it is for) as pairs, for
+the speech datasets ``speechperf data synth`` makes from it.
 
 It is a smoke set, not a research benchmark: it says whether a cascade translates at all and lets runs be compared
 with each other, not with published BLEU. ``speechperf data synth --language pt-br`` speaks its Portuguese side
@@ -10,13 +10,13 @@ references). The text files themselves are text datasets with their ``.ref`` bes
 
 from __future__ import annotations
 
-from importlib import resources
+from speechperf.data import shipped
 
 LANGUAGES = ("en", "pt")
 
 
 def _lines(name: str) -> tuple[str, ...]:
-    text = resources.files("speechperf.data").joinpath("smoke", name).read_text(encoding="utf-8")
+    text = (shipped.folder() / "data" / "smoke" / name).read_text(encoding="utf-8")
     return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
