@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -96,7 +97,7 @@ def run_bench(
     if refused is not None:
         raise SpeechperfError(f"bench --runs {runs}: run {refused.run + 1} was refused its input: {refused.reason}")
     finished.sort(key=lambda f: f.process.run)
-    print(render(finished), end="", file=out)
+    (out or sys.stdout).write(render(finished))
     for f in finished:  # each child's own warning, already among the document's warnings
         line = busy_warning(f.doc.environment.get("load") if f.doc else None)
         if line:

@@ -106,7 +106,7 @@ loaded, default = lg.TestSettings(), lg.TestSettings()
 code = loaded.FromConfig(path, model, scenario, 1)
 names = [n for n in dir(default) if not n.startswith("_") and n not in ("FromConfig", "mode", "scenario")]
 changed = {n: getattr(loaded, n) for n in names if getattr(loaded, n) != getattr(default, n)}
-print(json.dumps({"code": code, "set": changed}))
+sys.stdout.write(json.dumps({"code": code, "set": changed}))
 """
 
 
