@@ -31,6 +31,7 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     for index, (stage, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         where = f"{cfg.source}: stage{index}"
         check_stage_model(stage, role, where)
+        check_phonemizer(stage, where)
         stage_backend = get_backend(stage.backend) if stage.backend else backend  # a pinned stage runs there
         if stage.backend:
             hooks(stage_backend).check_device(cfg.general.device)
@@ -103,6 +104,29 @@ def check_stage_model(stage: StageConfig, role: str, where: str) -> None:
         raise StageError(
             f"{where}: the VAD stage takes model {SILERO!r} or your own file (path); got model {stage.model!r}"
         )
+
+
+def check_phonemizer(stage: StageConfig, where: str) -> None:
+    """A stage that phonemizes text (Piper, the kokoro front-end) finds the espeak-ng library and its voice now,
+    not at its first sample after the other stages were timed."""
+    from speechperf.adapters.espeak import check_voice
+    from speechperf.benchmark.reference import END_TO_END_TTS
+
+    if stage.text_frontend == "kokoro":
+        voice = stage.voice
+    elif not stage.path and stage.model in END_TO_END_TTS:
+        from speechperf.zoo.piper import voice_config
+
+        try:
+            voice = voice_config().espeak_voice
+        except SpeechperfError:  # the voice's package is missing: loading it says so, with the install command
+            return
+    else:
+        return
+    try:
+        check_voice(voice)
+    except SpeechperfError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
 
 
 def _check_reference(stage: StageConfig, role: str, backend, where: str) -> None:
