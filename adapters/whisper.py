@@ -199,7 +199,22 @@ def transcribe_features(
     language: str | None = None,
     task: str = "transcribe",
 ) -> list[np.ndarray]:
-    """Greedy token ids (prompt and end-of-text stripped) for a batch of log-mels (batch, 80, 3000), in
+    """Greedy token ids of each item (``decode_features`` without the languages)."""
+    return decode_features(encoder, cross_kv, decoder_step, features, vocab, max_tokens, language, task)[0]
+
+
+def decode_features(
+    encoder: StepFn,
+    cross_kv: StepFn,
+    decoder_step: StepFn,
+    features: np.ndarray,
+    vocab: WhisperVocabulary,
+    max_tokens: int | np.ndarray = 224,
+    language: str | None = None,
+    task: str = "transcribe",
+) -> tuple[list[np.ndarray], list[str | None]]:
+    """(greedy token ids, the language each item was decoded in: ``language``, the detected one, or None for an
+    English-only model without one) (prompt and end-of-text stripped) for a batch of log-mels (batch, 80, 3000), in
     ``language`` (None: English for an English-only model, detected for a multilingual one) doing ``task``.
 
     ``max_tokens`` is one bound or one per item; an item stops at its own (or at end-of-text) and is fed
@@ -215,8 +230,11 @@ def transcribe_features(
     layers, d = cross["cross_k"].shape[0], cross["cross_k"].shape[-1]
     # One masked slot, not an empty cache (speechperf.zoo.whisper.EMPTY_CACHE).
     self_k = self_v = np.zeros((layers, batch, 1, d), dtype=np.float32)
+    languages: list[str | None] = [language] * batch
     if vocab.multilingual and language is None:
         tokens, self_k, self_v = _detect_language(decoder_step, cross, tokens, self_k, vocab)
+        codes = {i: code for code, i in vocab.language_ids.items()}
+        languages = [codes[int(t)] for t in tokens[:, 0]]
     eot = vocab.eot
     out = np.zeros((batch, 0), dtype=np.int64)
     finished = np.zeros(batch, dtype=bool)
@@ -241,7 +259,7 @@ def transcribe_features(
         if finished.all():
             break
         tokens, self_k, self_v = nxt[:, None], result["new_self_k"], result["new_self_v"]
-    return [row[: int(np.argmax(row == eot)) if (row == eot).any() else len(row)] for row in out]
+    return [row[: int(np.argmax(row == eot)) if (row == eot).any() else len(row)] for row in out], languages
 
 
 def _detect_language(decoder_step: StepFn, cross, prompt: np.ndarray, empty: np.ndarray, vocab: WhisperVocabulary):

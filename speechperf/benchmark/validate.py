@@ -7,6 +7,7 @@ model file that the framework cannot parse, a dataset line whose audio is corrup
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from speechperf.backend import Backend, ModelSpec, hooks
@@ -15,11 +16,13 @@ from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import ModelFileError, SpeechperfError
 
 SILERO = "silero_vad"
+log = logging.getLogger(__name__)
 
 
 def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     """Raise a one-line SpeechperfError for the first thing in ``cfg`` bench would refuse; ``backend_name`` (or
     general.backend) adds the backend's own checks (known name, device, model formats it loads)."""
+    from speechperf.benchmark.text_reference import contradiction
     from speechperf.data import check_dataset_config
     from speechperf.registry import get_backend
 
@@ -28,6 +31,9 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     if backend is not None:
         hooks(backend).check_device(cfg.general.device)
     check_dataset_config(cfg.general)
+    warning = contradiction(cfg)
+    if warning:
+        log.warning("warning: %s: %s", cfg.source, warning)
     for index, (stage, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         where = f"{cfg.source}: stage{index}"
         check_stage_model(stage, role, where)

@@ -281,7 +281,7 @@ def _score(sut, dataset, references, general, backend, workdir, reference_qualit
     lines = []
     scores = []
     for score in result.scores:
-        lines.append(f"accuracy: {score.stage}: {score.headline()} ({score.samples} sample(s))")
+        lines.append(f"accuracy: {score.stage}: {score.described()} ({score.samples} sample(s))")
         primary = score.primary
         scores.append({"stage": score.stage, "headline": score.headline(), "primary": primary})
         if reference_quality is not None and primary is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from speechperf.errors import SpeechperfError
 
@@ -62,3 +62,16 @@ def get(name: str) -> Callable[[str], str]:
 
 def normalize(text: str, name: str = WHISPER_ENGLISH) -> str:
     return get(name)(text)
+
+
+def apply(texts: Sequence[str], names: str | Sequence[str]) -> list[str]:
+    """Each text after its normalizer: one name for all, or one per text (texts in several languages)."""
+    per_text = [names] * len(texts) if isinstance(names, str) else list(names)
+    if len(per_text) != len(texts):
+        raise SpeechperfError(f"{len(per_text)} normalizers for {len(texts)} texts; give one, or one per text")
+    return [get(name)(text) for name, text in zip(per_text, texts)]
+
+
+def label(names: str | Sequence[str]) -> str:
+    """What the texts were normalized after, as printed: one name, or the distinct ones joined."""
+    return names if isinstance(names, str) else ", ".join(dict.fromkeys(names))

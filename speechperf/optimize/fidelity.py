@@ -158,7 +158,7 @@ def stage_fidelity(
     fp32_waves: Path | None,
     variant_waves: Path | None,
     graph_rel_diff: float | None,
-    language: str = "en",
+    language: str | None = None,
 ) -> Fidelity:
     """The fidelity of the last stage's outputs (what the benchmark's final outputs are); ``references`` is a
     speechperf.data.references.References or None."""
@@ -172,7 +172,8 @@ def stage_fidelity(
 
             ids = [sid for sid in references.texts if sid in texts]
             metric = "bleu" if role == "mt" else "wer"
-            quality = score_texts("total", metric, ids, references.texts, texts, references, language, False)
+            languages = {sid: references.language(sid, language or "en") for sid in ids}
+            quality = score_texts("total", metric, ids, references.texts, texts, languages, False)
         return Fidelity("tokens", agreement, quality)
     if role == "vad":
         return Fidelity(
