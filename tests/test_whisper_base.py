@@ -242,10 +242,12 @@ def test_bench_translates_portuguese_speech(tmp_path, folder, portuguese):
     reference as a translation."""
     clip_folder, clips = portuguese
     (tmp_path / "pt.tsv").write_text(f"{clip_folder}\npt0.wav\t{len(clips[0])}\n")
-    (tmp_path / "pt.wrd").write_text(PORTUGUESE[0][1] + "\n")
+    # The English translation as general.reference_path: a .wrd beside the manifest holds transcripts.
+    (tmp_path / "en.txt").write_text(PORTUGUESE[0][1] + "\n")
     exe = shutil.which("speechperf", path=str(Path(sys.executable).parent))
     config = ROOT / "configs" / "S2T-whisper-base.yaml"
     keys = ["--set", "stage1.src_lang=pt", "--set", "stage1.task=translate"]
+    keys += ["--set", f"general.reference_path={tmp_path / 'en.txt'}"]
     data = ["--dataset-type", "raw", "--dataset-path", str(tmp_path / "pt.tsv"), "--repeat", "1", "--warmup", "0"]
     done = subprocess.run(
         [
