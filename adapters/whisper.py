@@ -147,7 +147,7 @@ class WhisperVocabulary:
 
     def prompt_for(self, language: str | None = None, task: str = "transcribe") -> tuple[int, ...]:
         """The prompt up to ``<|notimestamps|>``; for a multilingual model without a language, the part after
-        ``<|startoftranscript|>`` follows the detected language (``transcribe_features``)."""
+        ``<|startoftranscript|>`` follows the detected language (``decode_features``)."""
         self.check_prompt(language, task)
         if not self.multilingual:
             return self.prompt
@@ -189,20 +189,6 @@ def suppression_masks(vocab: WhisperVocabulary, size: int) -> tuple[np.ndarray, 
     return always, first
 
 
-def transcribe_features(
-    encoder: StepFn,
-    cross_kv: StepFn,
-    decoder_step: StepFn,
-    features: np.ndarray,
-    vocab: WhisperVocabulary,
-    max_tokens: int | np.ndarray = 224,
-    language: str | None = None,
-    task: str = "transcribe",
-) -> list[np.ndarray]:
-    """Greedy token ids of each item (``decode_features`` without the languages)."""
-    return decode_features(encoder, cross_kv, decoder_step, features, vocab, max_tokens, language, task)[0]
-
-
 def decode_features(
     encoder: StepFn,
     cross_kv: StepFn,
@@ -213,9 +199,9 @@ def decode_features(
     language: str | None = None,
     task: str = "transcribe",
 ) -> tuple[list[np.ndarray], list[str | None]]:
-    """(greedy token ids, the language each item was decoded in: ``language``, the detected one, or None for an
-    English-only model without one) (prompt and end-of-text stripped) for a batch of log-mels (batch, 80, 3000), in
-    ``language`` (None: English for an English-only model, detected for a multilingual one) doing ``task``.
+    """Greedy token ids (prompt and end-of-text stripped) for a batch of log-mels (batch, 80, 3000), in ``language``
+    (None: English for an English-only model, detected for a multilingual one) doing ``task``; and the language
+    each item was decoded in (``language``, the detected one, or None for an English-only model without one).
 
     ``max_tokens`` is one bound or one per item; an item stops at its own (or at end-of-text) and is fed
     end-of-text until the batch's last one stops, so each item decodes as it would alone: every item has the same
@@ -291,7 +277,7 @@ def transcribe(
 ) -> list[str]:
     """Texts of mono 16 kHz waveforms (each at most 30 s is used), decoded as one batch."""
     features = np.stack([log_mel(a) for a in audio])
-    ids = transcribe_features(
+    ids, _ = decode_features(
         sessions["encoder"], sessions["cross_kv"], sessions["decoder_step"], features, vocab, max_tokens, language, task
     )
     return [vocab.decode(row) for row in ids]

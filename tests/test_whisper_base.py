@@ -26,7 +26,7 @@ pytest.importorskip(
 for _framework in ("torch", "paddle", "onnxruntime"):
     pytest.importorskip(_framework)
 
-from speechperf.adapters.whisper import WhisperVocabulary, log_mel, transcribe, transcribe_features  # noqa: E402
+from speechperf.adapters.whisper import WhisperVocabulary, decode_features, log_mel, transcribe  # noqa: E402
 from speechperf.meters.wer import score  # noqa: E402
 from speechperf.zoo.build import FORMATS, ensure_built, load_session  # noqa: E402
 from speechperf.zoo.catalog import get_model  # noqa: E402
@@ -178,9 +178,9 @@ def portuguese_decoded(sessions, vocab, portuguese):
     onnx = sessions("onnx-torch")
     features = np.stack([log_mel(clips[i]) for i, _, _ in PT_TASKS])
     ids = [
-        transcribe_features(
+        decode_features(
             onnx["encoder"], onnx["cross_kv"], onnx["decoder_step"], features[k : k + 1], vocab, 60, lang, task
-        )[0]
+        )[0][0]
         for k, (_, lang, task) in enumerate(PT_TASKS)
     ]
     return features, ids
