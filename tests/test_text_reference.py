@@ -115,6 +115,11 @@ def test_the_quality_pass_scores_each_task_against_its_reference_in_its_language
     assert (got.metric, got.reference, got.language, got.wer) == ("bleu", "tgt_text of st.tsv", "en", None)
     assert got.per_sample[0].bleu == 100.0 and got.per_sample[1].reference == "Where is the library?"
     assert "against tgt_text of st.tsv (language en)" in got.described() and not notes
+    heard["c"] = {"text": "hola"}  # a sample whose src_text cell is empty: left out, and said
+    got = score_text_stage("total", _Whisper("transcribe", "es"), (), ["a", "b", "c"], ST, heard, general, notes)
+    assert got.samples == 2 and notes == [
+        "total: scoring 2 of 3 samples: src_text of st.tsv has no reference for 1 (first 'c')"
+    ]
 
 
 def test_bench_refuses_a_translation_against_transcripts_before_loading_anything(tmp_path):

@@ -101,6 +101,12 @@ def score_text_stage(name, stage, later_roles, ids, refs, got, general, notes) -
         return None
     if not reference.texts:
         return None
+    unreferenced = [sid for sid in ids if sid in texts and sid not in reference.texts]
+    if unreferenced:  # an empty src_text cell, say: never a silent cut
+        notes.append(
+            f"{name}: scoring {len(texts) - len(unreferenced)} of {len(texts)} samples: {reference.where} has no "
+            f"reference for {len(unreferenced)} (first {unreferenced[0]!r})"
+        )
     languages = tr.languages(kind, ids, refs, got, stage.task, stage.src_lang, general.language)
     translation = kind == tr.TARGET or (kind is None and refs.translation)
     metric = "bleu" if kind == tr.TARGET else "wer"
