@@ -4,7 +4,7 @@ Whisper's WER, as the Whisper paper, the Open ASR Leaderboard and the papers aft
 Whisper's English text normalizer: numbers written as digits ("ten of clubs" and "10 of clubs." are the same),
 British spellings mapped to American ones, contractions and abbreviations spelled out ("Mr." is "mister"), casing,
 punctuation and fillers ("uh", "um") removed. Other languages get Whisper's basic normalizer (lower case, symbols
-and diacritic marks removed, whitespace collapsed).
+and punctuation removed, accents kept: "Dónde está" is "dónde está"; whitespace collapsed).
 
 Both come from the ``whisper-normalizer`` package (pinned in constraints.txt): it is OpenAI Whisper's
 ``whisper/normalizers`` code (MIT) as a small package of its own, with its spelling table, and depends on no
