@@ -1,5 +1,5 @@
 """Text -> Kokoro-82M's inputs: espeak-ng phonemes mapped to Kokoro's vocabulary, and the style vector for that
-many phonemes. Framework-free (numpy and the espeak-ng program).
+many phonemes. Framework-free (numpy and the espeak-ng library of espeakng-loader).
 
 Kokoro v1.0 speaks the languages other than English, Japanese and Chinese from espeak-ng's IPA (hexgrad's misaki
 does this for them): espeak-ng with stress marks and a tie character between the two halves of an affricate or a

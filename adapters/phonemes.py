@@ -10,9 +10,9 @@ terminator, and builds its sentences from them:
 - ids: BOS (``^``), then every phoneme followed by the pad (``_``), then EOS (``$``), through the voice's
   ``phoneme_id_map``; a phoneme missing from the map is skipped (and logged), as piper does.
 
-Here the ``espeak-ng`` program does the phonemization (``-q --ipa -v VOICE``; it is a CI dependency, and its
-library's clause-terminator call is a piper fork addition). The program prints phonemes without the terminators, so
-the text is split into clauses here, at ``.?!,:;`` followed by a space or the end, each clause phonemized by one
+Here the espeak-ng library of the ``espeakng-loader`` wheel does the phonemization (speechperf.adapters.espeak;
+its clause-terminator call is a piper fork addition, so it is not used). Its phonemes come without the terminators,
+so the text is split into clauses here, at ``.?!,:;`` followed by a space or the end, each clause phonemized by one
 call and given its terminator. Where espeak-ng splits a clause further (an abbreviation such as ``Dr.``), the
 pieces are joined with a space. The voice (``en-us``, ``pt-br``, ...) is a parameter, so Kokoro's front-end uses the
 same code with its own map.
@@ -22,17 +22,14 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
-import subprocess
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from speechperf.errors import SpeechperfError
+from speechperf.adapters import espeak
+from speechperf.adapters.espeak import PhonemizerError
 
 log = logging.getLogger(__name__)
 
-ESPEAK = "espeak-ng"
-INSTALL_HINT = "sudo apt-get install espeak-ng"
 #: Piper's special symbols (piper-phonemize's defaults).
 BOS, EOS, PAD = "^", "$", "_"
 #: Terminators that end a sentence, and those after which the sentence goes on (followed by a space).
@@ -42,12 +39,7 @@ CLAUSE_END = (",", ":", ";")
 _CLAUSE = re.compile(r"[.?!,:;]+(?=\s|$)")
 #: piper-phonemize's default per-voice phoneme maps (applied after NFD).
 DEFAULT_PHONEME_MAPS: dict[str, dict[str, list[str]]] = {"pt-br": {"c": ["k"]}}
-#: Seconds one espeak-ng call may take.
-TIMEOUT_S = 30
-
-
-class PhonemizerError(SpeechperfError):
-    pass
+__all__ = ["PhonemizerError", "espeak_ipa", "phoneme_ids", "phonemize", "split_clauses", "text_to_ids"]
 
 
 def split_clauses(text: str) -> list[tuple[str, str]]:
@@ -72,28 +64,10 @@ def split_clauses(text: str) -> list[tuple[str, str]]:
 
 
 def espeak_ipa(text: str, voice: str, tie: str | None = None) -> str:
-    """espeak-ng's IPA for ``text`` in ``voice``: its output lines (one per clause it saw) joined by spaces. With
-    ``tie``, that character joins the two halves of an affricate or a diphthong (``d^ʒ``), as Kokoro's front-end
-    asks for (speechperf.adapters.kokoro)."""
-    program = shutil.which(ESPEAK)
-    if program is None:
-        raise PhonemizerError(f"the {ESPEAK} program is not installed (the phoneme front-end needs it): {INSTALL_HINT}")
-    try:
-        done = subprocess.run(
-            [program, "-q", "--ipa", *([f"--tie={tie}"] if tie else []), "-b", "1", "-v", voice, "--", text],
-            capture_output=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise PhonemizerError(f"{ESPEAK} took over {TIMEOUT_S} s on {text[:40]!r}") from None
-    err = done.stderr.decode("utf-8", "replace").strip()
-    if done.returncode != 0 or err:
-        raise PhonemizerError(
-            f"{ESPEAK} voice {voice!r}: {err or f'exit code {done.returncode}'} (`{ESPEAK} --voices` lists the voices)"
-        )
-    lines = done.stdout.decode("utf-8").splitlines()
-    return " ".join(line.strip() for line in lines if line.strip())
+    """espeak-ng's IPA for ``text`` in ``voice``, each clause it saw joined by a space (speechperf.adapters.espeak,
+    the library of the espeakng-loader wheel). With ``tie``, that character joins the two halves of an affricate or
+    a diphthong (``d^ʒ``), as Kokoro's front-end asks for (speechperf.adapters.kokoro)."""
+    return espeak.ipa(text, voice, tie)
 
 
 def drop_language_flags(phonemes: str) -> str:

@@ -147,7 +147,7 @@ class WhisperVocabulary:
 
     def prompt_for(self, language: str | None = None, task: str = "transcribe") -> tuple[int, ...]:
         """The prompt up to ``<|notimestamps|>``; for a multilingual model without a language, the part after
-        ``<|startoftranscript|>`` follows the detected language (``transcribe_features``)."""
+        ``<|startoftranscript|>`` follows the detected language (``decode_features``)."""
         self.check_prompt(language, task)
         if not self.multilingual:
             return self.prompt
@@ -189,7 +189,7 @@ def suppression_masks(vocab: WhisperVocabulary, size: int) -> tuple[np.ndarray, 
     return always, first
 
 
-def transcribe_features(
+def decode_features(
     encoder: StepFn,
     cross_kv: StepFn,
     decoder_step: StepFn,
@@ -198,9 +198,10 @@ def transcribe_features(
     max_tokens: int | np.ndarray = 224,
     language: str | None = None,
     task: str = "transcribe",
-) -> list[np.ndarray]:
-    """Greedy token ids (prompt and end-of-text stripped) for a batch of log-mels (batch, 80, 3000), in
-    ``language`` (None: English for an English-only model, detected for a multilingual one) doing ``task``.
+) -> tuple[list[np.ndarray], list[str | None]]:
+    """Greedy token ids (prompt and end-of-text stripped) for a batch of log-mels (batch, 80, 3000), in ``language``
+    (None: English for an English-only model, detected for a multilingual one) doing ``task``; and the language
+    each item was decoded in (``language``, the detected one, or None for an English-only model without one).
 
     ``max_tokens`` is one bound or one per item; an item stops at its own (or at end-of-text) and is fed
     end-of-text until the batch's last one stops, so each item decodes as it would alone: every item has the same
@@ -215,8 +216,11 @@ def transcribe_features(
     layers, d = cross["cross_k"].shape[0], cross["cross_k"].shape[-1]
     # One masked slot, not an empty cache (speechperf.zoo.whisper.EMPTY_CACHE).
     self_k = self_v = np.zeros((layers, batch, 1, d), dtype=np.float32)
+    languages: list[str | None] = [language] * batch
     if vocab.multilingual and language is None:
         tokens, self_k, self_v = _detect_language(decoder_step, cross, tokens, self_k, vocab)
+        codes = {i: code for code, i in vocab.language_ids.items()}
+        languages = [codes[int(t)] for t in tokens[:, 0]]
     eot = vocab.eot
     out = np.zeros((batch, 0), dtype=np.int64)
     finished = np.zeros(batch, dtype=bool)
@@ -241,7 +245,7 @@ def transcribe_features(
         if finished.all():
             break
         tokens, self_k, self_v = nxt[:, None], result["new_self_k"], result["new_self_v"]
-    return [row[: int(np.argmax(row == eot)) if (row == eot).any() else len(row)] for row in out]
+    return [row[: int(np.argmax(row == eot)) if (row == eot).any() else len(row)] for row in out], languages
 
 
 def _detect_language(decoder_step: StepFn, cross, prompt: np.ndarray, empty: np.ndarray, vocab: WhisperVocabulary):
@@ -273,7 +277,7 @@ def transcribe(
 ) -> list[str]:
     """Texts of mono 16 kHz waveforms (each at most 30 s is used), decoded as one batch."""
     features = np.stack([log_mel(a) for a in audio])
-    ids = transcribe_features(
+    ids, _ = decode_features(
         sessions["encoder"], sessions["cross_kv"], sessions["decoder_step"], features, vocab, max_tokens, language, task
     )
     return [vocab.decode(row) for row in ids]

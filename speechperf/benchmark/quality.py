@@ -70,21 +70,7 @@ def measure(bench, samples, refs, general, backend, workdir) -> QualityResult:
         name = "total" if last else f"stage{index + 1} {stage.role}"
         got = outputs[index]
         if stage.role in TEXT_ROLES and refs is not None:
-            # A cascade's ASR before an MT stage is scored against the source transcripts, when there are any;
-            # every other text stage against the references of the run's output text.
-            before_mt = stage.role == "s2t" and "mt" in roles[index + 1 :]
-            refs_here = refs.sources if before_mt else refs.texts
-            texts = {sid: str(out["text"]) for sid, out in got.items() if "text" in out}
-            if not texts or not refs_here:
-                if last:
-                    notes.append(
-                        f"quality not scored: stage{index + 1} ({stage.label}) puts out token ids without text, "
-                        "so there is nothing to compare with the references"
-                    )
-                continue
-            metric = "bleu" if stage.role == "mt" or stage.translates else "wer"
-            translation = stage.role == "mt" or stage.translates or (not before_mt and refs.translation)
-            scored = score_texts(name, metric, ids, refs_here, texts, refs, general.language, translation)
+            scored = score_text_stage(name, stage, roles[index + 1 :], ids, refs, got, general, notes)
             if scored is not None:
                 scores.append(scored)
         elif stage.role == "vad" and last and refs is not None:
@@ -93,7 +79,44 @@ def measure(bench, samples, refs, general, backend, workdir) -> QualityResult:
             scored = score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes)
             if scored is not None:
                 scores.append(scored)
-    return QualityResult(tuple(scores), time.perf_counter() - start, refs.origin if refs else None, tuple(notes))
+    # Where the references came from: those each score was made against (a transcript's src_text, a translation's
+    # tgt_text), else the dataset's.
+    origin = ", ".join(dict.fromkeys(s.reference for s in scores if s.reference)) or (refs.origin if refs else None)
+    return QualityResult(tuple(scores), time.perf_counter() - start, origin, tuple(notes))
+
+
+def score_text_stage(name, stage, later_roles, ids, refs, got, general, notes) -> QualityScore | None:
+    """A text stage against the references of what it puts out (speechperf.benchmark.text_reference), each text
+    normalized in its own language."""
+    from speechperf.benchmark import text_reference as tr
+    from speechperf.errors import SpeechperfError
+
+    kind = tr.kind_of(stage.role, later_roles, stage.task)
+    texts = {sid: str(out["text"]) for sid, out in got.items() if "text" in out}
+    if not texts:
+        if not later_roles:
+            notes.append(
+                f"quality not scored: {name} ({stage.label}) puts out token ids without text, so there is nothing "
+                "to compare with the references"
+            )
+        return None
+    try:
+        reference = tr.reference_for(kind, refs, f"{name} ({stage.label})")
+    except SpeechperfError as exc:  # the run's own output was checked before timing (text_reference.check)
+        notes.append(f"{name} not scored: {exc}")
+        return None
+    if not reference.texts:
+        return None
+    unreferenced = [sid for sid in ids if sid in texts and sid not in reference.texts]
+    if unreferenced:  # an empty src_text cell, say: never a silent cut
+        notes.append(
+            f"{name}: scoring {len(texts) - len(unreferenced)} of {len(texts)} samples: {reference.where} has no "
+            f"reference for {len(unreferenced)} (first {unreferenced[0]!r})"
+        )
+    languages = tr.languages(kind, ids, refs, got, stage.task, stage.src_lang, general.language)
+    translation = kind == tr.TARGET or (kind is None and refs.translation)
+    metric = "bleu" if kind == tr.TARGET else "wer"
+    return score_texts(name, metric, ids, reference.texts, texts, languages, translation, reference=reference.where)
 
 
 def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes) -> QualityScore | None:
@@ -112,17 +135,17 @@ def intelligibility(name, roles, ids, refs, got, general, backend, workdir, note
     waves = {sid: out for sid, out in got.items() if "waveform" in out and refs and sid in refs.texts}
     if not waves:
         return None
-    languages = {refs.language(sid, general.language) for sid in waves}
-    if any(lang.lower().split("-")[0] not in ("en", "eng") for lang in languages):
+    languages = {sid: refs.language(sid, general.language or "en") for sid in waves}
+    if any(lang.lower().split("-")[0] not in ("en", "eng") for lang in languages.values()):
         notes.append(
-            f"quality not scored: speech in {', '.join(sorted(languages))} needs a multilingual ASR; only "
-            f"English is transcribed for now ({ASR_NAME})"
+            f"quality not scored: speech in {', '.join(sorted(set(languages.values())))} needs a multilingual ASR; "
+            f"only English is transcribed for now ({ASR_NAME})"
         )
         return None
     transcriber = WhisperTranscriber(backend, general, workdir)
     hyps = {sid: transcriber(out["waveform"], int(out["sample_rate"])) for sid, out in waves.items()}
     metric = "intelligibility" if roles == ("tts",) else "asr-bleu"
-    return score_texts(name, metric, ids, refs.texts, hyps, refs, general.language, False, transcriber.name)
+    return score_texts(name, metric, ids, refs.texts, hyps, languages, False, transcriber.name, refs.origin)
 
 
 def speech_quality(got, inputs, notes) -> SpeechQuality | None:

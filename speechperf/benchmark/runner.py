@@ -81,6 +81,7 @@ def run_benchmark(
                 dump_dir / f"{general.dump_waveform_file_prefix}_{i}_pred.wav", "--dump-speech-waveforms-dir"
             )
     from speechperf.benchmark import quality as quality_pass
+    from speechperf.benchmark import text_reference
     from speechperf.data.references import load_references
     from speechperf.meters import quality as quality_meter
 
@@ -89,6 +90,12 @@ def run_benchmark(
     score_quality, quality_note = quality_pass.wanted(general, references, cfg.roles)
     if score_quality:
         quality_meter.check_references(references, general)
+        try:  # the run's text output has references of its kind (a transcript's src_text, a translation's)
+            text_reference.check(cfg, references)
+        except SpeechperfError as exc:
+            if "quality" in general.meters:
+                raise SpeechperfError(f"{cfg.source}: quality: {exc}") from None
+            score_quality, quality_note = False, f"quality not scored: {exc}"
     if text_path is not None and not score_quality:
         raise SpeechperfError(
             f"--save-text {text_path}: nothing is scored in this run ({quality_note or 'add quality to --meters'})"
@@ -272,7 +279,7 @@ def _log_quality(quality, note: str | None) -> None:
         how = [f"{score.samples} sample(s)"]  # the headline names the normalizer
         if score.asr:
             how.append(f"transcribed by {score.asr}")
-        log.info("quality: %s: %s (%s)", score.stage, score.headline(), ", ".join(how))
+        log.info("quality: %s: %s (%s)", score.stage, score.described(), ", ".join(how))
         if score.signature:
             log.info("quality: %s: sacrebleu signature: %s", score.stage, score.signature)
     log.info(

@@ -53,9 +53,12 @@ class Stage(abc.ABC):
     #: format cannot be counted (see ZooFormat.counted_as); loaded only when FLOPs are counted, after the other
     #: meters, so it weighs on no timing or memory figure.
     flops_twin: Callable[[], Mapping[str, Session]] | None = None
-    #: A text stage whose text is in another language than its input (Whisper's ``task: translate``): the quality
-    #: meter scores it with BLEU / chrF, as an MT stage, not with WER.
-    translates: bool = False
+    #: What a text stage says it does: ``transcribe`` (text in the speech's language, scored with WER against the
+    #: source transcripts) or ``translate`` (text in another language, scored with BLEU / chrF against the target
+    #: texts), as Whisper's ``task``; None where the stage does not say (speechperf.benchmark.text_reference).
+    task: str | None = None
+    #: The language of the speech, where the stage is told it (Whisper's ``src_lang``).
+    src_lang: str | None = None
     #: Every input padded to this many seconds (Whisper's 30 s log-mel window): its cost does not follow the clip's
     #: length, and the length fit says so instead of fitting (speechperf.length_cost).
     padded_to_s: float | None = None

@@ -7,6 +7,7 @@ model file that the framework cannot parse, a dataset line whose audio is corrup
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from speechperf.backend import Backend, ModelSpec, hooks
@@ -15,6 +16,7 @@ from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import ModelFileError, SpeechperfError
 
 SILERO = "silero_vad"
+log = logging.getLogger(__name__)
 
 
 def require_backend_name(cfg: BenchConfig) -> str:
@@ -31,6 +33,7 @@ def require_backend_name(cfg: BenchConfig) -> str:
 def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     """Raise a one-line SpeechperfError for the first thing in ``cfg`` bench would refuse; ``backend_name`` (or
     general.backend) adds the backend's own checks (known name, device, model formats it loads)."""
+    from speechperf.benchmark.text_reference import contradiction
     from speechperf.config.paths import check_written_paths
     from speechperf.data import check_dataset_config
     from speechperf.registry import get_backend
@@ -41,9 +44,13 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     if backend is not None:
         hooks(backend).check_device(cfg.general.device)
     check_dataset_config(cfg.general)
+    warning = contradiction(cfg)
+    if warning:
+        log.warning("warning: %s: %s", cfg.source, warning)
     for index, (stage, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
         where = f"{cfg.source}: stage{index}"
         check_stage_model(stage, role, where)
+        check_phonemizer(stage, where)
         stage_backend = get_backend(stage.backend) if stage.backend else backend  # a pinned stage runs there
         if stage.backend:
             hooks(stage_backend).check_device(cfg.general.device)
@@ -116,6 +123,29 @@ def check_stage_model(stage: StageConfig, role: str, where: str) -> None:
         raise StageError(
             f"{where}: the VAD stage takes model {SILERO!r} or your own file (path); got model {stage.model!r}"
         )
+
+
+def check_phonemizer(stage: StageConfig, where: str) -> None:
+    """A stage that phonemizes text (Piper, the kokoro front-end) finds the espeak-ng library and its voice now,
+    not at its first sample after the other stages were timed."""
+    from speechperf.adapters.espeak import check_voice
+    from speechperf.benchmark.reference import END_TO_END_TTS
+
+    if stage.text_frontend == "kokoro":
+        voice = stage.voice
+    elif not stage.path and stage.model in END_TO_END_TTS:
+        from speechperf.zoo.piper import voice_config
+
+        try:
+            voice = voice_config().espeak_voice
+        except SpeechperfError:  # the voice's package is missing: loading it says so, with the install command
+            return
+    else:
+        return
+    try:
+        check_voice(voice)
+    except SpeechperfError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
 
 
 def _check_reference(stage: StageConfig, role: str, backend, where: str) -> None:

@@ -1,6 +1,7 @@
 """The S2T stage over a Whisper model of the zoo (``speechperf.zoo.whisper``): Whisper's log-mel of the first
 30 s, then greedy decoding with the decoder's KV cache (``speechperf.adapters.whisper``), the same numpy code on
-every backend. Its output holds the token ids (special tokens stripped) and the text. ``src_lang`` and ``task``
+every backend. Its output holds the token ids (special tokens stripped), the text and the language it was decoded in
+(``src_lang``, or the one a multilingual model detected: the quality meter scores the text in it). ``src_lang`` and ``task``
 (stage keys) make the prompt of a multilingual model: ``task: translate`` is speech-to-text translation into
 English (a Cascaded2StageS2ST's first stage)."""
 
@@ -30,8 +31,7 @@ class WhisperStage(Stage):
         self.vocab = WhisperVocabulary.from_dir(model_dir(stage_cfg.model))
         self.max_len_a, self.max_len_b = stage_cfg.max_len_a, stage_cfg.max_len_b
         # Checked against the model's tokenizer before anything is built (benchmark/validate).
-        self.language, self.task = stage_cfg.src_lang, stage_cfg.task
-        self.translates = self.task == "translate"
+        self.src_lang, self.task = stage_cfg.src_lang, stage_cfg.task
 
     def from_sample(self, sample: Sample) -> StageIO:
         from speechperf.adapters.whisper import SAMPLE_RATE, log_mel
@@ -59,19 +59,22 @@ class WhisperStage(Stage):
         return self.run_batch(sessions, [inp])[0]
 
     def run_batch(self, sessions: Mapping[str, Session], inps: Sequence[StageIO]) -> list[StageIO]:
-        from speechperf.adapters.whisper import transcribe_features
+        from speechperf.adapters.whisper import decode_features
 
-        rows = transcribe_features(
+        rows, languages = decode_features(
             sessions["encoder"],
             sessions["cross_kv"],
             sessions["decoder_step"],
             np.stack([inp["features"] for inp in inps]),
             self.vocab,
             np.array([self.max_tokens(inp["seconds"]) for inp in inps], dtype=np.int64),
-            self.language,
-            self.task,
+            self.src_lang,
+            self.task or "transcribe",
         )
-        return [{"tokens": np.asarray(ids, dtype=np.int64), "text": self.vocab.decode(ids)} for ids in rows]
+        return [
+            {"tokens": np.asarray(ids, dtype=np.int64), "text": self.vocab.decode(ids), "language": language or "en"}
+            for ids, language in zip(rows, languages)
+        ]
 
     def batch_length(self, inp: StageIO) -> int:
         """Every input is padded to 30 s; the audio's own length still groups like with like."""

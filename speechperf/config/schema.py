@@ -364,11 +364,12 @@ class GeneralConfig:
         "(text), or VAD segments as `start-end` seconds separated by spaces",
         "str?",
     )
-    language: str = key(
-        "en",
-        "language of the references (a dataset's tgt_lang wins); English is scored after Whisper's "
-        "English normalizer, others after its basic one",
-        "str",
+    language: str | None = key(
+        None,
+        "language of the texts scored where nothing else tells (null: English): a transcript is in the stage's "
+        "src_lang, else the language Whisper detected; a translation in the dataset's tgt_lang, else the stage's. "
+        "English is scored after Whisper's English normalizer, others after its basic one",
+        "str?",
     )
     sample_rate: int = key(
         16000,

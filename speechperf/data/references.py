@@ -34,7 +34,7 @@ class References:
     """Per sample id: the reference text of the final output (a transcript, or a translation), the source
     transcript where a translation set has one, VAD segments, and the language of the text."""
 
-    origin: str  # where they came from, as printed: ".wrd beside data/test.tsv"
+    origin: str  # where ``texts`` came from, as printed: ".wrd beside data/test.tsv", "tgt_text of data/st.tsv"
     texts: dict[str, str] = attrs.Factory(dict)
     sources: dict[str, str] = attrs.Factory(dict)
     segments: dict[str, Segments] = attrs.Factory(dict)
@@ -43,6 +43,10 @@ class References:
     translation: bool = False
     #: the texts are the inputs themselves (TTS): present for every run, so not a reason to score by default
     from_inputs: bool = False
+    #: where ``sources`` came from ("src_text of data/st.tsv"), None without them
+    sources_origin: str | None = None
+    #: the texts are transcripts of the speech (a .wrd), never translations
+    transcripts: bool = False
 
     def language(self, sample_id: str, default: str) -> str:
         return self.languages.get(sample_id) or default
@@ -115,7 +119,8 @@ def load_references(general, samples: list[Sample], roles: tuple[str, ...]) -> R
         return None
     if kind == "raw" and any(s.text is not None for s in samples):
         texts = {s.id: s.text for s in samples if s.text is not None}
-        return References(f"{path.with_suffix('.wrd').name} beside {path}", texts, translation=_translates(roles))
+        where = f"{path.with_suffix('.wrd').name} beside {path}"
+        return References(where, texts, translation=_translates(roles), transcripts=True)
     if kind == "fairseq_s2t":
         return References(
             f"tgt_text of {path}",
@@ -123,6 +128,7 @@ def load_references(general, samples: list[Sample], roles: tuple[str, ...]) -> R
             {s.id: s.source_text for s in samples if s.source_text is not None},
             languages={s.id: s.language for s in samples if s.language},
             translation=any(s.source_text is not None for s in samples) or _translates(roles),
+            sources_origin=f"src_text of {path}" if any(s.source_text is not None for s in samples) else None,
         )
     if kind == "text":
         ref = path.with_suffix(".ref")

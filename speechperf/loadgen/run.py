@@ -107,7 +107,10 @@ def _run(cfg, opts, exports, got, log_dir, workdir, force, find_peak, budget_s, 
         general_q = attrs.evolve(general, meters=(*general.meters, "quality"))
         score_quality, note = quality_pass.wanted(general_q, references, cfg.roles)
         if score_quality:
+            from speechperf.benchmark import text_reference
+
             quality_meter.check_references(references, general)
+            text_reference.check(cfg, references)  # the output's reference of its kind, before any timing
         elif note:
             log.warning("note: %s", note)
     cfg = config_for_backend(cfg, general.backend, workdir)
@@ -344,7 +347,7 @@ def _score(sut, dataset, references, general, backend, workdir, reference_qualit
     scores = []
     verdicts: list[bool] = []
     for score in result.scores:
-        lines.append(f"accuracy: {score.stage}: {score.headline()} ({score.samples} sample(s))")
+        lines.append(f"accuracy: {score.stage}: {score.described()} ({score.samples} sample(s))")
         primary = score.primary
         scores.append({"stage": score.stage, "headline": score.headline(), "primary": primary})
         if reference_quality is not None and primary is not None:

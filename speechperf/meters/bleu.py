@@ -28,19 +28,22 @@ class BleuResult:
         return f"BLEU {self.bleu_signature}; chrF {self.chrf_signature}"
 
 
-def score(references: Sequence[str], hypotheses: Sequence[str], normalizer: str | None = None) -> BleuResult:
-    """Corpus BLEU and chrF of ``hypotheses`` against ``references`` (same order, same count)."""
+def score(
+    references: Sequence[str], hypotheses: Sequence[str], normalizer: str | Sequence[str] | None = None
+) -> BleuResult:
+    """Corpus BLEU and chrF of ``hypotheses`` against ``references`` (same order, same count); with
+    ``normalizer`` (one name, or one per pair) both sides are normalized first."""
     from sacrebleu.metrics import BLEU, CHRF
 
+    from speechperf.meters.normalize import label
     from speechperf.meters.wer import check_pairs
 
     check_pairs("BLEU", references, hypotheses, "hypothesis", "hypotheses")
     refs, hyps = list(references), list(hypotheses)
     if normalizer is not None:
-        from speechperf.meters.normalize import get
+        from speechperf.meters.normalize import apply
 
-        norm = get(normalizer)
-        refs, hyps = [norm(r) for r in refs], [norm(h) for h in hyps]
+        refs, hyps = apply(refs, normalizer), apply(hyps, normalizer)
     bleu, chrf = BLEU(), CHRF()
     corpus_bleu = bleu.corpus_score(hyps, [refs])
     corpus_chrf = chrf.corpus_score(hyps, [refs])
@@ -52,5 +55,5 @@ def score(references: Sequence[str], hypotheses: Sequence[str], normalizer: str 
         str(bleu.get_signature()),
         str(chrf.get_signature()),
         per_sample,
-        normalizer,
+        None if normalizer is None else label(normalizer),
     )

@@ -4,7 +4,7 @@ Whisper's WER, as the Whisper paper, the Open ASR Leaderboard and the papers aft
 Whisper's English text normalizer: numbers written as digits ("ten of clubs" and "10 of clubs." are the same),
 British spellings mapped to American ones, contractions and abbreviations spelled out ("Mr." is "mister"), casing,
 punctuation and fillers ("uh", "um") removed. Other languages get Whisper's basic normalizer (lower case, symbols
-and diacritic marks removed, whitespace collapsed).
+and punctuation removed, accents kept: "Dónde está" is "dónde está"; whitespace collapsed).
 
 Both come from the ``whisper-normalizer`` package (pinned in constraints.txt): it is OpenAI Whisper's
 ``whisper/normalizers`` code (MIT) as a small package of its own, with its spelling table, and depends on no
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from speechperf.errors import SpeechperfError
 
@@ -62,3 +62,16 @@ def get(name: str) -> Callable[[str], str]:
 
 def normalize(text: str, name: str = WHISPER_ENGLISH) -> str:
     return get(name)(text)
+
+
+def apply(texts: Sequence[str], names: str | Sequence[str]) -> list[str]:
+    """Each text after its normalizer: one name for all, or one per text (texts in several languages)."""
+    per_text = [names] * len(texts) if isinstance(names, str) else list(names)
+    if len(per_text) != len(texts):
+        raise SpeechperfError(f"{len(per_text)} normalizers for {len(texts)} texts; give one, or one per text")
+    return [get(name)(text) for name, text in zip(per_text, texts)]
+
+
+def label(names: str | Sequence[str]) -> str:
+    """What the texts were normalized after, as printed: one name, or the distinct ones joined."""
+    return names if isinstance(names, str) else ", ".join(dict.fromkeys(names))

@@ -30,8 +30,9 @@ from speechperf.meters.speech_quality import SpeechQuality
 
 @attrs.frozen
 class SampleQuality:
-    """One sample as scored: the reference, the hypothesis (transcript, translation or back-transcription), and
-    its word errors over its reference words (WER metrics) or its sentence BLEU (BLEU metrics)."""
+    """One sample as scored: the reference, the hypothesis (transcript, translation or back-transcription), both
+    as the normalizer of its language left them (what WER counts), its word errors over its reference words (WER
+    metrics) and its sentence BLEU (BLEU metrics)."""
 
     id: str
     reference: str
@@ -39,6 +40,9 @@ class SampleQuality:
     errors: int | None = None
     words: int | None = None
     bleu: float | None = None
+    language: str | None = None
+    reference_normalized: str | None = None  # None: scored as written (BLEU: sacrebleu's own tokenizer)
+    hypothesis_normalized: str | None = None
 
 
 @attrs.frozen
@@ -61,6 +65,9 @@ class QualityScore:
     #: speech output: DNSMOS, MCD, PESQ / STOI (speechperf.meters.speech_quality.SpeechQuality)
     speech: SpeechQuality | None = None
 
+    reference: str | None = None  # what it was scored against: "src_text of data/st.tsv"
+    language: str | None = None  # of the texts scored ("es"; "es, pt" when the samples differ)
+
     def headline(self) -> str:
         parts = []
         if self.metric == "asr-bleu":
@@ -77,6 +84,11 @@ class QualityScore:
         if self.speech is not None and self.speech.headline():
             parts.append(("; " if parts else "") + self.speech.headline())
         return " ".join(parts).replace(" ; ", "; ")
+
+    def described(self) -> str:
+        """The headline with what it was scored against and in which language, as the log lines print it."""
+        against = f" against {self.reference}" if self.reference else ""
+        return self.headline() + against + (f" (language {self.language})" if self.language else "")
 
     @property
     def primary(self) -> tuple[str, float] | None:
@@ -112,9 +124,9 @@ def check_references(refs, general) -> None:
 
     if refs is None:
         return
-    for texts in (refs.texts, refs.sources):
+    for texts, of_targets in ((refs.texts, True), (refs.sources, False)):
         for sid, text in texts.items():
-            name = for_language(refs.language(sid, general.language))
+            name = for_language(refs.language(sid, general.language) if of_targets else general.language)
             if not get_normalizer(name)(text):
                 raise SpeechperfError(
                     f"the reference of sample {sid!r} ({text!r}, from {refs.origin}) is empty after the {name} "
@@ -128,12 +140,14 @@ def score_texts(
     ids: Sequence[str],
     references: Mapping[str, str],
     hypotheses: Mapping[str, str],
-    refs,
-    default_language: str,
+    languages: Mapping[str, str],
     translation: bool,
     asr: str | None = None,
+    reference: str | None = None,
 ) -> QualityScore | None:
-    """WER/CER (``metric`` wer, intelligibility, asr-bleu) and BLEU/chrF (bleu, asr-bleu, or ``translation``)."""
+    """WER/CER (``metric`` wer, intelligibility, asr-bleu) and BLEU/chrF (bleu, asr-bleu, or ``translation``), each
+    sample normalized after the normalizer of its language (``languages``, by sample id); ``reference`` says where
+    the references came from."""
     from speechperf.meters import bleu as bleu_meter
     from speechperf.meters import wer as wer_meter
     from speechperf.meters.normalize import for_language
@@ -141,20 +155,15 @@ def score_texts(
     scored = [sid for sid in ids if sid in references and sid in hypotheses]
     if not scored:
         return None
-    languages = {refs.language(sid, default_language) for sid in scored}
-    if len(languages) > 1:
-        raise SpeechperfError(
-            f"the references are in {len(languages)} languages ({', '.join(sorted(languages))}); score one "
-            "language per run (a subset per tgt_lang)"
-        )
-    normalizer = for_language(languages.pop())
+    langs = [languages.get(sid) or "en" for sid in scored]
+    normalizers = [for_language(lang) for lang in langs]
     ref_list = [references[sid] for sid in scored]
     hyp_list = [hypotheses[sid] for sid in scored]
     wer = bleu = None
     if metric != "bleu":
-        wer = wer_meter.score(ref_list, hyp_list, normalizer)
+        wer = wer_meter.score(ref_list, hyp_list, normalizers)
     if metric in ("bleu", "asr-bleu") or translation:
-        bleu = bleu_meter.score(ref_list, hyp_list, normalizer if metric == "asr-bleu" else None)
+        bleu = bleu_meter.score(ref_list, hyp_list, normalizers if metric == "asr-bleu" else None)
     per_sample = tuple(
         SampleQuality(
             sid,
@@ -163,6 +172,9 @@ def score_texts(
             wer.per_sample[i].errors if wer else None,
             wer.per_sample[i].words if wer else None,
             round(bleu.sentence_bleu[i], 2) if bleu else None,
+            langs[i],
+            wer.references[i] if wer else None,
+            wer.hypotheses[i] if wer else None,
         )
         for i, sid in enumerate(scored)
     )
@@ -174,10 +186,12 @@ def score_texts(
         cer=wer.cer if wer else None,
         bleu=bleu.bleu if bleu else None,
         chrf=bleu.chrf if bleu else None,
-        normalizer=normalizer if (wer or metric == "asr-bleu") else None,
+        normalizer=", ".join(dict.fromkeys(normalizers)) if (wer or metric == "asr-bleu") else None,
         signature=bleu.signature if bleu else None,
         asr=asr,
         per_sample=per_sample,
+        reference=reference,
+        language=", ".join(dict.fromkeys(langs)),
     )
 
 
@@ -209,12 +223,19 @@ def _segments_text(segments) -> str:
 
 
 def save_text(result: QualityResult) -> str:
-    """``--save-text``: one row per scored sample of the run's score: id, reference, hypothesis, errors."""
+    """``--save-text``: one row per scored sample of the run's score: id, language, the reference and hypothesis as
+    written and as normalized, then the word errors and reference words (WER) and the sentence BLEU (translation)."""
     score = result.total or (result.scores[-1] if result.scores else None)
-    lines = ["id\treference\thypothesis\terrors"]
-    for s in score.per_sample if score else ():
-        errors = s.errors if s.errors is not None else ("" if s.bleu is None else f"sentence BLEU {s.bleu}")
-        lines.append("\t".join(_cell(v) for v in (s.id, s.reference, s.hypothesis, errors)))
+    samples = score.per_sample if score else ()
+    columns = ["id", "language", "reference", "hypothesis", "reference_normalized", "hypothesis_normalized"]
+    if any(s.errors is not None for s in samples):
+        columns += ["errors", "words"]
+    if any(s.bleu is not None for s in samples):
+        columns.append("bleu")
+    lines = ["\t".join(columns)]
+    for s in samples:
+        values = attrs.asdict(s)
+        lines.append("\t".join(_cell("" if values[c] is None else values[c]) for c in columns))
     return "\n".join(lines) + "\n"
 
 

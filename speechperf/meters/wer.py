@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import attrs
 
 from speechperf.errors import SpeechperfError
-from speechperf.meters.normalize import SIMPLE, WHISPER_ENGLISH
+from speechperf.meters.normalize import SIMPLE, WHISPER_ENGLISH, apply, label
 from speechperf.meters.normalize import get as get_normalizer
 
 
@@ -70,19 +70,21 @@ def check_pairs(metric: str, references: Sequence[str], hypotheses: Sequence[str
         raise SpeechperfError(f"{metric} needs at least one reference {what}, got none")
 
 
-def score(references: Sequence[str], hypotheses: Sequence[str], normalizer: str = WHISPER_ENGLISH) -> WerResult:
-    """Corpus WER and CER of ``hypotheses`` against ``references`` (same order, same count)."""
+def score(
+    references: Sequence[str], hypotheses: Sequence[str], normalizer: str | Sequence[str] = WHISPER_ENGLISH
+) -> WerResult:
+    """Corpus WER and CER of ``hypotheses`` against ``references`` (same order, same count), both normalized after
+    ``normalizer``: one name, or one per pair (samples in several languages)."""
     import jiwer
 
     check_pairs("WER", references, hypotheses, "transcript", "transcripts")
-    norm = get_normalizer(normalizer)
-    refs = [norm(r) for r in references]
-    hyps = [norm(h) for h in hypotheses]
+    refs = apply(references, normalizer)
+    hyps = apply(hypotheses, normalizer)
     empty = [i for i, r in enumerate(refs) if not r]
     if empty:
         raise SpeechperfError(
             f"reference transcript {empty[0]} is empty after normalisation ({references[empty[0]]!r}, "
-            f"normalizer {normalizer}); every reference needs at least one word"
+            f"normalizer {label(normalizer)}); every reference needs at least one word"
         )
     words = jiwer.process_words(refs, hyps)
     chars = jiwer.process_characters(refs, hyps)
@@ -98,7 +100,7 @@ def score(references: Sequence[str], hypotheses: Sequence[str], normalizer: str 
         deletions=words.deletions,
         insertions=words.insertions,
         utterances=len(refs),
-        normalizer=normalizer,
+        normalizer=label(normalizer),
         per_sample=per_sample,
         references=tuple(refs),
         hypotheses=tuple(hyps),

@@ -235,7 +235,9 @@ def stage_fidelity(
     fp32_waves: Path | None,
     variant_waves: Path | None,
     graph_rel_diff: float | None,
-    language: str = "en",
+    language: str | None = None,
+    task: str | None = None,
+    src_lang: str | None = None,
 ) -> Fidelity:
     """The fidelity of the last stage's outputs (what the benchmark's final outputs are); ``references`` is a
     speechperf.data.references.References or None."""
@@ -244,12 +246,8 @@ def stage_fidelity(
         agreement = token_agreement(outputs_of(fp32_run, key), outputs_of(variant_run, key))
         quality = None
         texts = outputs_of(variant_run, "text")
-        if references is not None and references.texts and texts:
-            from speechperf.meters.quality import score_texts
-
-            ids = [sid for sid in references.texts if sid in texts]
-            metric = "bleu" if role == "mt" else "wer"
-            quality = score_texts("total", metric, ids, references.texts, texts, references, language, False)
+        if references is not None and texts:
+            quality = _text_quality(role, references, texts, task, src_lang, language)
         return Fidelity("tokens", agreement, quality)
     if role == "vad":
         return Fidelity(
@@ -259,6 +257,24 @@ def stage_fidelity(
         value, note = waveform_snr(fp32_waves, variant_waves)
         return Fidelity("snr", value, detail=note)
     return Fidelity("graphs", graph_rel_diff)
+
+
+def _text_quality(role, references, texts, task, src_lang, language):
+    """The last stage's text against the references of what it puts out (speechperf.benchmark.text_reference:
+    src_text for a transcript, tgt_text for a translation); None where the dataset has none of that kind."""
+    from speechperf.benchmark import text_reference as tr
+    from speechperf.errors import SpeechperfError
+    from speechperf.meters.quality import score_texts
+
+    kind = tr.kind_of(role, (), task)
+    try:
+        chosen = tr.reference_for(kind, references, "the last stage")
+    except SpeechperfError:
+        return None
+    ids = [sid for sid in chosen.texts if sid in texts]
+    languages = tr.languages(kind, ids, references, {}, task, src_lang, language)
+    metric = "bleu" if kind == tr.TARGET else "wer"
+    return score_texts("total", metric, ids, chosen.texts, texts, languages, False, reference=chosen.where)
 
 
 def graph_difference(

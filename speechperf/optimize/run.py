@@ -460,6 +460,8 @@ class _Rows:
         return next((r.data for r in self.by_cell.get(name, []) if r.ok and r.data), None)
 
     def _fidelity(self, name: str, fp32_run: dict, variant_run: dict):
+        from speechperf.benchmark.text_reference import config_task
+
         waves = self.out_dir / "waveforms"
         fp32_waves = waves / FP32 if self.speech_out else None
         variant_waves = waves / name if self.speech_out else None
@@ -474,6 +476,8 @@ class _Rows:
             variant_waves,
             diff,
             self.cfg.general.language,
+            config_task(self.cfg.stages[-1]),
+            self.cfg.stages[-1].src_lang,
         )
         if fp32_waves is None or variant_waves is None:
             return found
