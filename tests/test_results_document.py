@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,23 @@ def test_the_cli_records_its_command_line(tmp_path):
     result = CliRunner().invoke(main, ["data", "stats", missing])
     assert result.exit_code == 2
     assert current_command() == ["speechperf", "data", "stats", missing]
+
+
+@pytest.mark.parametrize("kind", ["bench", "compare"])
+def test_a_version_2_document_reads_with_fractions_where_it_kept_percents(kind):
+    """tests/data/v2: written by `speechperf bench` / `compare` at schema version 2 (docs/results.md, Versions)."""
+    from speechperf.results.figures import V2_PERCENT
+
+    path = Path(__file__).parent / "data" / "v2" / f"{kind}.json"
+    raw = json.loads(path.read_text())
+    doc = read(path, kinds=(kind,))
+    assert raw["schema_version"] == 2 and doc.schema_version == 3
+    assert any(old in row for row in raw["rows"] for old in V2_PERCENT)  # the fixture holds what is upgraded
+    for before, after in zip(raw["rows"], doc.rows):
+        for old, new in V2_PERCENT.items():
+            assert old not in after
+            if before.get(old) is not None:
+                assert after[new] == pytest.approx(before[old] / 100)
+    if kind == "compare":  # the nested roofline table too
+        stage = next(iter(doc.to_json()["roofline"]["per_stage"].values()))
+        assert all("pct_of_peak" not in row and "fraction_of_peak" in row for row in stage.values())

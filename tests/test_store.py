@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
-from speechperf.results import loads, read
+from speechperf.results import SCHEMA_VERSION, loads, read
 from speechperf.store import db
 from tests.test_outputs import one_line_error
 
@@ -296,7 +296,7 @@ def test_a_loadgen_document_is_stored_by_its_kind_listed_and_plotted(tmp_path, m
         Exports(keep=Keep(store)).check().finish(_loadgen_document(per_s, p99), 0)
     assert (
         rows(store, "SELECT command, backends, model, result_schema_version, exit_code FROM runs")
-        == [("loadgen", "onnxruntime", "S2T", 2, 0)] * 2
+        == [("loadgen", "onnxruntime", "S2T", SCHEMA_VERSION, 0)] * 2
     )
     stored = rows(store, "SELECT cell, metric, value FROM metrics WHERE run_id = 2 AND metric LIKE 'p99%'")
     assert stored == [("Offline", "p99_ms", 28.0)]  # the trial row is in the document only

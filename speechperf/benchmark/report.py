@@ -44,7 +44,7 @@ COLUMNS = (
     "batch_latency_p90_ms",
     "samples_per_s",
     "audio_s_per_s",
-    "first_call_new_shape_pct",
+    "first_call_new_shape_extra",
     "first_call_new_shape_detected",
     "rtf",
     "rtf_audio",

@@ -95,8 +95,8 @@ class ShapeCost:
 
 
 def percent(excess: float) -> str:
-    """``+44.2%``: the ``first_call_new_shape_pct`` column's value, so the note and the table say the same."""
-    return f"{round(excess * 100, 1):+.1f}%"
+    """``+44.2%``: the ``first_call_new_shape_extra`` column's value, so the note and the table say the same."""
+    return f"{round(excess, 3):+.1%}"
 
 
 def shape_cost(calls: Sequence[FirstCall], source: str) -> ShapeCost | None:
@@ -144,20 +144,20 @@ def over_runs(costs: Sequence[ShapeCost]) -> ShapeCost | None:
 
 
 def columns(cost: ShapeCost | None) -> dict[str, Any]:
-    """The first call on a new input shape against the later calls (``speechperf.meters.first_call``), in percent,
-    and whether the rule called it; bench and compare both show them."""
+    """The first call on a new input shape against the later calls (``speechperf.meters.first_call``), a fraction
+    (0.442: 44.2% more), and whether the rule called it; bench and compare both show them."""
     return {
-        "first_call_new_shape_pct": None if cost is None else round(cost.excess * 100, 1),
+        "first_call_new_shape_extra": None if cost is None else round(cost.excess, 3),
         "first_call_new_shape_detected": None if cost is None else cost.detected,
     }
 
 
 def cell(row: dict[str, Any]) -> str:
     """``+44.2%``, or ``+3.1% (noise)`` when the rule did not call it, or ``-``."""
-    pct = row["first_call_new_shape_pct"]
-    if pct is None:
+    extra = row["first_call_new_shape_extra"]
+    if extra is None:
         return "-"
-    return percent(pct / 100) + ("" if row["first_call_new_shape_detected"] else " (noise)")
+    return percent(extra) + ("" if row["first_call_new_shape_detected"] else " (noise)")
 
 
 def shape_key(inp: Mapping[str, Any]) -> tuple:

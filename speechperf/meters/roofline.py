@@ -31,11 +31,11 @@ class Placement:
     """A stage's (or a cascade's) place under the roofs."""
 
     gflops_per_s: float
-    pct_of_peak: float | None  # of the fp32 compute roof at this thread count
+    fraction_of_peak: float | None  # of the fp32 compute roof at this thread count
     traffic_mib_per_sample: float | None  # the lower bound, mean over the samples
     intensity: float | None  # FLOPs per byte of that bound
     bound: str | None  # "compute" or "memory"
-    pct_of_attainable: float | None  # of min(compute roof, intensity * bandwidth)
+    fraction_of_attainable: float | None  # of min(compute roof, intensity * bandwidth)
     parameters_known: bool = True  # False: the traffic bound has feeds and outputs only
 
 
@@ -65,11 +65,11 @@ def place(
         attainable = min(peak.value, intensity * roofs.memory.value)
     return Placement(
         gflops_per_s=achieved,
-        pct_of_peak=100 * achieved / peak.value if peak else None,
+        fraction_of_peak=achieved / peak.value if peak else None,
         traffic_mib_per_sample=sum(moved) / len(moved) / (1 << 20) if intensity is not None else None,
         intensity=intensity,
         bound=bound,
-        pct_of_attainable=100 * achieved / attainable if attainable else None,
+        fraction_of_attainable=achieved / attainable if attainable else None,
         parameters_known=parameters_known,
     )
 
@@ -90,21 +90,21 @@ def columns(placement: Placement | None) -> dict[str, object]:
         return dict.fromkeys(COLUMNS)
     return {
         "gflops_per_s": r(placement.gflops_per_s, 2),
-        "pct_of_peak": r(placement.pct_of_peak, 1),
+        "fraction_of_peak": r(placement.fraction_of_peak, 3),
         "traffic_mib_per_sample": r(placement.traffic_mib_per_sample, 3),
         "arithmetic_intensity": r(placement.intensity, 2),
         "roof_bound": placement.bound,
-        "pct_of_attainable": r(placement.pct_of_attainable, 1),
+        "fraction_of_attainable": r(placement.fraction_of_attainable, 3),
     }
 
 
 COLUMNS = (
     "gflops_per_s",
-    "pct_of_peak",
+    "fraction_of_peak",
     "traffic_mib_per_sample",
     "arithmetic_intensity",
     "roof_bound",
-    "pct_of_attainable",
+    "fraction_of_attainable",
 )
 
 
@@ -114,8 +114,8 @@ def cell(row: Mapping[str, object]) -> str:
         return "-"
     text = f"{row['gflops_per_s']:.1f}"
     extra = []
-    if row.get("pct_of_peak") is not None:
-        extra.append(f"{row['pct_of_peak']:.0f}% of peak")
+    if row.get("fraction_of_peak") is not None:
+        extra.append(f"{row['fraction_of_peak']:.0%} of peak")
     if row.get("roof_bound"):
         extra.append(f"{row['roof_bound']}-bound")
     return f"{text} ({', '.join(extra)})" if extra else text

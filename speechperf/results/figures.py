@@ -70,12 +70,15 @@ FIGURES: tuple[Figure, ...] = (
     Figure("load_s", "s", "seconds to load the stage's sessions (cold start)"),
     Figure("first_call_s", "s", "seconds of the first call on the first input (cold start)"),
     Figure(
-        "first_call_new_shape_pct", "percent", "extra cost of a first call on a new input shape, in percent", digits=1
+        "first_call_new_shape_extra",
+        "fraction",
+        "extra cost of a first call on a new input shape over the later calls (0.44: 44% more)",
+        display="percent",
     ),
     Figure("gflops_per_s", "GFLOP/s", "achieved: analytic FLOPs over runtime", digits=2),
-    Figure("pct_of_peak", "percent", "achieved GFLOP/s over the machine's compute roof, in percent", digits=1),
+    Figure("fraction_of_peak", "fraction", "achieved GFLOP/s over the machine's compute roof", display="percent"),
     Figure(
-        "pct_of_attainable", "percent", "achieved over the roofline's bound at this intensity, in percent", digits=1
+        "fraction_of_attainable", "fraction", "achieved over the roofline's bound at this intensity", display="percent"
     ),
     Figure("arithmetic_intensity", "FLOP/byte", "FLOPs over the lower bound of bytes moved", digits=2),
     Figure("traffic_mib_per_sample", "MiB", "lower bound of bytes moved per sample (feeds, outputs, weights)"),
@@ -106,6 +109,13 @@ V1_NAMES: dict[str, dict[str, str]] = {
 }
 #: Version 1's figures kept in percent (now fractions), per kind, by their version 2 name.
 V1_PERCENT: dict[str, frozenset[str]] = {"bench": frozenset({"wer", "cer"})}
+#: Version 2's figures in percent -> their version 3 names, fractions (wherever they sit in a document: rows, a
+#: compare's ``roofline.per_stage``, a bench result's stages).
+V2_PERCENT: dict[str, str] = {
+    "pct_of_peak": "fraction_of_peak",
+    "pct_of_attainable": "fraction_of_attainable",
+    "first_call_new_shape_pct": "first_call_new_shape_extra",
+}
 
 
 def upgrade_row(kind: str, row: dict[str, Any]) -> dict[str, Any]:

@@ -159,3 +159,22 @@ V1_ROWS: dict[str, Callable[[dict[str, Any]], tuple[list[dict[str, Any]], dict[s
     "profile": _profile_rows,
 }
 UPGRADES[1] = _from_v1
+
+
+def _from_v2(data: Any, what: str) -> Any:
+    """Version 2's percents (``figures.V2_PERCENT``) as version 3's fractions, wherever they sit."""
+    if isinstance(data, list):
+        return [_from_v2(item, what) for item in data]
+    if not isinstance(data, dict):
+        return data
+    out = {}
+    for key, value in data.items():
+        if key in figures.V2_PERCENT:
+            key = figures.V2_PERCENT[key]
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = round(value / 100, 6)
+        out[key] = _from_v2(value, what)
+    return out
+
+
+UPGRADES[2] = _from_v2

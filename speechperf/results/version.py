@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from speechperf.errors import SpeechperfError
 
-#: Version 2: the envelope (``speechperf.results.document``); version 1: each command's own JSON.
-SCHEMA_VERSION = 2
+#: Version 3: every figure a fraction where version 2 kept a percent (``figures.V2_PERCENT``); version 2: the envelope
+#: (``speechperf.results.document``); version 1: each command's own JSON.
+SCHEMA_VERSION = 3
 
 
 class DocumentError(SpeechperfError):
