@@ -98,7 +98,7 @@ def ported_model_spec(port: str, source: ModelSpec, workdir: Path) -> ModelSpec:
         attrs.evolve(source, inputs=None, outputs=None), workdir / f"silero_vad_{tag}_16k.safetensors"
     )
     if port == ONNX_PORT:  # the core writes the network as a plain ONNX graph, once per silero-vad version
-        out = workdir / f"silero_vad_{tag}_16k_port.onnx"
+        out = workdir / f"silero_vad_{tag}_16k_port{silero_port.GRAPH_VERSION}.onnx"
         if not out.is_file():
             from safetensors.numpy import load_file
 

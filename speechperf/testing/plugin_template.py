@@ -40,8 +40,8 @@ version = "0.1.0"
 description = "The {name} backend for speechperf."
 requires-python = ">=3.10"
 # TODO: add your runtime's distribution, e.g. "openvino>=2024.0"; it is the `framework_package` of backend.py,
-# which BackendBase.availability() checks. onnx is there for flops.py's shared counter (speechperf.meters.onnx_flops
-# imports it at run time): drop it if your flops.py does not use that counter.
+# which BackendBase.availability() checks. onnx is there for what the core does with ONNX files (flops.py's
+# counter, known.py's graphs, onnx_tensor_infos; they import it at run time): drop it if your runtime loads no ONNX.
 dependencies = ["speechperf", "onnx>=1.16"]
 
 [project.optional-dependencies]
@@ -63,8 +63,10 @@ section of speechperf's {guide}):
 1. `speechperf_{name}/backend.py`: `framework_module` / `framework_package`, `capabilities`, `_load` and the
    session's `run`, `set_threads`, `seed` ("The backend class", "The session").
 2. `pip install -e ".[test]"` and `python -m pytest tests`: the conformance suite, failing where the stubs are.
-3. The optional capabilities (`flops.py`, `known.py`, `memory.py`; add `profiler.py`, `quantize.py`), or delete
-   the ones you will not write ("Optional capabilities").
+3. The optional capabilities: `flops.py` and `known.py` work as they are for a runtime that loads ONNX files
+   (delete or rewrite them otherwise); `memory.py` is a stub; add `profiler.py`, `quantize.py` if you have them
+   ("Optional capabilities"). If your runtime cannot run silero's ONNX file, set `silero_vad_port = "onnx"`
+   ("The silero VAD port").
 4. `speechperf backends`, `speechperf check --backend {name}`, `speechperf bench --backend {name} --preset tiny`
    (the reference models are built once from the zoo's definitions, which needs `pip install "speechperf[torch]"`
    on a fresh cache), then `speechperf bench --backend {name} --config configs/VAD.yaml` (the silero VAD,
@@ -143,7 +145,7 @@ class {cls}(BackendBase):
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         # spec.existing(spec.path) raises ModelFileError naming a missing file; raise ModelFileError naming the
-        # file when your runtime cannot read it. Build {cls}Session with the inputs/outputs as the file names them:
+        # file when your runtime cannot read it. Build the session with the inputs/outputs as the file names them:
         # inputs, outputs = speechperf.meters.onnx_files.onnx_tensor_infos(path).
         spec.existing(spec.path)
         raise not_implemented("{cls}._load")

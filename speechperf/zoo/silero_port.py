@@ -43,6 +43,8 @@ WEIGHTS: dict[str, tuple[int, ...]] = {
     "decoder.decoder.2.weight": (1, HIDDEN, 1),
     "decoder.decoder.2.bias": (1,),
 }
+#: Part of the port file's name: raise it when ``port_model`` writes another graph, so a cached file is not reused.
+GRAPH_VERSION = 1
 #: The encoder's conv strides (kernel 3, padding 1 each); the STFT conv has stride 128 after a reflect pad of 64.
 STRIDES = (1, 2, 2, 1)
 HOP, RIGHT_PAD = 128, 64
