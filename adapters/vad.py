@@ -23,6 +23,10 @@ import numpy as np
 from speechperf.backend import ModelSpec, Session, TensorInfo, hooks
 from speechperf.errors import ModelFileError, SpeechperfError
 from speechperf.registry import get_backend
+from speechperf.zoo import silero_port
+
+#: ``silero_vad_port`` of a backend that loads ONNX but not the wheel's file: it gets the core's ONNX port.
+ONNX_PORT = "onnx"
 
 SAMPLE_RATE = 16000
 CHUNK = 512
@@ -80,7 +84,8 @@ def silero_model_spec(backend, workdir: Path) -> ModelSpec:
 
 
 def ported_model_spec(port: str, source: ModelSpec, workdir: Path) -> ModelSpec:
-    """The spec of a backend's port of the silero network (factory ``port``) over the weights of ``source``."""
+    """The spec of a backend's port of the silero network over the weights of ``source``: the factory ``port``,
+    or, for ``port == "onnx"``, the ONNX file of ``speechperf.zoo.silero_port`` written from those weights."""
     from importlib.metadata import PackageNotFoundError, version
 
     from speechperf.zoo.weights import exported_weights
@@ -92,6 +97,13 @@ def ported_model_spec(port: str, source: ModelSpec, workdir: Path) -> ModelSpec:
     weights = exported_weights(
         attrs.evolve(source, inputs=None, outputs=None), workdir / f"silero_vad_{tag}_16k.safetensors"
     )
+    if port == ONNX_PORT:  # the core writes the network as a plain ONNX graph, once per silero-vad version
+        out = workdir / f"silero_vad_{tag}_16k_port{silero_port.GRAPH_VERSION}.onnx"
+        if not out.is_file():
+            from safetensors.numpy import load_file
+
+            silero_port.write_port(load_file(str(weights)), out)
+        return ModelSpec(path=out, format="onnx")
     return ModelSpec(factory=port, weights=weights, inputs=source.inputs, outputs=source.outputs)
 
 

@@ -22,8 +22,8 @@ def guide_block(containing: str) -> str:
     return block
 
 
-@pytest.mark.parametrize("kind", ["matmul", "conv"])
-def test_the_known_session_example_counts_and_runs_and_cleans_up(kind):
+@pytest.mark.parametrize("kind, dtype", [("matmul", "float32"), ("conv", "float32"), ("matmul", "int8")])
+def test_the_known_session_example_counts_and_runs_and_cleans_up(kind, dtype):
     from speechperf.meters.flops import KnownGraph
     from speechperf.meters.onnx_flops import count_onnx_flops
 
@@ -34,24 +34,31 @@ def test_the_known_session_example_counts_and_runs_and_cleans_up(kind):
     )
     namespace: dict = {}
     exec(compile(code, str(GUIDE), "exec"), namespace)
-    graph = KnownGraph(kind)
+    graph = KnownGraph(kind, dtype=dtype)
     session = namespace["known_session"](graph, threads=1)
     folder = Path(session.spec.path).parent
     gc.collect()  # the function has returned: the file must still be there for the FLOP count and the runs
     assert (folder / "known.onnx").is_file()
     assert count_onnx_flops(session, graph.feeds()).total == graph.expected
-    out = session(graph.feeds())["y"]
-    np.testing.assert_allclose(out, graph.reference(graph.feeds()), rtol=1e-4, atol=1e-4)
+    out, expected = session(graph.feeds())["y"], graph.reference(graph.feeds())
+    assert out.dtype == expected.dtype  # int8: x uint8, w int8 -> y int32
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
     del session
     gc.collect()
     assert not folder.exists()
 
 
 def test_the_dtype_rule_maps_onnx_types_to_the_names_sessions_declare():
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
 
-    # The guide's table: 1 -> float32, 7 -> int64, 10 -> float16, 9 -> bool.
+    from speechperf.meters.onnx_files import onnx_dtype
+
+    # The guide's list: 1 -> float32, 7 -> int64, 10 -> float16, 9 -> bool; the types numpy lacks are None.
     guide = GUIDE.read_text()
-    for code, name in re.findall(r"(\d+) → `(\w+)`", guide):
-        assert np.dtype(helper.tensor_dtype_to_np_dtype(int(code))).name == name
-    assert TensorProto.FLOAT == 1 and TensorProto.INT64 == 7
+    pairs = re.findall(r"(\d+) → `(\w+)`", guide)
+    assert len(pairs) >= 4
+    for code, name in pairs:
+        assert onnx_dtype(int(code)) == name
+    assert "(string, bfloat16, float8, int4, uint4) is `None`" in guide
+    for lacking in (TensorProto.STRING, TensorProto.BFLOAT16, TensorProto.FLOAT8E5M2, TensorProto.INT4):
+        assert onnx_dtype(lacking) is None

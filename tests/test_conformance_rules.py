@@ -102,8 +102,8 @@ class FakeBackend(BackendBase):
         backend = self
 
         class Known(Session):
-            inputs = (TensorInfo("x", "float32", graph.input_shape),)
-            outputs = (TensorInfo("y", "float32"),)
+            inputs = (TensorInfo("x", graph.feeds()["x"].dtype.name, graph.input_shape),)
+            outputs = (TensorInfo("y"),)
 
             def run(self, feeds):
                 y = graph.reference(feeds)
@@ -124,8 +124,8 @@ def test_a_conforming_fake_backend_passes_the_capability_rules():
     backend = FakeBackend()
     suite.test_seed_is_callable_and_outputs_repeat_after_reseeding(backend, AFFINE)
     suite.test_flops_count_the_affine_model_by_the_counting_rule(backend, AFFINE)
-    for kind in ("matmul", "conv"):
-        suite.test_known_graph_matches_its_reference(backend, kind)
+    for kind, dtype in (("matmul", "float32"), ("conv", "float32"), ("matmul", "int8")):
+        suite.test_known_graph_matches_its_reference(backend, kind, dtype)
     suite.test_device_memory_says_whether_it_is_available(backend)
 
 
@@ -147,7 +147,7 @@ def test_a_known_graph_off_its_reference_fails():
     backend = FakeBackend()
     backend.known_wrong = True
     with pytest.raises(AssertionError, match="differs from graph.reference"):
-        suite.test_known_graph_matches_its_reference(backend, KnownGraph("matmul").kind)
+        suite.test_known_graph_matches_its_reference(backend, KnownGraph("matmul").kind, "float32")
 
 
 def test_a_device_memory_without_a_reason_fails():

@@ -49,10 +49,10 @@ def test_its_first_pytest_runs_the_conformance_suite(installed):
     assert "PASSED tests/test_conformance.py::TestMyrtBackend::test_availability_reports_version" in out
     assert "test_session_matches_reference_at_any_batch_and_length" in out
     assert 'MyrtBackend._load is not implemented yet (see speechperf\'s docs/backends.md, "The backend class")' in out
-    # the stub seed fails its own test; the stub capabilities are unavailable, so their checks skip, saying why
+    # the stub seed fails its own test; the known graphs are unavailable until _load is written, so their checks skip, saying why
     assert "FAILED tests/test_conformance.py::TestMyrtBackend::test_seed_is_callable_and_outputs_repeat_after_" in out
     assert "MyrtBackend.seed is not implemented yet" in out
-    assert "speechperf_myrt/known.py is a stub: not implemented yet" in out
+    assert "capability 'known_graph' is unavailable (speechperf_myrt: MyrtBackend._load is not implemented" in out
     assert "PASSED tests/test_conformance.py::TestMyrtBackend::test_device_memory_says_whether_it_is_available" in out
 
 
@@ -82,7 +82,9 @@ def test_check_shows_the_stub_capabilities_as_unavailable(installed):
     mine = [line for line in rows if "myrt:" in line]
     assert len(mine) >= 4 and all(line.rstrip().endswith("unavailable") for line in mine), done.stdout
     assert not [line for line in mine if "FAIL" in line or "error:" in line]
-    assert "capability 'known_graph' is unavailable (speechperf_myrt/known.py is a stub" in done.stdout
+    assert (
+        "capability 'known_graph' is unavailable (speechperf_myrt: MyrtBackend._load is not implemented" in done.stdout
+    )
     assert "speechperf_myrt/memory.py is a stub: not implemented yet" in done.stdout  # DeviceMemory's reason
     assert "flops: unavailable; threads: unavailable" in done.stdout
     named = check(env, folder, "--meters", "flops")  # asked for by name, it cannot be shown to work: exit 1

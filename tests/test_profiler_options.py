@@ -162,7 +162,7 @@ class FakeProfiler(StepProfiler):
 
     def _close(self):
         self.calls.append(("close", self.step_num))
-        return Recorded(ops=[OpStat("op", 1, 1, 1, 1)], steps=tuple(range(self._start, self.step_num)))
+        return Recorded(ops=[OpStat("op", 1, 1, 1, 1)], steps=tuple(range(self.options.batch_range[0], self.step_num)))
 
 
 def run(prof, steps, samples=4):

@@ -61,7 +61,17 @@ def probabilities(audio, workdir) -> dict[str, np.ndarray]:
     for name in BACKENDS:
         session = get_backend(name).load(silero_model_spec(name, workdir))
         result[name] = speech_probabilities(session, audio)
+    # the core's ONNX port (silero_vad_port = "onnx"), written from the TorchScript weights, run on onnxruntime
+    port = get_backend("onnxruntime").load(silero_model_spec(OnnxPortBackend(), workdir))
+    result["onnx port"] = speech_probabilities(port, audio)
     return result
+
+
+class OnnxPortBackend:
+    """A backend that loads ONNX but not silero's own file: it asks for the core's ONNX port."""
+
+    name = "onnx-port"
+    silero_vad_port = "onnx"
 
 
 def _frames_within(start: float, end: float, count: int) -> np.ndarray:
@@ -75,10 +85,23 @@ def test_probabilities_agree_across_backends(probabilities, audio):
     frames = -(-audio.size // CHUNK)
     for name, p in probabilities.items():
         assert p.shape == (frames,), name
-    for i, a in enumerate(BACKENDS):
-        for b in BACKENDS[i + 1 :]:
+    names = list(probabilities)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
             diff = np.abs(probabilities[a] - probabilities[b]).max()
             assert diff <= 1e-4, f"{a} vs {b}: max abs difference {diff:.2e}"
+
+
+@pytest.mark.slow
+@needs_models
+def test_onnx_port_counts_the_flops_and_weights_of_the_wheels_file(probabilities, workdir):
+    from speechperf.meters.onnx_flops import count_onnx_flops, onnx_weight_bytes
+
+    port, wheel = silero_model_spec(OnnxPortBackend(), workdir).path, silero_model_spec("onnxruntime", workdir).path
+    feeds = {"input": np.zeros((1, CONTEXT + CHUNK), np.float32), "state": np.zeros((2, 1, 128), np.float32)}
+    with_sr = {**feeds, "sr": np.array(16000, np.int64)}
+    assert count_onnx_flops(port, feeds).by_kind == count_onnx_flops(wheel, with_sr).by_kind
+    assert onnx_weight_bytes(port, feeds) > 0
 
 
 @pytest.mark.slow

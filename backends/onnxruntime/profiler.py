@@ -167,7 +167,7 @@ class OnnxRuntimeStepProfiler(StepProfiler):
         marks = sorted(bounds.items())
         kept_runs, step_marks = [], []
         for (step, begin), (_, end) in zip(marks, marks[1:]):
-            if not self._start <= step < self._end:
+            if not self.options.batch_range[0] <= step < self.options.batch_range[1]:
                 continue
             mine = runs[begin:end]
             if not mine:

@@ -163,7 +163,7 @@ class PaddleStepProfiler(_ReaderHook):
         trace.unlink(missing_ok=True)
         self._prof = profiler.Profiler(
             targets=self._targets(),
-            scheduler=(self._start, self._end),
+            scheduler=tuple(self.options.batch_range),
             on_trace_ready=lambda p: p.export(str(trace), "json"),
             record_shapes=detail != "Default",
             profile_memory=detail == "AllOpDetail",
@@ -201,7 +201,7 @@ class PaddleStepProfiler(_ReaderHook):
             ops=ops,
             steps=_trace_steps(trace),
             trace_path=trace,
-            categories=_categories(tree, self._start, self.step_num),
+            categories=_categories(tree, self.options.batch_range[0], self.step_num),
         )
 
 

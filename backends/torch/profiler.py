@@ -65,13 +65,19 @@ class TorchStepProfiler(StepProfiler):
         return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
 
     def _open(self, step: int) -> None:
-        warmup = self._start - step  # 1, or 0 when the range starts at step 0
+        warmup = self.options.batch_range[0] - step  # 1, or 0 when the range starts at step 0
         detail = self.options.tracer_option
         self._trace = self.trace_file("torch_trace.json")
         self._trace.unlink(missing_ok=True)  # a trace left by an earlier run must not pass for this one
         self._prof = profile(
             activities=self._activities,
-            schedule=schedule(skip_first=step, wait=0, warmup=warmup, active=self._end - self._start, repeat=1),
+            schedule=schedule(
+                skip_first=step,
+                wait=0,
+                warmup=warmup,
+                active=self.options.batch_range[1] - self.options.batch_range[0],
+                repeat=1,
+            ),
             on_trace_ready=lambda p: p.export_chrome_trace(str(self._trace)),
             record_shapes=True,  # with_flops needs the shapes
             with_flops=True,  # FLOPs per op, for the ops furthest below the roof

@@ -54,9 +54,11 @@ class OptionalHooks(Protocol):
     #: The zoo format this backend runs when a stage names none; None: the first zoo format it loads.
     default_zoo_format: str | None = None
     #: A backend that loads neither of the silero VAD's files (ONNX, TorchScript) but ports its network: the
-    #: ``"module:callable"`` that builds the port from weights in the zoo's layout. The core exports the weights
-    #: of the wheel's TorchScript file through the backend that ``builds_reference_weights`` (``speechperf.zoo.
-    #: weights``), so this backend needs no other backend itself.
+    #: ``"module:callable"`` that builds the port from weights in the zoo's layout, or ``"onnx"``: a backend that
+    #: loads ONNX but not the wheel's file (its ``If``) gets the network as a plain ONNX file the core writes
+    #: (``speechperf.zoo.silero_port``). The core exports the weights of the wheel's TorchScript file through the
+    #: backend that ``builds_reference_weights`` (``speechperf.zoo.weights``), so this backend needs no other
+    #: backend itself.
     silero_vad_port: str | None = None
     #: The distribution that registered the backend's entry point; the registry fills it in for the install hint.
     distribution: str | None = None

@@ -26,7 +26,9 @@ PaddleSpeech reads them (the drop-ins). Warnings go to the ``speechperf.profiler
 configured) and into the summary's notes.
 
 A backend subclasses this and implements ``_open``, ``_advance`` and ``_close``; a backend that profiles a
-session rather than the process (onnxruntime) also overrides ``attach``.
+session rather than the process (onnxruntime) also overrides ``attach``. The step counting keeps its state in
+name-mangled ``__`` attributes, so a subclass may use any ``_name`` of its own (``self._step_ns`` included) without
+touching it; what a subclass reads is public: ``options`` (``options.batch_range``), ``step_num``, ``warnings``.
 """
 
 from __future__ import annotations
@@ -102,24 +104,24 @@ class StepProfiler:
         self.step_num = 0
         #: The result, once the range has ended (or the loop ended early).
         self.summary: ProfileSummary | None = None
-        self._start, self._end = self.options.batch_range
+        self.__start, self.__end = self.options.batch_range
         timer_only = self.options.timer_only
-        self._open_at = self._start if timer_only else max(self._start - self.warmup_steps, 0)
-        self._opened = False
-        self._done = False
-        self._t = 0
-        self._step_ns: list[int] = []
-        self._samples: list[int | None] = []
-        self._reader_ns: list[int] = []
-        self._reader_acc = 0
-        self._reader_hooked = False
+        self.__open_at = self.__start if timer_only else max(self.__start - self.warmup_steps, 0)
+        self.__opened = False
+        self.__done = False
+        self.__t = 0
+        self.__step_ns: list[int] = []
+        self.__samples: list[int | None] = []
+        self.__reader_ns: list[int] = []
+        self.__reader_acc = 0
+        self.__reader_hooked = False
 
     # -- the protocol -------------------------------------------------------------------------------------------
 
     @property
     def finished(self) -> bool:
         """True once ``batch_range`` has ended and the summary exists."""
-        return self._done
+        return self.__done
 
     def attach(self, session):
         """The session to call inside the loop. Most frameworks profile the whole process: it is ``session``."""
@@ -136,36 +138,36 @@ class StepProfiler:
                 "exit_on_finished=true: a step profiler used directly does not end the process; stop the loop when "
                 "prof.finished is True (add_profiler_step exits, as PaddleSpeech does)"
             )
-        self._reader_hooked = self._hook_reader()
-        if self._open_at == 0:
-            self._boundary(None)
+        self.__reader_hooked = self._hook_reader()
+        if self.__open_at == 0:
+            self.__boundary(None)
         else:
-            self._t = time.perf_counter_ns()
+            self.__t = time.perf_counter_ns()
         return self
 
     def step(self, num_samples: int | None = None) -> None:
         """End the current step (``num_samples`` in it, for samples/s) and begin the next."""
         self.step_num += 1
-        if self.step_num < self._open_at or self._done:
+        if self.step_num < self.__open_at or self.__done:
             return  # the cheap path outside the range
-        self._boundary(num_samples)
+        self.__boundary(num_samples)
 
     def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows the loop's exception
-        self._unhook()
-        if self._done:
+        self.__unhook()
+        if self.__done:
             return False
         if exc_type is not None:
-            if self._opened:
+            if self.__opened:
                 self._abort()
-            self._done = True
+            self.__done = True
             return False
         ran = self.step_num  # steps completed: step() was called this many times
-        if ran < self._end:
+        if ran < self.__end:
             note = f"the loop ended after {ran} steps, before batch_range {list(self.options.batch_range)} ended; " + (
-                f"steps {self._start}..{ran - 1} were recorded" if ran > self._start else "no step was recorded"
+                f"steps {self.__start}..{ran - 1} were recorded" if ran > self.__start else "no step was recorded"
             )
             warn_line(note)
-            self._finish((note,))
+            self.__finish((note,))
         return False
 
     def timed(self, iterable: Iterable) -> Iterator:
@@ -183,7 +185,7 @@ class StepProfiler:
 
     def add_reader_time(self, ns: int) -> None:
         """``ns`` spent loading data in the current step."""
-        self._reader_acc += ns
+        self.__reader_acc += ns
 
     def warn(self, message: str) -> None:
         """One warning line now, kept for the summary's notes."""
@@ -211,9 +213,9 @@ class StepProfiler:
     def _unhook_reader(self) -> None:
         """Undo ``_hook_reader``."""
 
-    def _unhook(self) -> None:
-        if self._reader_hooked:
-            self._reader_hooked = False
+    def __unhook(self) -> None:
+        if self.__reader_hooked:
+            self.__reader_hooked = False
             self._unhook_reader()
 
     def _open(self, step: int) -> None:
@@ -241,34 +243,34 @@ class StepProfiler:
 
     # -- step counting ------------------------------------------------------------------------------------------
 
-    def _boundary(self, num_samples: int | None) -> None:
+    def __boundary(self, num_samples: int | None) -> None:
         n = self.step_num
-        if self._start < n <= self._end:  # step n-1 was in the range
-            self._step_ns.append(time.perf_counter_ns() - self._t)
-            self._samples.append(num_samples)
-            self._reader_ns.append(self._reader_acc)
+        if self.__start < n <= self.__end:  # step n-1 was in the range
+            self.__step_ns.append(time.perf_counter_ns() - self.__t)
+            self.__samples.append(num_samples)
+            self.__reader_ns.append(self.__reader_acc)
         if not self.options.timer_only:
-            if n == self._open_at:
+            if n == self.__open_at:
                 self._open(n)
-                self._opened = True
-            elif self._opened and n < self._end:
+                self.__opened = True
+            elif self.__opened and n < self.__end:
                 self._advance(n, num_samples)
-        if n == self._end:
-            self._finish(())
-        self._reader_acc = 0
-        self._t = time.perf_counter_ns()  # the profiler's own bookkeeping is not part of the next step
+        if n == self.__end:
+            self.__finish(())
+        self.__reader_acc = 0
+        self.__t = time.perf_counter_ns()  # the profiler's own bookkeeping is not part of the next step
 
-    def _finish(self, notes: tuple[str, ...]) -> None:
-        recorded = self._close() if self._opened else Recorded()
-        self._done = True
-        self._unhook()
+    def __finish(self, notes: tuple[str, ...]) -> None:
+        recorded = self._close() if self.__opened else Recorded()
+        self.__done = True
+        self.__unhook()
         steps = tuple(s for s in recorded.steps if s < self.step_num)
-        if self._opened and not recorded.ops and steps:
+        if self.__opened and not recorded.ops and steps:
             self.warn(
                 f"the {self.backend} profiler recorded 0 ops in steps {steps[0]}..{steps[-1]}: the loop runs no "
                 f"{self.backend} op; give backend= for the framework it uses (backend=torch, backend=paddle)"
             )
-        timing = StepTiming(tuple(self._step_ns), tuple(self._samples), tuple(self._reader_ns))
+        timing = StepTiming(tuple(self.__step_ns), tuple(self.__samples), tuple(self.__reader_ns))
         categories_path = None
         if recorded.categories is not None and recorded.trace_path is not None and timing.steps:
             categories_path = json_path_beside(recorded.trace_path)
@@ -286,7 +288,7 @@ class StepProfiler:
             timing=timing,
             trace_path=recorded.trace_path,
             raw_path=recorded.raw_path,
-            source=self.source if self._opened else "timer only",
+            source=self.source if self.__opened else "timer only",
             notes=(*notes, *recorded.notes, *self.warnings),
             categories=recorded.categories,
             categories_path=categories_path,

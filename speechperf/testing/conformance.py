@@ -14,7 +14,8 @@ output names, dynamic batch and time), the one-line errors for bad input, that t
 is the number of cores the backend really uses, that ``seed`` works and reseeding repeats the outputs, that the
 options class is made with ``key``, and, for each optional capability the backend has (a stub raising
 ``CapabilityUnavailableError`` counts as absent): the FLOP count of the affine model by the counting rule, the known
-graphs against their numpy reference, ``DeviceMemory``'s ``available`` / ``reason``, and a short profiled loop.
+graphs (float32 and int8) against their numpy reference, the silero VAD port against its numpy reference (a
+backend with ``silero_vad_port``), ``DeviceMemory``'s ``available`` / ``reason``, and a short profiled loop.
 """
 
 from __future__ import annotations
@@ -276,24 +277,73 @@ class BackendConformance:
             f'the counting rule gives 2*batch*time*in*out = {expected} (docs/backends.md, "FLOPs")'
         )
 
-    @pytest.mark.parametrize("kind", ["matmul", "conv"])
-    def test_known_graph_matches_its_reference(self, backend: Backend, kind):
+    @pytest.mark.parametrize("kind, dtype", [("matmul", "float32"), ("conv", "float32"), ("matmul", "int8")])
+    def test_known_graph_matches_its_reference(self, backend: Backend, kind, dtype):
         from speechperf.backend import CapabilityUnavailableError
         from speechperf.meters.flops import KnownGraph
 
         self._capability(backend, "known_graph")
-        graph = KnownGraph(kind)
+        graph = KnownGraph(kind, dtype=dtype)
         try:
             known = hooks(backend).known_session(graph, 1)
-        except CapabilityUnavailableError as exc:
+        except CapabilityUnavailableError as exc:  # also how a runtime without int8 kernels says so
             pytest.skip(str(exc))
         feeds = graph.feeds()
-        np.testing.assert_allclose(
-            known(feeds)[known.output_names[0]],
-            graph.reference(feeds),
-            atol=1e-3,
-            err_msg='the known graph\'s output differs from graph.reference (docs/backends.md, "Known graphs")',
-        )
+        y, expected = known(feeds)[known.output_names[0]], graph.reference(feeds)
+        where = f'the {dtype} {kind} known graph (docs/backends.md, "Known graphs")'
+        assert y.dtype == expected.dtype, f"{where} returns {y.dtype}; its reference is {expected.dtype}"
+        np.testing.assert_allclose(y, expected, atol=1e-3, err_msg=f"{where} differs from graph.reference")
+
+    def test_onnx_session_declares_the_files_dtypes(self, session: Session):
+        from speechperf.meters.onnx_files import onnx_tensor_infos
+
+        path = session.spec.path if session.spec is not None else None
+        if path is None or path.suffix != ".onnx":
+            pytest.skip("the affine model is not an ONNX file")
+        pytest.importorskip("onnx")
+        declared = (session.inputs, session.outputs)
+        expected = onnx_tensor_infos(path)
+        for mine, theirs in zip(declared, expected):
+            assert [(t.name, t.dtype) for t in mine] == [(t.name, t.dtype) for t in theirs], (
+                f"the session declares {mine}, the ONNX file {theirs}: take them from "
+                'speechperf.meters.onnx_files.onnx_tensor_infos (docs/backends.md, "The session": dtypes)'
+            )
+
+    def test_silero_vad_port_matches_its_reference(self, backend: Backend, tmp_path: Path):
+        from speechperf.zoo import silero_port
+
+        port = hooks(backend).silero_vad_port
+        if port is None:
+            pytest.skip("the backend runs silero's own files (no silero_vad_port)")
+        weights = silero_port.random_weights()
+        if port == "onnx":
+            pytest.importorskip("onnx")
+            spec = ModelSpec(silero_port.write_port(weights, tmp_path / "port.onnx"))
+        else:
+            from safetensors.numpy import save_file
+
+            save_file(weights, str(tmp_path / "port.safetensors"))
+            spec = ModelSpec(
+                factory=port,
+                weights=tmp_path / "port.safetensors",
+                inputs=silero_port.INPUTS,
+                outputs=silero_port.OUTPUTS,
+            )
+        session = backend.load(spec, threads=1)
+        rng = np.random.default_rng(0)
+        feeds = {
+            "input": rng.standard_normal((2, 576)).astype(np.float32) * 0.1,
+            "state": rng.standard_normal((2, 2, 128)).astype(np.float32) * 0.1,
+        }
+        got, expected = session(feeds), silero_port.reference(weights, **feeds)
+        for name in ("output", "stateN"):
+            np.testing.assert_allclose(
+                got[name],
+                expected[name],
+                atol=1e-4,
+                err_msg=f"the silero VAD port's {name!r} differs from speechperf.zoo.silero_port.reference "
+                '(docs/backends.md, "The silero VAD port")',
+            )
 
     def test_device_memory_says_whether_it_is_available(self, backend: Backend):
         self._capability(backend, "memory")

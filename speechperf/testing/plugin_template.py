@@ -6,9 +6,9 @@ What it writes, for ``NAME`` = ``myrt``, into ``<dir>/speechperf-myrt/``::
     README.md                      what to fill in, in order, with the guide's sections
     speechperf_myrt/backend.py     class MyrtBackend(BackendBase): every method that is not written yet raises
                                    NotImplementedError naming itself and the guide section (docs/backends.md)
-    speechperf_myrt/flops.py       optional capabilities as stubs that say "not implemented yet" in one line
-    speechperf_myrt/known.py       (a CapabilityUnavailableError, which ``speechperf check`` and ``bench`` show
-    speechperf_myrt/memory.py      as unavailable instead of failing); delete one you will not write
+    speechperf_myrt/flops.py       FLOPs and known graphs, written already for a runtime that loads ONNX files
+    speechperf_myrt/known.py       (the core counts the file and writes the graphs); delete them otherwise
+    speechperf_myrt/memory.py      a stub saying "not implemented yet": ``check`` shows it as unavailable
     tests/test_conformance.py      the conformance suite (speechperf.testing.conformance) over an ONNX affine model
 
 so that ``pip install -e .`` and ``pytest`` run the conformance suite at once; it fails where the stubs are, with
@@ -40,8 +40,8 @@ version = "0.1.0"
 description = "The {name} backend for speechperf."
 requires-python = ">=3.10"
 # TODO: add your runtime's distribution, e.g. "openvino>=2024.0"; it is the `framework_package` of backend.py,
-# which BackendBase.availability() checks. onnx is there for flops.py's shared counter (speechperf.meters.onnx_flops
-# imports it at run time): drop it if your flops.py does not use that counter.
+# which BackendBase.availability() checks. onnx is there for what the core does with ONNX files (flops.py's
+# counter, known.py's graphs, onnx_tensor_infos; they import it at run time): drop it if your runtime loads no ONNX.
 dependencies = ["speechperf", "onnx>=1.16"]
 
 [project.optional-dependencies]
@@ -63,8 +63,10 @@ section of speechperf's {guide}):
 1. `speechperf_{name}/backend.py`: `framework_module` / `framework_package`, `capabilities`, `_load` and the
    session's `run`, `set_threads`, `seed` ("The backend class", "The session").
 2. `pip install -e ".[test]"` and `python -m pytest tests`: the conformance suite, failing where the stubs are.
-3. The optional capabilities (`flops.py`, `known.py`, `memory.py`; add `profiler.py`, `quantize.py`), or delete
-   the ones you will not write ("Optional capabilities").
+3. The optional capabilities: `flops.py` and `known.py` work as they are for a runtime that loads ONNX files
+   (delete or rewrite them otherwise); `memory.py` is a stub; add `profiler.py`, `quantize.py` if you have them
+   ("Optional capabilities"). If your runtime cannot run silero's ONNX file, set `silero_vad_port = "onnx"`
+   ("The silero VAD port").
 4. `speechperf backends`, `speechperf check --backend {name}`, `speechperf bench --backend {name} --preset tiny`
    (the reference models are built once from the zoo's definitions, which needs `pip install "speechperf[torch]"`
    on a fresh cache), then `speechperf bench --backend {name} --config configs/VAD.yaml` (the silero VAD,
@@ -119,6 +121,12 @@ class {cls}Session(Session):
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         raise not_implemented("{cls}Session.run")
 
+    def parameter_bytes(self, feeds: Mapping[str, np.ndarray]) -> int | None:
+        # The roofline's weight traffic: the initializers and Constant tensors the ONNX file's graph reads.
+        from speechperf.meters.onnx_flops import onnx_weight_bytes
+
+        return onnx_weight_bytes(self, feeds)
+
 
 class {cls}(BackendBase):
     name = "{name}"
@@ -128,13 +136,17 @@ class {cls}(BackendBase):
     framework_package = "numpy"
     capabilities = Capabilities(devices=("cpu",), formats=("onnx",))
     suffix_formats = {{".onnx": "onnx"}}
+    # If your runtime cannot run silero's ONNX file (its If on sr), uncomment: the core then writes the VAD's
+    # network as a plain ONNX file for you ({guide}, "The silero VAD port").
+    # silero_vad_port = "onnx"
 
     def __init__(self) -> None:
         self._threads: int | None = None
 
     def _load(self, spec: ModelSpec, fmt: str, device: str) -> Session:
         # spec.existing(spec.path) raises ModelFileError naming a missing file; raise ModelFileError naming the
-        # file when your runtime cannot read it. Build {cls}Session with the inputs/outputs as the file names them.
+        # file when your runtime cannot read it. Build the session with the inputs/outputs as the file names them:
+        # inputs, outputs = speechperf.meters.onnx_files.onnx_tensor_infos(path).
         spec.existing(spec.path)
         raise not_implemented("{cls}._load")
 
@@ -154,34 +166,41 @@ class {cls}(BackendBase):
         return None  # run() returns host arrays, so the device work is done when it returns
 ''',
     "speechperf_{name}/flops.py": '''\
-"""Optional capability ``flops`` ({guide}, "FLOPs"). A runtime that loads ONNX files counts with the shared
-counter, exactly as the onnxruntime backend does::
+"""Optional capability ``flops`` ({guide}, "FLOPs"): the core counts an ONNX file's graph for every runtime.
+Delete this module if your runtime loads no ONNX files and you write no counter."""
 
-    from speechperf.meters.onnx_flops import count_onnx_flops
-
-    def count_flops(session, feeds):
-        return count_onnx_flops(session, feeds)
-"""
-
-from speechperf.backend import CapabilityUnavailableError
+from speechperf.meters.onnx_flops import count_onnx_flops
 
 
 def count_flops(session, feeds):
-    raise CapabilityUnavailableError(
-        "backend '{name}': capability 'flops' is unavailable (speechperf_{name}/flops.py is a stub: not implemented yet)"
-    )
+    return count_onnx_flops(session, feeds)  # reads session.spec.path, which BackendBase.load sets
 ''',
     "speechperf_{name}/known.py": '''\
-"""Optional capability ``known_graph`` ({guide}, "Known graphs"): a session over a one-op graph."""
+"""Optional capability ``known_graph`` ({guide}, "Known graphs"): the core writes the one-op graph (float32 or
+int8) as an ONNX file; this loads it through the backend, so it gets the same checks and threads."""
 
-from speechperf.backend import CapabilityUnavailableError
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+
+from speechperf.backend import CapabilityUnavailableError, ModelSpec
+from speechperf.meters.onnx_files import write_known_graph
 
 
 def known_session(graph, threads=None):
-    raise CapabilityUnavailableError(
-        "backend '{name}': capability 'known_graph' is unavailable "
-        "(speechperf_{name}/known.py is a stub: not implemented yet)"
-    )
+    from speechperf_{name}.backend import {cls}
+
+    folder = Path(tempfile.mkdtemp(prefix="speechperf-known-"))
+    path = write_known_graph(graph, folder / "known.onnx")
+    try:
+        session = {cls}().load(ModelSpec(path), threads=threads)
+    except NotImplementedError as exc:  # the template's stubs: unavailable until backend.py is written
+        shutil.rmtree(folder, True)
+        why = f"backend '{name}': capability 'known_graph' is unavailable ({{exc}})"
+        raise CapabilityUnavailableError(why) from None
+    weakref.finalize(session, shutil.rmtree, folder, True)  # check runs the session after this returns
+    return session
 ''',
     "speechperf_{name}/memory.py": '''\
 """Optional capability ``memory`` ({guide}, "Device memory"): the device allocator's peak."""
