@@ -32,9 +32,9 @@ def clip(seconds: float) -> tuple[np.ndarray, int]:
 
 
 def test_the_headline_names_each_figure_and_the_reference():
-    quality = SpeechQuality(2, 3.61, 3.92, 3.24, 3.76, 1.234, 2.5, 0.912, "fp32")
+    quality = SpeechQuality(2, 3.61, 3.92, 3.24, 3.76, 1.234, 2.5, 0.912, "fp32", clean_reference="clean reference")
     assert quality.headline() == (
-        "DNSMOS OVRL 3.24 SIG 3.61 BAK 3.92 P.808 3.76, MCD 1.23 dB vs fp32, PESQ 2.50 STOI 0.912 vs fp32"
+        "DNSMOS OVRL 3.24 SIG 3.61 BAK 3.92 P.808 3.76, MCD 1.23 dB vs fp32, PESQ 2.50 STOI 0.912 vs clean reference"
     )
     assert SpeechQuality(1, 3.0, 3.0, 3.0, 3.0).headline() == "DNSMOS OVRL 3.00 SIG 3.00 BAK 3.00 P.808 3.00"
 
