@@ -95,21 +95,12 @@ def test_bench_scores_an_s2s_file_by_dnsmos_and_mcd_against_its_input_recording(
     """A speech-to-speech ONNX file (its input unchanged) on a real clip, with the quality meter and no references:
     DNSMOS of the output, in [1, 5] and equal to speechmos's own README call (``dnsmos.run(path, sr=16000)``) on
     the dumped wav (the clip's own 16-bit samples); MCD against the input recording, 0 for the same speech."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
     from speechmos import dnsmos
 
     from speechperf.cli import main
+    from tests.test_clean_reference import identity_s2s
 
-    graph = helper.make_graph(
-        [helper.make_node("Mul", ["wave", "one"], ["out"])],
-        "s2s",
-        [helper.make_tensor_value_info("wave", TensorProto.FLOAT, [1, "N"])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, "N"])],
-        [numpy_helper.from_array(np.array(1.0, np.float32), "one")],
-    )
-    model = tmp_path / "s2s.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    model = identity_s2s(tmp_path / "s2s.onnx")
     audio, rate = clip(DNSMOS_SECONDS)
     sf.write(tmp_path / "clip.wav", audio, rate, subtype="PCM_16")
     (tmp_path / "test.tsv").write_text(f"{tmp_path}\nclip.wav\t{audio.size}\n")
