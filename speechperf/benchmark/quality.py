@@ -166,29 +166,25 @@ def asr_for(language: str) -> tuple[str, str, str | None]:
 
 
 def speech_quality(got, inputs, refs, notes) -> SpeechQuality | None:
-    """DNSMOS of every output waveform; MCD against the input recording where the stage was given one (a vocoder
-    in copy synthesis: the speech its mel was made from); PESQ and STOI against the clean recording where the
-    dataset names one (speech enhancement). A missing package is a note, never a failed run."""
+    """DNSMOS of every output waveform; where the dataset names clean recordings (speech enhancement), MCD, PESQ and
+    STOI against them; else MCD against the input recording where the stage was given one (a vocoder in copy
+    synthesis: the speech its mel was made from). A missing package is a note, never a failed run."""
     from speechperf.extras import MissingExtraError
     from speechperf.meters import speech_quality as meter
 
     waves = {sid: (out["waveform"], int(out["sample_rate"])) for sid, out in got.items() if "waveform" in out}
     if not waves:
         return None
+    clean = refs.clean if refs is not None else {}
     recordings = {
         sid: (inp["audio"], int(inp["sample_rate"]))
         for sid, inp in inputs.items()
         if sid in waves and "audio" in inp and inp.get("sample_rate")
     }
+    # An enhancement model's input is the noisy speech: the clean recording is what its output should be
+    against, name = (clean, CLEAN_NAME) if clean else (recordings, "input recording")
     try:
-        clean = refs.clean if refs is not None else {}
-        return meter.score(
-            waves,
-            recordings or None,
-            "input recording" if recordings else None,
-            clean or None,
-            CLEAN_NAME if clean else None,
-        )
+        return meter.score(waves, against or None, name if against else None, clean or None, CLEAN_NAME)
     except MissingExtraError as exc:
         notes.append(f"speech quality not scored: {exc}")
         return None
