@@ -15,7 +15,7 @@ from speechperf.benchmark.quality import wanted
 from speechperf.cli import main
 from speechperf.config.schema import GeneralConfig
 from speechperf.data import DatasetError, load_dataset
-from speechperf.data.references import load_references
+from speechperf.data.references import References, load_references
 from speechperf.errors import SpeechperfError
 from speechperf.meters import bleu, vad_score, wer
 from speechperf.meters.normalize import SIMPLE, WHISPER_BASIC, WHISPER_ENGLISH, for_language, normalize
@@ -210,7 +210,7 @@ def test_references_of_text_datasets_vad_and_tts(tmp_path):
 
 
 def test_when_the_meter_runs():
-    refs = load_references  # any non-None object stands for "references exist" here
+    refs = References("a .wrd", texts={"s0": "hello"})  # transcripts, no clean recordings
     default, asked = GeneralConfig(dataset_type="raw"), GeneralConfig(meters=("runtime", "quality"))
     assert wanted(default, refs, ("s2t",)) == (True, None)
     assert wanted(GeneralConfig(meters=("runtime",)), refs, ("s2t",)) == (False, None)

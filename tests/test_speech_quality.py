@@ -32,9 +32,9 @@ def clip(seconds: float) -> tuple[np.ndarray, int]:
 
 
 def test_the_headline_names_each_figure_and_the_reference():
-    quality = SpeechQuality(2, 3.61, 3.92, 3.24, 3.76, 1.234, 2.5, 0.912, "fp32")
+    quality = SpeechQuality(2, 3.61, 3.92, 3.24, 3.76, 1.234, 2.5, 0.912, "fp32", clean_reference="clean reference")
     assert quality.headline() == (
-        "DNSMOS OVRL 3.24 SIG 3.61 BAK 3.92 P.808 3.76, MCD 1.23 dB vs fp32, PESQ 2.50 STOI 0.912 vs fp32"
+        "DNSMOS OVRL 3.24 SIG 3.61 BAK 3.92 P.808 3.76, MCD 1.23 dB vs fp32, PESQ 2.50 STOI 0.912 vs clean reference"
     )
     assert SpeechQuality(1, 3.0, 3.0, 3.0, 3.0).headline() == "DNSMOS OVRL 3.00 SIG 3.00 BAK 3.00 P.808 3.00"
 
@@ -95,21 +95,12 @@ def test_bench_scores_an_s2s_file_by_dnsmos_and_mcd_against_its_input_recording(
     """A speech-to-speech ONNX file (its input unchanged) on a real clip, with the quality meter and no references:
     DNSMOS of the output, in [1, 5] and equal to speechmos's own README call (``dnsmos.run(path, sr=16000)``) on
     the dumped wav (the clip's own 16-bit samples); MCD against the input recording, 0 for the same speech."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
     from speechmos import dnsmos
 
     from speechperf.cli import main
+    from tests.test_clean_reference import identity_s2s
 
-    graph = helper.make_graph(
-        [helper.make_node("Mul", ["wave", "one"], ["out"])],
-        "s2s",
-        [helper.make_tensor_value_info("wave", TensorProto.FLOAT, [1, "N"])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, "N"])],
-        [numpy_helper.from_array(np.array(1.0, np.float32), "one")],
-    )
-    model = tmp_path / "s2s.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    model = identity_s2s(tmp_path / "s2s.onnx")
     audio, rate = clip(DNSMOS_SECONDS)
     sf.write(tmp_path / "clip.wav", audio, rate, subtype="PCM_16")
     (tmp_path / "test.tsv").write_text(f"{tmp_path}\nclip.wav\t{audio.size}\n")

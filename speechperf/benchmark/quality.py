@@ -2,8 +2,8 @@
 
 It scores the outputs the benchmark already kept, in its own pass after every timed, memory and FLOPs pass, so it
 never weighs on a measured figure; its own cost (including loading an ASR model) is reported apart. Text stages are
-scored by speechperf.meters.quality; speech output is first transcribed by Whisper tiny.en, built here like any
-other stage, which is why this pass lives in the benchmark layer and the scoring below it (docs/architecture.md).
+scored by speechperf.meters.quality; speech output is first transcribed by Whisper (tiny.en for English, the
+multilingual base told the language otherwise), built here like any other stage, which is why this pass lives in the benchmark layer and the scoring below it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from speechperf.meters.speech_quality import SpeechQuality
 TEXT_ROLES = ("s2t", "mt")
 SPEECH_ROLES = ("tts", "unit_vocoder", "s2s")
 ASR_MODEL = "whisper-tiny-en"
+MULTILINGUAL_ASR_MODEL, MULTILINGUAL_ASR_NAME = "whisper-base", "Whisper base"
+ENGLISH = "en"
+CLEAN_NAME = "clean reference"  # what PESQ / STOI are scored against, as the headline names it
 ASR_NAME = "Whisper tiny.en"
 #: The back-transcription's token bound: fairseq's max_len_a * encoder frames (50 a second) + max_len_b, i.e. 10
 #: tokens a second plus 10, twice what speech needs; noise (a random-weight TTS) would otherwise decode to 224.
@@ -36,6 +39,8 @@ def wanted(general, refs, roles: Sequence[str]) -> tuple[bool, str | None]:
         return False, None
     if refs is None and asked and roles[-1] in SPEECH_ROLES:
         return True, None  # speech quality (DNSMOS) needs no reference
+    if refs is not None and refs.clean:
+        return True, None  # clean recordings named for PESQ / STOI: the user asks for them by naming them
     if refs is None:
         how = (
             "reference segments (general.reference_path, or a .seg file beside the manifest)"
@@ -122,7 +127,7 @@ def score_text_stage(name, stage, later_roles, ids, refs, got, general, notes) -
 def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes) -> QualityScore | None:
     """Back-transcribe every output waveform, then WER (TTS: against its input) or ASR-BLEU (S2ST); and the speech
     quality of every output waveform (speechperf.meters.speech_quality)."""
-    speech = speech_quality(got, bench.inputs[len(bench.stages) - 1], notes)
+    speech = speech_quality(got, bench.inputs[len(bench.stages) - 1], refs, notes)
     scored = intelligibility(name, roles, ids, refs, got, general, backend, workdir, notes)
     if scored is None and speech is None:
         return None
@@ -132,60 +137,85 @@ def score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, 
 
 
 def intelligibility(name, roles, ids, refs, got, general, backend, workdir, notes) -> QualityScore | None:
+    """Each output waveform transcribed in its language (the dataset's tgt_lang, else general.language, else
+    English; speechperf.benchmark.text_reference's normalizer for it), then WER or ASR-BLEU against the references."""
     waves = {sid: out for sid, out in got.items() if "waveform" in out and refs and sid in refs.texts}
     if not waves:
         return None
-    languages = {sid: refs.language(sid, general.language or "en") for sid in waves}
-    if any(lang.lower().split("-")[0] not in ("en", "eng") for lang in languages.values()):
-        notes.append(
-            f"quality not scored: speech in {', '.join(sorted(set(languages.values())))} needs a multilingual ASR; "
-            f"only English is transcribed for now ({ASR_NAME})"
-        )
-        return None
-    transcriber = WhisperTranscriber(backend, general, workdir)
-    hyps = {sid: transcriber(out["waveform"], int(out["sample_rate"])) for sid, out in waves.items()}
+    languages = {sid: refs.language(sid, general.language or ENGLISH) for sid in waves}
+    hyps: dict[str, str] = {}
+    names = []
+    for language in dict.fromkeys(languages.values()):
+        transcriber = WhisperTranscriber(backend, general, workdir, language)
+        names.append(transcriber.name)
+        hyps.update(
+            {sid: transcriber(out["waveform"], int(out["sample_rate"])) for sid, out in waves.items()
+             if languages[sid] == language}
+        )  # fmt: skip
     metric = "intelligibility" if roles == ("tts",) else "asr-bleu"
-    return score_texts(name, metric, ids, refs.texts, hyps, languages, False, transcriber.name, refs.origin)
+    return score_texts(name, metric, ids, refs.texts, hyps, languages, False, ", ".join(names), refs.origin)
 
 
-def speech_quality(got, inputs, notes) -> SpeechQuality | None:
-    """DNSMOS of every output waveform; MCD against the input recording where the stage was given one (a vocoder
-    in copy synthesis: the speech its mel was made from). A missing package is a note, never a failed run."""
+def asr_for(language: str) -> tuple[str, str, str | None]:
+    """(zoo model, its name, the language it is told) of the ASR that transcribes speech in ``language``: Whisper
+    tiny.en for English, the multilingual Whisper base told the language otherwise (its code: pt for pt-br)."""
+    base = language.lower().replace("_", "-").split("-")[0]
+    if base in (ENGLISH, "eng"):
+        return ASR_MODEL, ASR_NAME, None
+    return MULTILINGUAL_ASR_MODEL, f"{MULTILINGUAL_ASR_NAME}, language {base}", base
+
+
+def speech_quality(got, inputs, refs, notes) -> SpeechQuality | None:
+    """DNSMOS of every output waveform; where the dataset names clean recordings (speech enhancement), MCD, PESQ and
+    STOI against them; else MCD against the input recording where the stage was given one (a vocoder in copy
+    synthesis: the speech its mel was made from). A missing package is a note, never a failed run."""
     from speechperf.extras import MissingExtraError
     from speechperf.meters import speech_quality as meter
 
     waves = {sid: (out["waveform"], int(out["sample_rate"])) for sid, out in got.items() if "waveform" in out}
     if not waves:
         return None
+    clean = refs.clean if refs is not None else {}
     recordings = {
         sid: (inp["audio"], int(inp["sample_rate"]))
         for sid, inp in inputs.items()
         if sid in waves and "audio" in inp and inp.get("sample_rate")
     }
+    # An enhancement model's input is the noisy speech: the clean recording is what its output should be
+    against, name = (clean, CLEAN_NAME) if clean else (recordings, "input recording")
     try:
-        return meter.score(waves, recordings or None, "input recording" if recordings else None)
+        return meter.score(waves, against or None, name if against else None, clean or None, CLEAN_NAME)
     except MissingExtraError as exc:
         notes.append(f"speech quality not scored: {exc}")
         return None
 
 
 class WhisperTranscriber:
-    """Whisper tiny.en from the zoo, on the benchmark's backend (its default format there), greedy decoding."""
+    """The zoo's Whisper for ``language`` (``asr_for``), on the benchmark's backend (its default format there),
+    greedy decoding."""
 
-    def __init__(self, backend, general, workdir):
+    def __init__(self, backend, general, workdir, language: str = ENGLISH):
         from speechperf.benchmark import build
         from speechperf.config.schema import BenchConfig, GeneralConfig, StageConfig
 
-        stage_cfg = StageConfig(model=ASR_MODEL, preset="base", max_len_a=ASR_MAX_LEN_A, max_len_b=ASR_MAX_LEN_B)
+        model, asr_name, told = asr_for(language)
+        stage_cfg = StageConfig(
+            model=model,
+            preset="base",
+            max_len_a=ASR_MAX_LEN_A,
+            max_len_b=ASR_MAX_LEN_B,
+            src_lang=told,
+            task="transcribe",
+        )
         cfg = BenchConfig(
             GeneralConfig(model_type="S2T", backend=backend.name, device=general.device, threads=general.threads),
             (stage_cfg,),
-            source=f"the quality meter's ASR ({ASR_NAME})",
+            source=f"the quality meter's ASR ({asr_name})",
         )
         with build.stdout_to_stderr():
             build.prepare_stages(cfg, backend.name, workdir)
             self.stage = build.build_stage(stage_cfg, "s2t", 1, cfg, backend, general.device, general.threads, workdir)
-        self.name = f"{ASR_NAME} ({self.stage.label} on {backend.name})"
+        self.name = f"{asr_name} ({self.stage.label} on {backend.name})"
 
     def __call__(self, waveform: np.ndarray, sample_rate: int) -> str:
         from speechperf.data.sample import Sample

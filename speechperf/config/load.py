@@ -210,6 +210,13 @@ def parse_config(
         if stage.options:
             stage = attrs.evolve(stage, options=check_stage_options(stage.options, where(section, "options"), section))
         stages.append(stage)
+    if general.clean_reference_dir and (general.model_type != "S2S" or stages[-1].output_kind_as("s2s") != "waveform"):
+        raise ConfigError(
+            f"{where('general', 'clean_reference_dir')}: general.clean_reference_dir (clean speech for PESQ / STOI) "
+            f"applies to an S2S model whose output is a waveform (speech enhancement); this config's model_type is "
+            f"{general.model_type}"
+            + (f", its output_kind {stages[-1].output_kind}" if general.model_type == "S2S" else "")
+        )
     return BenchConfig(general=general, stages=tuple(stages), source=source, written_paths=tuple(written))
 
 

@@ -18,9 +18,9 @@ from speechperf.errors import shorten
 from speechperf.values import ConfigError
 
 #: Keys whose value names a file or folder: the run's (general) and a stage's (also as a default in general).
-PATH_KEYS = ("dataset_path", "reference_path", "dump_speech_waveforms_dir", "path", "model_dir")
+PATH_KEYS = ("dataset_path", "reference_path", "clean_reference_dir", "dump_speech_waveforms_dir", "path", "model_dir")
 #: Of those, the ones that must exist before a run (the dump folder is made by the run).
-INPUT_PATH_KEYS = ("dataset_path", "reference_path", "path", "model_dir")
+INPUT_PATH_KEYS = ("dataset_path", "reference_path", "clean_reference_dir", "path", "model_dir")
 
 
 @attrs.frozen

@@ -364,6 +364,13 @@ class GeneralConfig:
         "(text), or VAD segments as `start-end` seconds separated by spaces",
         "str?",
     )
+    clean_reference_dir: str | None = key(
+        None,
+        "speech enhancement (an S2S model whose output is a waveform): a folder of the clean recordings, which PESQ "
+        "and STOI score each output against: the noisy input's file name (VoiceBank-DEMAND's clean_testset_wav), or "
+        "clean_fileid_N.wav for a DNS Challenge ..._fileid_N.wav; needs a raw or fairseq_s2t dataset",
+        "str?",
+    )
     language: str | None = key(
         None,
         "language of the texts scored where nothing else tells (null: English): a transcript is in the stage's "

@@ -12,6 +12,9 @@ In this order, the first that exists:
 3. For a TTS run (speech from text) the input text itself: intelligibility is scored against what the model was
    asked to say.
 
+Beside any of them, a speech-enhancement dataset's clean recordings (``general.clean_reference_dir``,
+speechperf.data.clean), which PESQ and STOI score the enhanced speech against.
+
 A generated dataset's audio is speech-shaped noise: the sentences it carries are no transcripts of it, so they are
 never references. A file of references whose line count is not the dataset's sample count is refused in one line.
 """
@@ -21,7 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+import numpy as np
 
+from speechperf.data.clean import KEY as CLEAN_KEY
+from speechperf.data.clean import load_clean
 from speechperf.data.files import read_lines
 from speechperf.data.formats import DatasetError, read_fairseq_manifest, read_manifest
 from speechperf.data.sample import Sample
@@ -47,6 +53,10 @@ class References:
     sources_origin: str | None = None
     #: the texts are transcripts of the speech (a .wrd), never translations
     transcripts: bool = False
+    #: speech enhancement: the clean recording of each noisy input (samples at 16 kHz, 16000), for PESQ / STOI
+    clean: dict[str, tuple[np.ndarray, int]] = attrs.field(factory=dict, eq=False)
+    #: where ``clean`` came from ("general.clean_reference_dir data/clean"), None without them
+    clean_origin: str | None = None
 
     def language(self, sample_id: str, default: str) -> str:
         return self.languages.get(sample_id) or default
@@ -98,7 +108,19 @@ def dataset_count(general) -> int:
 
 
 def load_references(general, samples: list[Sample], roles: tuple[str, ...]) -> References | None:
-    """The references of ``samples`` (the run's, in order), or None when there are none."""
+    """The references of ``samples`` (the run's, in order), or None when there are none; with the clean
+    recordings of an enhancement dataset (speechperf.data.clean) where ``general.clean_reference_dir`` names them."""
+    refs = _text_references(general, samples, roles)
+    clean = load_clean(general, samples)
+    if not clean:
+        return refs
+    origin = f"{CLEAN_KEY} {general.clean_reference_dir}"
+    if refs is None:
+        return References(origin, clean=clean, clean_origin=origin)
+    return attrs.evolve(refs, clean=clean, clean_origin=origin)
+
+
+def _text_references(general, samples: list[Sample], roles: tuple[str, ...]) -> References | None:
     ids = [s.id for s in samples]
     vad = roles[-1] == "vad"
     if general.reference_path:

@@ -340,6 +340,7 @@ def _audit_applied(test_dir: Path) -> bool:
 def _score(sut, dataset, references, general, backend, workdir, reference_quality) -> dict:
     """Accuracy mode: the outputs LoadGen's AccuracyOnly run collected, scored by bench's quality pass."""
     from speechperf.benchmark import quality as quality_pass
+    from speechperf.benchmark.report import SPEECH_COLUMNS
 
     kept = _Kept(sut, dataset)
     result = quality_pass.measure(kept, dataset, references, general, backend, workdir)
@@ -349,7 +350,9 @@ def _score(sut, dataset, references, general, backend, workdir, reference_qualit
     for score in result.scores:
         lines.append(f"accuracy: {score.stage}: {score.described()} ({score.samples} sample(s))")
         primary = score.primary
-        scores.append({"stage": score.stage, "headline": score.headline(), "primary": primary})
+        speech = score.speech  # DNSMOS, MCD, PESQ / STOI of speech output, as bench's row holds them
+        figures = {k: getattr(speech, k) for k in SPEECH_COLUMNS if speech and getattr(speech, k) is not None}
+        scores.append({"stage": score.stage, "headline": score.headline(), "primary": primary, **figures})
         if reference_quality is not None and primary is not None:
             name, value = primary  # in points: WER %, BLEU, agreement %
             # MLPerf's rule on word accuracy (100 - WER), and on the figure itself where higher is better.
@@ -368,12 +371,15 @@ def _score(sut, dataset, references, general, backend, workdir, reference_qualit
 
 
 class _Kept:
-    """The benchmark's face the quality pass reads (stages, sample ids, every stage's outputs), from the SUT."""
+    """The benchmark's face the quality pass reads (stages, sample ids, every stage's outputs, and the inputs: the
+    first stage's, which a speech stage's MCD against its input recording reads), from the SUT."""
 
     def __init__(self, sut, dataset):
         self.stages = tuple(sut.instances[0])
         self.sample_ids = tuple(s.id for s in dataset)
         self._outputs = [{dataset[i].id: outs[n] for i, outs in sut.outputs.items()} for n in range(len(self.stages))]
+        first = {dataset[i].id: sut.inputs[i] for i in sut.outputs}
+        self.inputs = [first] + [{} for _ in self.stages[1:]]  # later stages' inputs are not kept by the SUT
 
     def stage_outputs(self):
         return self._outputs

@@ -51,7 +51,8 @@ class SampleSpeech:
 
 @attrs.frozen
 class SpeechQuality:
-    """The means over the samples scored; ``reference`` says what MCD (and PESQ / STOI) were measured against."""
+    """The means over the samples scored; ``reference`` says what MCD was measured against, ``clean_reference``
+    what PESQ and STOI were."""
 
     samples: int
     dnsmos_sig: float | None = None
@@ -63,6 +64,7 @@ class SpeechQuality:
     stoi: float | None = None
     reference: str | None = None
     per_sample: tuple[SampleSpeech, ...] = ()
+    clean_reference: str | None = None  # what PESQ and STOI were measured against
 
     def headline(self) -> str:
         parts = []
@@ -75,7 +77,8 @@ class SpeechQuality:
         if self.mcd_db is not None:
             parts.append(f"MCD {self.mcd_db:.2f} dB{against}")
         if self.pesq is not None:
-            parts.append(f"PESQ {self.pesq:.2f} STOI {self.stoi:.3f}{against}")
+            clean = f" vs {self.clean_reference}" if self.clean_reference else ""
+            parts.append(f"PESQ {self.pesq:.2f} STOI {self.stoi:.3f}{clean}")
         return ", ".join(parts)
 
 
@@ -127,9 +130,10 @@ def score(
     references: Mapping[str, Wave] | None = None,
     reference: str | None = None,
     clean: Mapping[str, Wave] | None = None,
+    clean_reference: str | None = None,
 ) -> SpeechQuality:
     """DNSMOS of every waveform in ``waves``; MCD against ``references`` (named ``reference``) where a sample has one;
-    PESQ and STOI against ``clean`` where a sample has a clean reference."""
+    PESQ and STOI against ``clean`` (named ``clean_reference``) where a sample has a clean recording."""
     rows = []
     for sid, (wave, rate) in waves.items():
         mcd_db = pesq = stoi = None
@@ -155,4 +159,5 @@ def score(
         mean(r.stoi for r in rows),
         reference if references else None,
         tuple(rows),
+        clean_reference if clean else None,
     )

@@ -8,7 +8,8 @@
   call silence, over the whole dataset (speechperf.meters.vad_score).
 - speech output (a waveform): SNR of the variant's waveform against fp32's, in dB, over the samples both
   produced (a length difference is reported), with the SNR formula of speechperf.meters.fidelity; DNSMOS of each
-  run's speech and the variant's MCD against fp32's (speechperf.meters.speech_quality). Every other float output
+  run's speech and the variant's MCD against fp32's, and where the dataset has clean recordings (enhancement) the
+  PESQ and STOI of each run's speech against them (speechperf.meters.speech_quality). Every other float output
   (a mask, a file's outputs, and the waveforms again, as arrays) is compared by the fidelity meter itself
   (optimize's ``float outputs vs fp32`` column), held to ``--min-snr``.
 - every graph, every stage type: the max |variant - fp32| of each graph's outputs on held-back calibration feeds,
@@ -105,6 +106,14 @@ class Fidelity:
     def mcd_db(self) -> float | None:
         return self.speech.mcd_db if self.speech else None
 
+    @property
+    def pesq(self) -> float | None:
+        return self.speech.pesq if self.speech else None
+
+    @property
+    def stoi(self) -> float | None:
+        return self.speech.stoi if self.speech else None
+
 
 def over_budget(fp32: Fidelity | None, variant: Fidelity | None, budget: QualityBudget) -> list[str]:
     """What ``variant`` loses past ``budget`` against ``fp32``: ["WER +19.1 points"], or [] within it."""
@@ -155,9 +164,12 @@ def min_snr(diffs) -> float | None:
     return min(values) if values else None
 
 
-def speech_fidelity(fp32_dir: Path, variant_dir: Path, against_fp32: bool) -> SpeechQuality | None:
+def speech_fidelity(
+    fp32_dir: Path, variant_dir: Path, against_fp32: bool, clean: Mapping[str, tuple[np.ndarray, int]] | None = None
+) -> SpeechQuality | None:
     """DNSMOS of every dumped waveform of a run; with ``against_fp32``, the MCD of each against fp32's (the same
-    ``*_pred.wav`` name). Raises speechperf.extras.MissingExtraError when a package is missing."""
+    ``*_pred.wav`` name); PESQ and STOI against ``clean`` (the clean recordings of an enhancement dataset, by dumped
+    file name). Raises speechperf.extras.MissingExtraError when a package is missing."""
     import soundfile as sf
 
     from speechperf.meters import speech_quality
@@ -172,7 +184,9 @@ def speech_fidelity(fp32_dir: Path, variant_dir: Path, against_fp32: bool) -> Sp
             references[path.name] = (ref_audio, int(ref_rate))
     if not waves:
         return None
-    return speech_quality.score(waves, references or None, "fp32" if references else None)
+    return speech_quality.score(
+        waves, references or None, "fp32" if references else None, clean or None, "clean reference" if clean else None
+    )
 
 
 def token_agreement(reference: Mapping[str, Sequence[int]], variant: Mapping[str, Sequence[int]]) -> float | None:

@@ -381,6 +381,10 @@ class _Rows:
         self.by_cell: dict[str, list] = {}
         self.references = load_references(cfg.general, dataset, cfg.roles)
         self.seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
+        # The clean recordings (enhancement) by the name each run dumps the sample's speech as
+        clean = self.references.clean if self.references is not None else {}
+        prefix = cfg.general.dump_waveform_file_prefix
+        self.clean = {f"{prefix}_{i}_pred.wav": clean[s.id] for i, s in enumerate(dataset) if s.id in clean}
         self.finished: set[str] = set()
         self._fp32_outputs: Any = None
 
@@ -441,6 +445,8 @@ class _Rows:
             row.fidelity = self._fidelity(name, fp32_run, variant_run)
         row.float_outputs = self._float_outputs(name)
         row.mos_drop = fid.mos_drop(fp32.fidelity, row.fidelity)
+        if fp32.fidelity is not None and fp32.fidelity.pesq is not None:
+            row.fp32_pesq_stoi = (fp32.fidelity.pesq, fp32.fidelity.stoi or 0.0)
         row.min_snr_db = fid.min_snr(row.float_outputs)
         if not fp32.latencies_ms:
             row.status = "measured; fp32 failed, no speed-up figure"
@@ -484,7 +490,8 @@ class _Rows:
         from speechperf.extras import MissingExtraError
 
         try:
-            return attrs.evolve(found, speech=fid.speech_fidelity(fp32_waves, variant_waves, name != FP32))
+            speech = fid.speech_fidelity(fp32_waves, variant_waves, name != FP32, self.clean)
+            return attrs.evolve(found, speech=speech)
         except MissingExtraError as exc:
             if name == FP32:  # said once, for the run
                 log.warning("speech quality not scored: %s", exc)

@@ -42,6 +42,8 @@ COLUMNS = (
     "dnsmos_ovrl",
     "mos_drop",
     "mcd_db",
+    "pesq",
+    "stoi",
     "min_snr_db",
     "graph_max_rel_diff",
     "float_outputs",
@@ -69,6 +71,8 @@ class Row:
     fp32_ops: list = attrs.Factory(list)
     mos_drop: float | None = None  # fp32's DNSMOS OVRL less this variant's
     min_snr_db: float | None = None  # the lowest SNR of a float output against fp32's
+    #: fp32's PESQ and STOI against the clean reference, shown beside a variant's (speech enhancement)
+    fp32_pesq_stoi: tuple[float, float] | None = None
 
     def fp32_text(self) -> str | None:
         if not self.fp32_ops:
@@ -76,6 +80,14 @@ class Row:
         return "; ".join(
             f"stage{i} " + (shares if isinstance(shares, str) else shares.text()) for i, shares in self.fp32_ops
         )
+
+    def fidelity_text(self) -> str | None:
+        if self.fidelity is None:
+            return None
+        if self.fp32_pesq_stoi is None:
+            return self.fidelity.text()
+        pesq, stoi = self.fp32_pesq_stoi
+        return f"{self.fidelity.text()} (fp32 PESQ {pesq:.2f} STOI {stoi:.3f})"
 
     def float_text(self) -> str | None:
         if not self.float_outputs:
@@ -110,7 +122,7 @@ class Row:
             "p_value": _round(self.p_value, 4),
             "runs": len(self.latencies_ms),
             "peak_rss_mib": _round(self.peak_mib, 1),
-            "fidelity": fid.text() if fid else None,
+            "fidelity": self.fidelity_text(),
             "fidelity_kind": fid.kind if fid else None,  # what agreement_or_snr is: tokens, vad, snr, graphs
             "wer": _round(fid.wer, 4) if fid else None,
             "cer": _round(fid.cer, 4) if fid else None,
@@ -120,6 +132,8 @@ class Row:
             "dnsmos_ovrl": _round(fid.mos, 3) if fid else None,
             "mos_drop": _round(self.mos_drop, 3),
             "mcd_db": _round(fid.mcd_db, 3) if fid else None,
+            "pesq": _round(fid.pesq, 3) if fid else None,
+            "stoi": _round(fid.stoi, 4) if fid else None,
             "min_snr_db": _round(self.min_snr_db, 2),
             "graph_max_rel_diff": _round(self.graph_rel_diff, 5),
             "float_outputs": self.float_text(),

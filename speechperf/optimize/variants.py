@@ -195,7 +195,7 @@ def config_dict(cfg: BenchConfig, backend_name: str) -> dict:
     # The table has no FLOPs column (an analytic count ignores the int8 arithmetic anyway), and counting them
     # through a decoding loop costs each run more than its timed passes.
     data["general"]["meters"] = [m for m in data["general"]["meters"] if m != "flops"]
-    for key in ("dataset_path", "reference_path", "dump_speech_waveforms_dir"):
+    for key in ("dataset_path", "reference_path", "clean_reference_dir", "dump_speech_waveforms_dir"):
         if data["general"].get(key):
             data["general"][key] = str(Path(data["general"][key]).resolve())
     for i in range(1, len(cfg.stages) + 1):
