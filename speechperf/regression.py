@@ -444,6 +444,42 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     return "not gated (no test)" if worse > 1 + fail_above else "ok"
 
 
+def document(
+    rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None, exit_code: int
+) -> Document:
+    """The diff as a result document (kind ``diff``): a row per stage, cell, variant or scenario with the gated
+    figure on each side (the timing figures in seconds, as ``Unit`` keeps them), NEW over BASE, the test and the
+    verdict the console prints."""
+    out = []
+    for row in rows:
+        name = row.base.resolve(metric)
+        base_units, new_units = row.counts
+        out.append(
+            {
+                "unit": row.name,
+                "metric": name,
+                "base": row.base.metric(name),
+                "new": row.new.metric(name),
+                "new_over_base": row.ratio_of(name),
+                "p_value": row.p_value,
+                "tested_over": row.unit,
+                "base_units": base_units,
+                "new_units": new_units,
+                "untested": row.untested,
+                "verdict": verdict(row, metric, fail_above),
+            }
+        )
+    body = {
+        "base": str(base.path),
+        "new": str(new.path),
+        "compared_kind": base.kind,
+        "fail_metric": metric,
+        "fail_above": fail_above,
+        "exit_code": exit_code,
+    }
+    return Document(kind="diff", rows=out, complete=True, body=body)
+
+
 def render(rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None) -> str:
     """The table and, under it, the statistical unit and the gate."""
     title = f"speechperf diff: {shorten_path(new.path)} against {shorten_path(base.path)} ({base.kind} documents)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from speechperf.results import Document
@@ -143,3 +144,20 @@ def test_a_machine_is_busy_when_other_processes_leave_the_run_too_few_cores():
     assert is_busy(1.52, 2, 0.48)  # this 2-core VM with a build beside the run
     assert not is_busy(1.0, 16, 1.0)  # one busy loop on a 16-core machine leaves cores to spare
     assert not is_busy(0.5, 2, 1.0)  # half a core: under the threshold
+
+
+def test_diff_writes_a_diff_document_with_the_gate_it_printed(tmp_path):
+    """`diff -o`: the comparison as a result document (kind diff): the figures, the test and the exit code."""
+    from speechperf.results import read
+
+    base = bench_doc(tmp_path / "a.json", [FAST, [10.1, 10.3, 9.9, 10.0], [9.9, 10.0, 9.7, 10.2]], QUIET)
+    slow = bench_doc(tmp_path / "b.json", [SLOW, [20.2, 20.1, 19.9, 20.0], [19.8, 20.5, 19.7, 20.1]], QUIET)
+    out, md = tmp_path / "d.json", tmp_path / "d.md"
+    done = run_diff(base, slow, "--fail-above", "5%", "-o", str(out), "--markdown", str(md))
+    assert done.exit_code == 1, done.output
+    doc = read(out, kinds=("diff",))
+    assert doc["exit_code"] == 1 and doc["compared_kind"] == "bench" and doc["fail_above"] == 0.05
+    total = next(r for r in doc.rows if r["unit"] == "total")
+    assert total["verdict"] == "REGRESSION" and total["tested_over"] == "run" and total["new_units"] == 3
+    assert total["new_over_base"] == pytest.approx(2.0, rel=0.05) and total["p_value"] < 0.05
+    assert "REGRESSION" in md.read_text()

@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from speechperf.cli.options import export_options
 from speechperf.regression import METRICS
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,15 @@ log = logging.getLogger(__name__)
     "independent (they share its allocator, threads and the machine's load at the time), so this test can call "
     "noise significant; for a single process per side only.",
 )
-def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_level) -> None:
+@export_options("JSON export: a diff document, a row per stage, cell, variant or scenario (docs/results.md).")
+def diff(
+    base_path, new_path, fail_above, fail_metric, allow_different, sample_level, output, csv_path, md_path
+) -> None:
     """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
     from speechperf import regression
+    from speechperf.exports import Exports
 
+    exports = Exports(json=output, csv=csv_path, markdown=md_path).check()
     threshold = None if fail_above is None else regression.parse_percent(fail_above)
     base, new = regression.load(base_path), regression.load(new_path)
     if base.kind != new.kind:
@@ -82,4 +88,6 @@ def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_l
         )
     click.echo(regression.render(rows, base, new, fail_metric, threshold), nl=False)
     failed = [r for r in rows if threshold is not None and r.regressed(fail_metric, threshold)]
-    sys.exit(1 if failed else 0)
+    code = 1 if failed else 0
+    exports.write(regression.document(rows, base, new, fail_metric, threshold, code))
+    sys.exit(code)

@@ -83,6 +83,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("arithmetic_intensity", "FLOP/byte", "FLOPs over the lower bound of bytes moved", digits=2),
     Figure("traffic_mib_per_sample", "MiB", "lower bound of bytes moved per sample (feeds, outputs, weights)"),
     Figure("ratio", "ratio", "compare: this cell's mean over the fastest cell's (its sigma: ratio_sigma)"),
+    Figure("new_over_base", "ratio", "diff: NEW's figure over BASE's (above 1: NEW is higher)"),
     Figure("p_value", "probability", "Welch's two-sided t-test over the statistical units", digits=4),
     Figure("speedup_vs_1t", "ratio", "compare --threads 1,N: the 1-thread mean over this cell's"),
     Figure("efficiency", "fraction", "speed-up over 1 thread divided by the thread count", display="percent"),
