@@ -105,6 +105,10 @@ class StepProfiler:
         self._start, self._end = self.options.batch_range
         timer_only = self.options.timer_only
         self._open_at = self._start if timer_only else max(self._start - self.warmup_steps, 0)
+        #: The first step the timer figures cover (the op table covers batch_range), and the first step boundary
+        #: that does any work.
+        self._time_from = timer_start(self.options)
+        self._first = min(self._open_at, self._time_from)
         self._opened = False
         self._done = False
         self._t = 0
@@ -137,7 +141,7 @@ class StepProfiler:
                 "prof.finished is True (add_profiler_step exits, as PaddleSpeech does)"
             )
         self._reader_hooked = self._hook_reader()
-        if self._open_at == 0:
+        if self._first == 0:
             self._boundary(None)
         else:
             self._t = time.perf_counter_ns()
@@ -146,8 +150,8 @@ class StepProfiler:
     def step(self, num_samples: int | None = None) -> None:
         """End the current step (``num_samples`` in it, for samples/s) and begin the next."""
         self.step_num += 1
-        if self.step_num < self._open_at or self._done:
-            return  # the cheap path outside the range
+        if self.step_num < self._first or self._done:
+            return  # the cheap path before the timer and the profiler start
         self._boundary(num_samples)
 
     def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows the loop's exception
@@ -243,11 +247,11 @@ class StepProfiler:
 
     def _boundary(self, num_samples: int | None) -> None:
         n = self.step_num
-        if self._start < n <= self._end:  # step n-1 was in the range
+        if self._time_from < n <= self._end:  # step n-1 was in the timer's window
             self._step_ns.append(time.perf_counter_ns() - self._t)
             self._samples.append(num_samples)
             self._reader_ns.append(self._reader_acc)
-        if not self.options.timer_only:
+        if not self.options.timer_only and n >= self._open_at:
             if n == self._open_at:
                 self._open(n)
                 self._opened = True
@@ -269,6 +273,14 @@ class StepProfiler:
                 f"{self.backend} op; give backend= for the framework it uses (backend=torch, backend=paddle)"
             )
         timing = StepTiming(tuple(self._step_ns), tuple(self._samples), tuple(self._reader_ns))
+        if self._time_from != self._start and timing.steps:
+            last = self._time_from + timing.steps - 1
+            notes = (
+                *notes,
+                f"timer figures: steps {self._time_from}..{last}, paddle's own timer's window (timer_window=paddle: "
+                f"from the 10th step after the first to the range's end); timer_window=range times steps "
+                f"{self._start}..{self._end - 1} only",
+            )
         categories_path = None
         if recorded.categories is not None and recorded.trace_path is not None and timing.steps:
             categories_path = json_path_beside(recorded.trace_path)
@@ -294,6 +306,20 @@ class StepProfiler:
         )
         if self.echo:
             self.summary.render()
+
+
+#: paddle's timer (paddle/profiler/timer.py, ``Event.skip_iter``) leaves its first steps out of its summary.
+PADDLE_TIMER_SKIP = 10
+
+
+def timer_start(options: ProfilerOptions) -> int:
+    """The first step the timer figures cover. ``timer_window=range``: ``batch_range[0]``. ``timer_window=paddle``:
+    what ``paddle.profiler.Profiler(timer_only=True)`` started at step 0 averages, steps 9 .. end-1 (its records
+    from the 10th on: ``total_iters >= skip_iter`` after counting the step); paddle prints nothing for a range
+    ending at step 10 or before, where the range's own steps are timed instead."""
+    if options.timer_window == "range" or options.end <= PADDLE_TIMER_SKIP:
+        return options.start
+    return PADDLE_TIMER_SKIP - 1
 
 
 def trace_path_of(profile_path: str, default_name: str) -> Path:
