@@ -301,7 +301,7 @@ def _lenient_unchecked(key: str, raw: str, before) -> tuple[object, str | None]:
     if allowed is None:  # profile_path: any text but an empty one
         if raw:
             return raw, None
-        return before, f"profile_path is empty; {before!r} is used (PaddleSpeech's t2s ignores profile_path)"
+        return before, f"profile_path is empty; {before!r} is used (PaddleSpeech does not stop on an empty path)"
     if raw in allowed:
         return raw, None
     same = [a for a in allowed if a.lower() == raw.lower()]
@@ -310,12 +310,23 @@ def _lenient_unchecked(key: str, raw: str, before) -> tuple[object, str | None]:
     close = difflib.get_close_matches(raw, list(allowed), n=1, cutoff=0.5)
     did = f" (did you mean {close[0]!r}?)" if close else ""
     return before, (
-        f"{key}={raw!r} is not allowed{did}; {before!r} is used (allowed: {', '.join(allowed)}; PaddleSpeech's t2s "
-        f"never checks {key})"
+        f"{key}={raw!r} is not allowed{did}; {before!r} is used (allowed: {', '.join(allowed)}; PaddleSpeech "
+        f"does not check {key} here)"
     )
 
 
-_LENIENT = {"batch_range": _lenient_range, "exit_on_finished": _lenient_bool, "timer_only": _lenient_bool}
+def _lenient_sorted_key(key: str, raw: str, before) -> tuple[object, str | None]:
+    if raw == "default":  # paddle's legacy stop_profiler takes it: the order events were recorded in
+        return before, f"sorted_key='default' (paddle's legacy order as recorded) is read as {before!r}"
+    return _lenient_keep(key, raw, before)
+
+
+_LENIENT = {
+    "sorted_key": _lenient_sorted_key,
+    "batch_range": _lenient_range,
+    "exit_on_finished": _lenient_bool,
+    "timer_only": _lenient_bool,
+}
 _ORIGIN = ("given", "strict", "warnings")
 _CHOICES = {
     "state": STATES,
