@@ -21,7 +21,7 @@ The framework is the loop's: ``backend=`` in the options or the ``backend`` argu
 objects the first step used (``uses=`` passed, else the caller's frames: speechperf.adapters.loop_framework), never
 the one merely imported; when they do not say, one warning line and paddle. ``num_samples`` (or
 ``--benchmark-batch-size`` of the option group) makes ips samples/s. The timer figures average paddle's own timer's
-steps (``timer_window=paddle``: from the 10th step after the first call to the range's end); ``timer_window=range``
+steps (``timer_window=paddle_timer``: from the 10th step after the first call to the range's end); ``timer_window=range``
 averages ``batch_range`` only.
 
 A PaddleSpeech-style trainer wires it in ``after_train_batch`` (docs/profiler.md has complete paddle and torch
@@ -61,6 +61,14 @@ from speechperf.profiler.options import ProfilerOptions as _Options
 from speechperf.registry import get_backend, known_backends
 
 
+PROFILER_OPTIONS_HELP = (
+    'The option of profiler, which should be in format "key1=value1;key2=value2;key3=value3", e.g. '
+    '"batch_range=[10,20]; state=All; sorted_key=total; profile_path=/tmp/profile; timer_only=false".'
+)
+BATCH_SIZE_HELP = "The batch size for benchmark: it overrides the batch size of the config (and is each step's ips)."
+MAX_STEP_HELP = "The maximum number of training steps for benchmark; the trainer stops after it."
+
+
 @attrs.frozen
 class Flavour:
     """What differs between PaddleSpeech's two profiler modules."""
@@ -78,7 +86,7 @@ class Flavour:
 
 S2T = Flavour(
     "s2t",
-    {"api": "legacy", "timer_window": "paddle"},
+    {"api": "legacy", "timer_window": "paddle_timer"},
     # paddle's legacy stop_profiler writes nowhere, and stops nothing, given an empty path; state, tracer_option
     # and sorted_key it checks (a ValueError), as the drop-in does
     unchecked=("profile_path",),

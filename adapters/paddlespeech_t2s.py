@@ -25,7 +25,7 @@ from speechperf.adapters.paddlespeech import Flavour, ProfilerHook, exports
 
 T2S = Flavour(
     "t2s",
-    {"timer_only": True, "profile_path": "profiler_log/", "api": "new", "timer_window": "paddle"},
+    {"timer_only": True, "profile_path": "profiler_log/", "api": "new", "timer_window": "paddle_timer"},
     native_summary={"op_detail": True, "thread_sep": False, "time_unit": "ms"},
     # PaddleSpeech's t2s stores these and passes none to paddle: no value of them stops its loop
     unchecked=("state", "sorted_key", "tracer_option", "profile_path"),

@@ -277,7 +277,7 @@ class StepProfiler:
             last = self._time_from + timing.steps - 1
             notes = (
                 *notes,
-                f"timer figures: steps {self._time_from}..{last}, paddle's own timer's window (timer_window=paddle: "
+                f"timer figures: steps {self._time_from}..{last}, paddle's own timer's window (timer_window=paddle_timer: "
                 f"from the 10th step after the first to the range's end); timer_window=range times steps "
                 f"{self._start}..{self._end - 1} only",
             )
@@ -313,7 +313,7 @@ PADDLE_TIMER_SKIP = 10
 
 
 def timer_start(options: ProfilerOptions) -> int:
-    """The first step the timer figures cover. ``timer_window=range``: ``batch_range[0]``. ``timer_window=paddle``:
+    """The first step the timer figures cover. ``timer_window=range``: ``batch_range[0]``. ``timer_window=paddle_timer``:
     what ``paddle.profiler.Profiler(timer_only=True)`` started at step 0 averages, steps 9 .. end-1 (its records
     from the 10th on: ``total_iters >= skip_iter`` after counting the step); paddle prints nothing for a range
     ending at step 10 or before, where the range's own steps are timed instead."""

@@ -45,7 +45,7 @@ TRACER_OPTIONS = ("Default", "OpDetail", "AllOpDetail")
 APIS = ("new", "legacy")
 #: Which steps the timer figures average: paddle's own timer's (``paddle.profiler.Profiler(timer_only=True)``: from
 #: the 10th step after the start to the end of the range) or ``batch_range``'s steps only.
-TIMER_WINDOWS = ("paddle", "range")
+TIMER_WINDOWS = ("paddle_timer", "range")
 TRUE_WORDS = ("yes", "true", "t", "1")
 FALSE_WORDS = ("no", "false", "f", "0")
 
