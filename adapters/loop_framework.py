@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from types import FunctionType, MethodType, ModuleType
+from types import FrameType, FunctionType, MethodType, ModuleType
 
 #: The framework profiled when the loop's own objects do not say: PaddleSpeech's.
 DEFAULT_BACKEND = "paddle"
@@ -65,7 +65,7 @@ def votes(values: Iterable[object], roots: Mapping[str, str]) -> Counter:
 def caller_values(skip: int) -> list[object]:
     """The local variables of the ``FRAMES`` frames above the ``skip`` innermost ones."""
     values: list[object] = []
-    frame = sys._getframe(skip + 1)
+    frame: FrameType | None = sys._getframe(skip + 1)
     for _ in range(FRAMES):
         if frame is None:
             break

@@ -53,13 +53,12 @@ import sys
 
 import attrs
 
+from speechperf.adapters.loop_framework import caller_values, decide, votes
 from speechperf.backend import hooks
-from speechperf.adapters.loop_framework import DEFAULT_BACKEND, caller_values, decide, votes
 from speechperf.profiler.base import StepProfiler, warn_line
 from speechperf.profiler.options import ProfilerOptionError
 from speechperf.profiler.options import ProfilerOptions as _Options
 from speechperf.registry import get_backend, known_backends
-
 
 PROFILER_OPTIONS_HELP = (
     'The option of profiler, which should be in format "key1=value1;key2=value2;key3=value3", e.g. '

@@ -86,7 +86,11 @@ def test_a_word_that_is_not_true_is_false(caplog, key):
     lines = warning_lines(caplog)
     assert lines[0] == f"{key}='maybe' is not one of yes/true/t/1 or no/false/f/0; read as false, as in PaddleSpeech"
     # s2t has no timer_only key: the drop-in honours it and says PaddleSpeech's s2t would not
-    assert lines[1:] == (["timer_only is not a key of PaddleSpeech's s2t profiler, which ignores it; it is honoured here"] if key == "timer_only" else [])
+    assert lines[1:] == (
+        ["timer_only is not a key of PaddleSpeech's s2t profiler, which ignores it; it is honoured here"]
+        if key == "timer_only"
+        else []
+    )
     with pytest.raises(ProfilerOptionError, match="is not a boolean"):
         ProfilerOptions.parse(f"{key}=maybe")
 
@@ -102,7 +106,10 @@ def test_t2s_timer_only_true_words(word):
     "text,message",
     [
         ("state=cpu", "state='cpu' is not allowed (did you mean 'CPU'?)"),
-        ("sorted_key=avg", "sorted_key='avg' is not allowed (did you mean 'ave'?); allowed: calls, total, max, min, ave"),
+        (
+            "sorted_key=avg",
+            "sorted_key='avg' is not allowed (did you mean 'ave'?); allowed: calls, total, max, min, ave",
+        ),
         ("batch_range", "profiler option 'batch_range' is not key=value"),
         ("state=", "profiler option 'state' has no value"),
     ],

@@ -86,7 +86,10 @@ MALFORMED = [
     ("state=cpu", "state='cpu' is not allowed (did you mean 'CPU'?); allowed: CPU, GPU, All"),
     ("state=TPU", "state='TPU' is not allowed (did you mean 'GPU'?); allowed: CPU, GPU, All"),
     ("sorted_key=avg", "sorted_key='avg' is not allowed (did you mean 'ave'?); allowed: calls, total, max, min, ave"),
-    ("tracer_option=Detail", "tracer_option='Detail' is not allowed (did you mean 'OpDetail'?); allowed: Default, OpDetail, AllOpDetail"),
+    (
+        "tracer_option=Detail",
+        "tracer_option='Detail' is not allowed (did you mean 'OpDetail'?); allowed: Default, OpDetail, AllOpDetail",
+    ),
     ("exit_on_finished=maybe", "exit_on_finished='maybe' is not a boolean; allowed: yes/true/t/1 or no/false/f/0"),
     ("timer_only=2", "timer_only='2' is not a boolean"),
     ("api=old", "api='old' is not allowed; allowed: new, legacy"),

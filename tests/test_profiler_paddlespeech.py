@@ -119,7 +119,10 @@ def test_argparse_benchmark_options(capsys):
     with pytest.raises(SystemExit) as info:
         parser.parse_args(["--profiler-options", "sorted_key=avg"])
     assert info.value.code == 2
-    assert "sorted_key='avg' is not allowed (did you mean 'ave'?); allowed: calls, total, max, min, ave" in capsys.readouterr().err
+    assert (
+        "sorted_key='avg' is not allowed (did you mean 'ave'?); allowed: calls, total, max, min, ave"
+        in capsys.readouterr().err
+    )
 
 
 def test_click_benchmark_options():

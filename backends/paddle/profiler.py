@@ -36,8 +36,8 @@ from pathlib import Path
 
 from speechperf.backends.paddle.framework import import_paddle
 from speechperf.profiler import OpStat, ProfilerError, ProfilerOptions, Recorded, StepProfiler, aggregate
-from speechperf.profiler.categories import build as build_categories
 from speechperf.profiler.categories import PARTIAL_MARK, category_of
+from speechperf.profiler.categories import build as build_categories
 
 paddle = import_paddle()
 core = paddle.base.core
