@@ -139,8 +139,8 @@ def test_a_loop_that_ends_inside_the_range(tmp_path, api, conv):
 
 
 def test_multi_head_attention_is_one_attention_row(tmp_path):
-    """paddle's MultiHeadAttention runs as q/k/v Linear layers, matmul and softmax: the category table takes the
-    layer whole, so its attention row compares with torch's fused attention op."""
+    """paddle's MultiHeadAttention runs as q/k/v Linear layers, matmul and softmax: its own matmul and softmax are
+    the attention row (what torch's fused attention op holds), its Linear layers the matmul/linear row."""
     paddle.seed(0)
     attention = paddle.nn.MultiHeadAttention(16, 2)
     x = paddle.randn([2, 5, 16])
@@ -149,5 +149,4 @@ def test_multi_head_attention_is_one_attention_row(tmp_path):
             attention(x, x, x).sum().backward()
             prof.step()
     table = prof.summary.categories
-    assert table.ns("attention") > 0
-    assert table.ns("attention") > table.ns("matmul/linear")  # the q/k/v projections are inside the attention row
+    assert table.ns("attention") > 0 and table.ns("matmul/linear") > 0

@@ -211,17 +211,20 @@ class PaddleStepProfiler(_ReaderHook):
         )
 
 
+#: The categories of an attention layer's own ops (not its ``Linear`` layers) that torch's fused
+#: ``scaled_dot_product_attention`` holds: the two matmuls, the scale, softmax and dropout.
+_ATTENTION_CORE = ("matmul/linear", "elementwise")
+
+
 def _whole_layer(node) -> bool:
-    """A layer's ``Forward`` event counted whole: a leaf layer whose name says what it is (``Conv1D``, ``LSTM``),
-    or an attention block (``MultiHeadAttention``), whose q/k/v ``Linear`` layers and matmul + softmax are its
-    parts: split, they would read as matmul/linear and elementwise, where torch's fused op reads as attention."""
+    """A layer's ``Forward`` event counted whole: a leaf layer whose name says what it is (``Conv1D``, ``LSTM``).
+    paddle's ``MultiHeadAttention`` is not a leaf: its q/k/v/out ``Linear`` layers count as matmul/linear and its
+    own matmul + softmax ops as attention, as torch splits ``nn.MultiheadAttention`` (linear ops around a fused
+    attention op)."""
     from paddle.profiler import TracerEventType as T
 
-    category = category_of(node.name)
-    if category == "attention":
-        return True
     leaf = not any(c.type == T.Forward for c in node.children_node)
-    return leaf and category != "other"
+    return leaf and category_of(node.name) != "other"
 
 
 def _categories(tree, start: int, ended: int):
@@ -237,17 +240,21 @@ def _categories(tree, start: int, ended: int):
                 continue
             step = int(m.group(1))
             step_ns[step] = node.end_ns - node.start_ns
-            stack = list(node.children_node)
+            stack = [(child, False) for child in node.children_node]
             while stack:
-                child = stack.pop()
+                child, in_attention = stack.pop()
                 category = whole.get(child.type)
                 if category is None and child.type == T.Forward:
                     if not _whole_layer(child):
-                        stack.extend(child.children_node)  # a model or block: look at its layers and ops
+                        # a model or block: look at its layers and ops; an attention layer's own ops are attention
+                        inside = in_attention or category_of(child.name) == "attention"
+                        stack.extend((c, inside) for c in child.children_node)
                         continue
                 elif category is None and child.type == T.UserDefined and not _is_api_call(child.name):
-                    stack.extend(child.children_node)  # the user's own record_event: look inside
+                    stack.extend((c, in_attention) for c in child.children_node)  # the user's own record_event
                     continue
+                elif category is None and in_attention and category_of(child.name) in _ATTENTION_CORE:
+                    category = "attention"  # q @ k, softmax, dropout, @ v: what torch's fused op holds
                 spans.append((step, child.name, child.end_ns - child.start_ns, category))
     source = (
         "paddle.profiler: outermost events of each ProfileStep (Backward and Optimization whole, leaf layers, "
