@@ -62,6 +62,16 @@ def votes(values: Iterable[object], roots: Mapping[str, str]) -> Counter:
     return counts
 
 
+def batch_size(values: Iterable[object]) -> int | None:
+    """``benchmark_batch_size`` of the first object that has one as a positive int (the trainer's argparse namespace,
+    ``self.args``, when PaddleSpeech's own "Benchmark Options" group parsed it), else None."""
+    for obj in _objects(values):
+        size = getattr(obj, "benchmark_batch_size", None) if not isinstance(obj, ModuleType) else None
+        if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+            return size
+    return None
+
+
 def caller_values(skip: int) -> list[object]:
     """The local variables of the ``FRAMES`` frames above the ``skip`` innermost ones."""
     values: list[object] = []

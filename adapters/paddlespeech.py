@@ -53,7 +53,8 @@ import sys
 
 import attrs
 
-from speechperf.adapters.loop_framework import caller_values, decide, votes
+from speechperf.adapters.loop_framework import DEFAULT_BACKEND as DEFAULT_BACKEND  # re-exported: the default
+from speechperf.adapters.loop_framework import batch_size, caller_values, decide, votes
 from speechperf.backend import hooks
 from speechperf.profiler.base import StepProfiler, warn_line
 from speechperf.profiler.options import ProfilerOptionError
@@ -162,6 +163,9 @@ class ProfilerHook:
 
     def _begin(self, options_str: str, backend: str | None, strict: bool, uses: object) -> StepProfiler:
         options = self.parse(options_str, strict)
+        if self.default_num_samples is None:
+            # PaddleSpeech's own "Benchmark Options" group: its --benchmark-batch-size is in the trainer's args
+            self.default_num_samples = batch_size(caller_values(3))
         name = backend or options.backend
         if name is None:
             # the frames above: _begin, step, add_profiler_step, then the trainer's

@@ -175,3 +175,22 @@ def test_tipc_string_in_a_process_with_both_frameworks(tmp_path):
         assert out.count("Perf Summary") == 1
         trace = tmp_path / framework / ("model.profile" if framework == "torch" else "model.profile.json")
         assert trace.stat().st_size > 0
+
+
+def test_the_batch_size_of_paddlespeechs_own_option_group_makes_ips_samples_per_second():
+    import argparse
+
+    class Trainer:  # PaddleSpeech's trainer keeps its parsed args; its own group, not the drop-in's, parsed them
+        def __init__(self):
+            self.args = argparse.Namespace(benchmark_batch_size=8, profiler_options="batch_range=[1,3]")
+
+        def after_train_batch(self):
+            t2s.add_profiler_step(self.args.profiler_options)
+
+    trainer, model = Trainer(), torch.nn.Linear(2, 2)
+    with pytest.raises(SystemExit):
+        for _ in range(5):
+            model(torch.ones(1, 2))
+            trainer.after_train_batch()
+    timing = t2s.current_profiler().summary.timing
+    assert timing.ips_unit == "samples/s" and timing.samples == (8, 8)
