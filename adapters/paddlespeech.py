@@ -17,9 +17,12 @@ Change the import line and the trainer runs as it did:
 - the s2t flavour profiles paddle with the legacy profiler as PaddleSpeech's s2t does (``api=legacy``: paddle's
   report on stdout, the profile at ``profile_path``), and ``timer_only`` is false.
 
-The framework is the loop's: ``backend=`` in the options or the ``backend`` argument, else the one training framework
-imported (torch or paddle); with both imported the first call is one line asking for ``backend=``. ``num_samples``
-(or ``--benchmark-batch-size`` of the option group) makes ips samples/s.
+The framework is the loop's: ``backend=`` in the options or the ``backend`` argument, else the framework of the
+objects the first step used (``uses=`` passed, else the caller's frames: speechperf.adapters.loop_framework), never
+the one merely imported; when they do not say, one warning line and paddle. ``num_samples`` (or
+``--benchmark-batch-size`` of the option group) makes ips samples/s. The timer figures average paddle's own timer's
+steps (``timer_window=paddle_timer``: from the 10th step after the first call to the range's end); ``timer_window=range``
+averages ``batch_range`` only.
 
 A PaddleSpeech-style trainer wires it in ``after_train_batch`` (docs/profiler.md has complete paddle and torch
 scripts, which ``tests/test_profiler_dropin.py`` runs):
@@ -50,14 +53,13 @@ import sys
 
 import attrs
 
+from speechperf.adapters.loop_framework import DEFAULT_BACKEND as DEFAULT_BACKEND  # re-exported: the default
+from speechperf.adapters.loop_framework import batch_size, caller_values, decide, votes
 from speechperf.backend import hooks
 from speechperf.profiler.base import StepProfiler, warn_line
 from speechperf.profiler.options import ProfilerOptionError
 from speechperf.profiler.options import ProfilerOptions as _Options
 from speechperf.registry import get_backend, known_backends
-
-#: The framework profiled when no training framework is imported: PaddleSpeech's own.
-DEFAULT_BACKEND = "paddle"
 
 PROFILER_OPTIONS_HELP = (
     'The option of profiler, which should be in format "key1=value1;key2=value2;key3=value3", e.g. '
@@ -76,26 +78,44 @@ class Flavour:
     defaults: dict = attrs.field(factory=dict)
     #: Arguments of paddle's own ``Profiler.summary`` printed with the uniform tables (api=new), or None.
     native_summary: dict | None = None
+    #: Keys whose value the replaced module stores and never checks: a bad value is a warning, never an error.
+    unchecked: tuple[str, ...] = ()
+    #: Keys the replaced module ignores that the drop-in honours: each, when given, is one warning line.
+    ignored: tuple[str, ...] = ()
 
 
-S2T = Flavour("s2t", {"api": "legacy"})
+S2T = Flavour(
+    "s2t",
+    {"api": "legacy", "timer_window": "paddle_timer"},
+    # paddle's legacy stop_profiler writes nowhere, and stops nothing, given an empty path; state, tracer_option
+    # and sorted_key it checks (a ValueError), as the drop-in does
+    unchecked=("profile_path",),
+    ignored=("timer_only",),
+)
 
 
-def detect_backend() -> str:
-    """The backend of the one training framework imported (torch or paddle); ``DEFAULT_BACKEND`` when none is."""
-    loaded = []
+def training_backends() -> dict[str, str]:
+    """Module root -> backend name, for every backend that profiles training loops (torch, paddle)."""
+    roots = {}
     for name in known_backends():
         backend = get_backend(name)
         # framework_module is BackendBase's, not the Backend protocol's: a backend without one is never picked.
-        if hooks(backend).profiles_training_loops and getattr(backend, "framework_module", None) in sys.modules:
-            loaded.append(name)
-    if len(loaded) > 1:
-        raise ProfilerOptionError(
-            f"{' and '.join(loaded)} are both imported, so the profiler cannot tell which one the loop trains with; "
-            f"add backend={loaded[0]} (or {', '.join(loaded[1:])}) to the profiler options, or pass backend= to "
-            "add_profiler_step"
-        )
-    return loaded[0] if loaded else DEFAULT_BACKEND
+        module = getattr(backend, "framework_module", "")
+        if hooks(backend).profiles_training_loops and module:
+            roots[module.split(".", 1)[0]] = name
+    return roots
+
+
+def detect_backend(uses: object = None, skip: int = 1) -> tuple[str, str | None]:
+    """(backend, warning line or None): the framework of the objects passed in ``uses``, else of the objects in the
+    caller's frames (``skip`` frames above this one), never of what is imported (speechperf.adapters.loop_framework).
+    """
+    roots = training_backends()
+    counts = votes([uses], roots) if uses is not None else None
+    if not counts:
+        counts = votes(caller_values(skip + 1), roots)
+    imported = [name for root, name in roots.items() if root in sys.modules]
+    return decide(counts, imported)
 
 
 class ProfilerHook:
@@ -115,13 +135,22 @@ class ProfilerHook:
         self._at_exit_registered = False
 
     def parse(self, options_str: str, strict: bool = False) -> _Options:
-        return _Options.parse(options_str, strict=strict, defaults=self.flavour.defaults)
+        flavour = self.flavour
+        options = _Options.parse(options_str, strict=strict, defaults=flavour.defaults, unchecked=flavour.unchecked)
+        ignored = [key for key in flavour.ignored if key in options.given]
+        if ignored and not strict:
+            notes = [
+                f"{key} is not a key of PaddleSpeech's {flavour.name} profiler, which ignores it; it is honoured here"
+                for key in ignored
+            ]
+            options = attrs.evolve(options, warnings=(*options.warnings, *notes))
+        return options
 
-    def step(self, options_str, backend, num_samples, strict) -> None:
+    def step(self, options_str, backend, num_samples, strict, uses=None) -> None:
         if options_str is None or self.finished:
             return
         if self.profiler is None:
-            profiler = self._begin(options_str, backend, strict)
+            profiler = self._begin(options_str, backend, strict, uses)
         else:
             profiler = self.profiler
             count = num_samples if num_samples is not None else self.default_num_samples
@@ -132,9 +161,17 @@ class ProfilerHook:
             if profiler.options.exit_on_finished:  # the options _begin gave it (self.options)
                 sys.exit(0)
 
-    def _begin(self, options_str: str, backend: str | None, strict: bool) -> StepProfiler:
+    def _begin(self, options_str: str, backend: str | None, strict: bool, uses: object) -> StepProfiler:
         options = self.parse(options_str, strict)
-        name = backend or options.backend or detect_backend()
+        if self.default_num_samples is None:
+            # PaddleSpeech's own "Benchmark Options" group: its --benchmark-batch-size is in the trainer's args
+            self.default_num_samples = batch_size(caller_values(3))
+        name = backend or options.backend
+        if name is None:
+            # the frames above: _begin, step, add_profiler_step, then the trainer's
+            name, why = detect_backend(uses, skip=3)
+            if why is not None:
+                options = attrs.evolve(options, warnings=(*options.warnings, why))
         chosen = get_backend(name)
         profilers = getattr(getattr(chosen, "capabilities", None), "profilers", ())  # a bare test double has none
         if "api" not in options.given and not any(f"api={options.api}" in p for p in profilers):
@@ -251,11 +288,13 @@ def exports(hook: ProfilerHook, module: str) -> tuple:
         backend: str | None = None,
         num_samples: int | None = None,
         strict: bool = False,
+        uses: object = None,
     ) -> None:
         """One training step ended (``num_samples`` in it, for ips in samples/s); ``None`` does nothing. Steps
         ``batch_range[0]..batch_range[1]-1`` are profiled, the first call beginning step 0; ``backend`` overrides the
-        framework detected. See the module docstring and docs/profiler.md."""
-        hook.step(options_str, backend, num_samples, strict)
+        framework detected from the step's objects (``uses``: the model, optimizer or a tensor, if the caller's
+        frames do not hold them). See the module docstring and docs/profiler.md."""
+        hook.step(options_str, backend, num_samples, strict, uses)
 
     def current_profiler():
         """The step profiler the hook drives (its ``summary`` once the range ended), or None before the first call."""

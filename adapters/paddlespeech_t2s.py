@@ -7,7 +7,10 @@
 - with ``timer_only=false``, paddle is profiled with ``paddle.profiler.Profiler`` (``api=new``), paddle's own
   summary is printed as t2s prints it (``op_detail=True, thread_sep=False, time_unit='ms'``) beside the uniform
   tables, and the timeline goes to a ``profiler_log/`` folder (``paddle_trace.json``, ``torch_trace.json``), unless
-  ``profile_path`` names another place.
+  ``profile_path`` names another place;
+- ``state``, ``sorted_key``, ``tracer_option`` and ``profile_path`` are honoured, but, as PaddleSpeech's t2s never
+  checks them, a value not allowed (``state=cpu``, ``sorted_key=avg``, an empty ``profile_path``) is one warning
+  line and its case-insensitive match or the default is used: no value of them stops the loop.
 
 PaddleSpeech's t2s trainer calls it after each update:
 
@@ -25,8 +28,10 @@ from speechperf.adapters.paddlespeech import Flavour, ProfilerHook, exports
 
 T2S = Flavour(
     "t2s",
-    {"timer_only": True, "profile_path": "profiler_log/", "api": "new"},
+    {"timer_only": True, "profile_path": "profiler_log/", "api": "new", "timer_window": "paddle_timer"},
     native_summary={"op_detail": True, "thread_sep": False, "time_unit": "ms"},
+    # PaddleSpeech's t2s stores these and passes none to paddle: no value of them stops its loop
+    unchecked=("state", "sorted_key", "tracer_option", "profile_path"),
 )
 
 _hook = ProfilerHook(T2S)

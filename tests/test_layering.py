@@ -73,7 +73,10 @@ def builtin_backend_names() -> set[str]:
 #: (file, the module-level name a backend name may be assigned to, why it is not backend knowledge).
 NAME_ALLOWED = {
     ("speechperf/results/environment.py", "PACKAGES"): "distributions whose versions a result document records",
-    ("adapters/paddlespeech.py", "DEFAULT_BACKEND"): "the PaddleSpeech adapter runs PaddleSpeech's own framework",
+    (
+        "adapters/loop_framework.py",
+        "DEFAULT_BACKEND",
+    ): "the PaddleSpeech drop-ins default to PaddleSpeech's own framework",
     (
         "speechperf/zoo/torch_checkpoint.py",
         "STORAGE_MODULE",

@@ -148,3 +148,34 @@ def test_a_category_table_is_a_profile_document_and_the_old_format_still_reads(t
     (tmp_path / "old.categories.json").write_text(json.dumps(old))  # as a speechperf before the envelope wrote it
     table = CategoryTable.read(tmp_path / "old.categories.json")
     assert table.steps == 2 and table.ns("conv") == 2_000_000
+
+
+def test_profile_compare_refuses_a_legacy_table_unless_allowed(tmp_path):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+    from speechperf.profiler.categories import PARTIAL_MARK
+
+    spans = [(0, "adam pybind_imperative_func", 1_000_000, None)]
+    legacy = tmp_path / "model.profile.categories.json"
+    legacy.write_text(build("paddle", spans, {0: 2_000_000}, f"paddle legacy API: {PARTIAL_MARK}").to_json())
+    torch_table = write(tmp_path, "torch_trace", "torch", 1, [("Optimizer.step#Adam.step", 1.0)], 2.0)
+    result = CliRunner().invoke(main, ["profile-compare", str(legacy), str(torch_table)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "recorded with paddle's legacy profiler API" in result.output and "--allow-legacy" in result.output
+    result = CliRunner().invoke(main, ["profile-compare", "--allow-legacy", str(legacy), str(torch_table)])
+    assert result.exit_code == 0 and "optimizer" in result.output
+
+
+def test_profile_compare_labels_two_tables_of_one_backend_and_one_name_by_folder(tmp_path):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = write(tmp_path / "a", "model.profile", "paddle", 1, [("conv2d dygraph", 1.0)], 2.0)
+    b = write(tmp_path / "b", "model.profile", "paddle", 1, [("conv2d dygraph", 1.0)], 2.0)
+    result = CliRunner().invoke(main, ["profile-compare", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    assert "a/model.profile (paddle)" in result.output and "b/model.profile / a/model.profile" in result.output

@@ -136,3 +136,17 @@ def test_a_loop_that_ends_inside_the_range(tmp_path, api, conv):
     s = train(get_backend("paddle").step_profiler(f"batch_range=[3,10]; api={api}; profile_path={tmp_path}"), 5)
     assert s.steps == (3, 4) and s.op(conv).calls == 2
     assert "the loop ended after 5 steps" in s.notes[0]
+
+
+def test_multi_head_attention_is_one_attention_row(tmp_path):
+    """paddle's MultiHeadAttention runs as q/k/v Linear layers, matmul and softmax: its own matmul and softmax are
+    the attention row (what torch's fused attention op holds), its Linear layers the matmul/linear row."""
+    paddle.seed(0)
+    attention = paddle.nn.MultiHeadAttention(16, 2)
+    x = paddle.randn([2, 5, 16])
+    with get_backend("paddle").step_profiler(f"batch_range=[1,3]; profile_path={tmp_path}/") as prof:
+        for _ in range(4):
+            attention(x, x, x).sum().backward()
+            prof.step()
+    table = prof.summary.categories
+    assert table.ns("attention") > 0 and table.ns("matmul/linear") > 0

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from speechperf.backends.paddle.framework import import_paddle
 from speechperf.profiler import OpStat, ProfilerError, ProfilerOptions, Recorded, StepProfiler, aggregate
+from speechperf.profiler.categories import PARTIAL_MARK, category_of
 from speechperf.profiler.categories import build as build_categories
-from speechperf.profiler.categories import category_of
 
 paddle = import_paddle()
 core = paddle.base.core
@@ -69,7 +69,7 @@ def _has_gpu() -> bool:
 def _state_for(prof: StepProfiler) -> str:
     """The state to profile: ``state=GPU`` without a GPU is refused, or warned about and CPU is used."""
     state = prof.options.state
-    if state == "GPU" and not _has_gpu():
+    if state == "GPU" and not _has_gpu() and not prof.options.timer_only:  # timer_only starts no profiler
         message = (
             f"state='GPU' needs a GPU, but paddlepaddle {paddle.__version__} has none (compiled with CUDA: "
             f"{paddle.device.is_compiled_with_cuda()}); use state=CPU or state=All"
@@ -173,6 +173,12 @@ class PaddleStepProfiler(_ReaderHook):
         self._prof.step_num = step
         self._prof.current_state = self._prof.scheduler(step)
         self._prof.start()
+        # paddle's timer began with start() and would print its own "Perf Summary" at stop(), over other steps
+        # than the shared clock's: one summary per run, so its event is taken off the stack stop() prints from
+        from paddle.profiler.timer import benchmark
+
+        if not benchmark().events.is_empty():
+            benchmark().events.pop()
 
     def _advance(self, step: int, num_samples: int | None) -> None:
         self._prof.step(num_samples=num_samples)
@@ -205,6 +211,22 @@ class PaddleStepProfiler(_ReaderHook):
         )
 
 
+#: The categories of an attention layer's own ops (not its ``Linear`` layers) that torch's fused
+#: ``scaled_dot_product_attention`` holds: the two matmuls, the scale, softmax and dropout.
+_ATTENTION_CORE = ("matmul/linear", "elementwise")
+
+
+def _whole_layer(node) -> bool:
+    """A layer's ``Forward`` event counted whole: a leaf layer whose name says what it is (``Conv1D``, ``LSTM``).
+    paddle's ``MultiHeadAttention`` is not a leaf: its q/k/v/out ``Linear`` layers count as matmul/linear and its
+    own matmul + softmax ops as attention, as torch splits ``nn.MultiheadAttention`` (linear ops around a fused
+    attention op)."""
+    from paddle.profiler import TracerEventType as T
+
+    leaf = not any(c.type == T.Forward for c in node.children_node)
+    return leaf and category_of(node.name) != "other"
+
+
 def _categories(tree, start: int, ended: int):
     """The outermost events of each recorded ``ProfileStep#N`` (``tree``: thread id -> root event node)."""
     from paddle.profiler import TracerEventType as T
@@ -218,18 +240,21 @@ def _categories(tree, start: int, ended: int):
                 continue
             step = int(m.group(1))
             step_ns[step] = node.end_ns - node.start_ns
-            stack = list(node.children_node)
+            stack = [(child, False) for child in node.children_node]
             while stack:
-                child = stack.pop()
+                child, in_attention = stack.pop()
                 category = whole.get(child.type)
                 if category is None and child.type == T.Forward:
-                    leaf = not any(c.type == T.Forward for c in child.children_node)
-                    if not (leaf and category_of(child.name) != "other"):
-                        stack.extend(child.children_node)  # a model or block: look at its layers and ops
+                    if not _whole_layer(child):
+                        # a model or block: look at its layers and ops; an attention layer's own ops are attention
+                        inside = in_attention or category_of(child.name) == "attention"
+                        stack.extend((c, inside) for c in child.children_node)
                         continue
                 elif category is None and child.type == T.UserDefined and not _is_api_call(child.name):
-                    stack.extend(child.children_node)  # the user's own record_event: look inside
+                    stack.extend((c, in_attention) for c in child.children_node)  # the user's own record_event
                     continue
+                elif category is None and in_attention and category_of(child.name) in _ATTENTION_CORE:
+                    category = "attention"  # q @ k, softmax, dropout, @ v: what torch's fused op holds
                 spans.append((step, child.name, child.end_ns - child.start_ns, category))
     source = (
         "paddle.profiler: outermost events of each ProfileStep (Backward and Optimization whole, leaf layers, "
@@ -346,7 +371,7 @@ class LegacyPaddleStepProfiler(_ReaderHook):
                 spans.append((step, parts[1], end - start, None))
         chrome = raw.with_name(raw.name + ".json")
         write_chrome_trace(events, chrome)
-        source = "paddle legacy: events directly inside each step (all of backward is one event), host time"
+        source = f"paddle legacy API: {PARTIAL_MARK} (all of backward is one event), host time"
         return Recorded(
             ops=aggregate(rows),
             steps=tuple(sorted(steps)),

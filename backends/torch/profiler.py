@@ -49,7 +49,7 @@ class TorchStepProfiler(StepProfiler):
 
     def _activities_for(self, state: str) -> list[ProfilerActivity]:
         cuda = torch.cuda.is_available()
-        if state == "GPU":
+        if state == "GPU" and not self.options.timer_only:  # timer_only starts no profiler: nothing to warn of
             if not cuda:
                 message = (
                     f"state='GPU' needs a CUDA device, but torch {torch.__version__} sees none "

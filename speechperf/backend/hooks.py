@@ -63,8 +63,8 @@ class OptionalHooks(Protocol):
     #: The distribution that registered the backend's entry point; the registry fills it in for the install hint.
     distribution: str | None = None
     #: Its step profiler records the whole process, as a training loop needs (not only sessions it attaches), so the
-    #: PaddleSpeech drop-ins (speechperf.adapters.paddlespeech) pick it when its ``framework_module`` is the one such
-    #: framework imported.
+    #: PaddleSpeech drop-ins (speechperf.adapters.paddlespeech) pick it when the objects of the loop's step are
+    #: instances of its ``framework_module``'s classes (speechperf.adapters.loop_framework).
     profiles_training_loops: bool = False
     #: (exporter, the distribution it comes from) when this backend exports its own model files to ONNX
     #: (``("torch.onnx.export", "torch")``), for a stage's ``derive: onnx`` (speechperf.benchmark.derive); None: it

@@ -107,6 +107,10 @@ class StepProfiler:
         self.__start, self.__end = self.options.batch_range
         timer_only = self.options.timer_only
         self.__open_at = self.__start if timer_only else max(self.__start - self.warmup_steps, 0)
+        #: The first step the timer figures cover (the op table covers batch_range), and the first step boundary
+        #: that does any work.
+        self.__time_from = timer_start(self.options)
+        self.__first = min(self.__open_at, self.__time_from)
         self.__opened = False
         self.__done = False
         self.__t = 0
@@ -139,7 +143,7 @@ class StepProfiler:
                 "prof.finished is True (add_profiler_step exits, as PaddleSpeech does)"
             )
         self.__reader_hooked = self._hook_reader()
-        if self.__open_at == 0:
+        if self.__first == 0:
             self.__boundary(None)
         else:
             self.__t = time.perf_counter_ns()
@@ -148,8 +152,8 @@ class StepProfiler:
     def step(self, num_samples: int | None = None) -> None:
         """End the current step (``num_samples`` in it, for samples/s) and begin the next."""
         self.step_num += 1
-        if self.step_num < self.__open_at or self.__done:
-            return  # the cheap path outside the range
+        if self.step_num < self.__first or self.__done:
+            return  # the cheap path before the timer and the profiler start
         self.__boundary(num_samples)
 
     def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows the loop's exception
@@ -245,11 +249,11 @@ class StepProfiler:
 
     def __boundary(self, num_samples: int | None) -> None:
         n = self.step_num
-        if self.__start < n <= self.__end:  # step n-1 was in the range
+        if self.__time_from < n <= self.__end:  # step n-1 was in the timer's window
             self.__step_ns.append(time.perf_counter_ns() - self.__t)
             self.__samples.append(num_samples)
             self.__reader_ns.append(self.__reader_acc)
-        if not self.options.timer_only:
+        if not self.options.timer_only and n >= self.__open_at:
             if n == self.__open_at:
                 self._open(n)
                 self.__opened = True
@@ -271,6 +275,14 @@ class StepProfiler:
                 f"{self.backend} op; give backend= for the framework it uses (backend=torch, backend=paddle)"
             )
         timing = StepTiming(tuple(self.__step_ns), tuple(self.__samples), tuple(self.__reader_ns))
+        if self.__time_from != self.__start and timing.steps:
+            last = self.__time_from + timing.steps - 1
+            notes = (
+                *notes,
+                f"timer figures: steps {self.__time_from}..{last}, paddle's own timer's window (timer_window=paddle_timer: "
+                f"from the 10th step after the first to the range's end); timer_window=range times steps "
+                f"{self.__start}..{self.__end - 1} only",
+            )
         categories_path = None
         if recorded.categories is not None and recorded.trace_path is not None and timing.steps:
             categories_path = json_path_beside(recorded.trace_path)
@@ -296,6 +308,20 @@ class StepProfiler:
         )
         if self.echo:
             self.summary.render()
+
+
+#: paddle's timer (paddle/profiler/timer.py, ``Event.skip_iter``) leaves its first steps out of its summary.
+PADDLE_TIMER_SKIP = 10
+
+
+def timer_start(options: ProfilerOptions) -> int:
+    """The first step the timer figures cover. ``timer_window=range``: ``batch_range[0]``. ``timer_window=paddle_timer``:
+    what ``paddle.profiler.Profiler(timer_only=True)`` started at step 0 averages, steps 9 .. end-1 (its records
+    from the 10th on: ``total_iters >= skip_iter`` after counting the step); paddle prints nothing for a range
+    ending at step 10 or before, where the range's own steps are timed instead."""
+    if options.timer_window == "range" or options.end <= PADDLE_TIMER_SKIP:
+        return options.start
+    return PADDLE_TIMER_SKIP - 1
 
 
 def trace_path_of(profile_path: str, default_name: str) -> Path:

@@ -38,6 +38,8 @@ CATEGORIES = (
 )
 #: The step's time outside every recorded op.
 BETWEEN = "between ops"
+#: In a table's ``source``: its profiler records only part of each step's ops (``CategoryTable.partial``).
+PARTIAL_MARK = "only the op calls directly inside each step"
 
 #: (category, pattern searched in the normalized name), first match wins. The order matters: a gradient node of a
 #: conv is backward, an optimizer's ``zero_grad`` is optimizer, ``scaled_dot_product_attention`` is attention.
@@ -172,6 +174,12 @@ class CategoryTable:
         if table.steps < 1:
             raise SpeechperfError(f"{path}: a category table of {table.steps} steps; it needs at least one")
         return table
+
+    @property
+    def partial(self) -> bool:
+        """Recorded by a profiler that sees only part of each step's ops (paddle's legacy API: the Python op calls,
+        no optimizer or attention internals); its backend says so in ``source``."""
+        return PARTIAL_MARK in self.source
 
     def table(self):
         from rich.table import Table

@@ -43,6 +43,9 @@ STATES = ("CPU", "GPU", "All")
 SORTED_KEYS = ("calls", "total", "max", "min", "ave")
 TRACER_OPTIONS = ("Default", "OpDetail", "AllOpDetail")
 APIS = ("new", "legacy")
+#: Which steps the timer figures average: paddle's own timer's (``paddle.profiler.Profiler(timer_only=True)``: from
+#: the 10th step after the start to the end of the range) or ``batch_range``'s steps only.
+TIMER_WINDOWS = ("paddle_timer", "range")
 TRUE_WORDS = ("yes", "true", "t", "1")
 FALSE_WORDS = ("no", "false", "f", "0")
 
@@ -54,6 +57,7 @@ def _one_of(allowed: tuple[str, ...]):
     def check(inst, attribute, value):
         if value not in allowed:
             hint = [a for a in allowed if a.lower() == str(value).lower()]
+            hint = hint or difflib.get_close_matches(str(value), list(allowed), n=1, cutoff=0.5)
             did = f" (did you mean {hint[0]!r}?)" if hint else ""
             raise ProfilerOptionError(f"{attribute.name}={value!r} is not allowed{did}; allowed: {', '.join(allowed)}")
 
@@ -65,7 +69,9 @@ def _check_range(inst, attribute, value):
         isinstance(value, tuple)
         and len(value) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and 0 <= value[0] < value[1] <= PROFILE_STEPS_MAX
+        and 0 <= value[0] < value[1]
+        # PaddleSpeech takes any end; only strict options keep a loop from promising more steps than it can time
+        and (value[1] <= PROFILE_STEPS_MAX or not inst.strict)
     )
     if not ok:
         raise ProfilerOptionError(f"batch_range={_show_range(value)} is not allowed; allowed: {_RANGE_HELP}")
@@ -110,6 +116,7 @@ class ProfilerOptions:
     exit_on_finished: bool = attrs.field(default=True, validator=_check_bool)
     timer_only: bool = attrs.field(default=False, validator=_check_bool)
     api: str = attrs.field(default="new", validator=_one_of(APIS))
+    timer_window: str = attrs.field(default="range", validator=_one_of(TIMER_WINDOWS))
     backend: str | None = attrs.field(default=None, validator=_check_backend)
 
     @property
@@ -129,12 +136,20 @@ class ProfilerOptions:
 
     @classmethod
     def parse(
-        cls, text: str | None, *, strict: bool = True, defaults: Mapping[str, object] | None = None
+        cls,
+        text: str | None,
+        *,
+        strict: bool = True,
+        defaults: Mapping[str, object] | None = None,
+        unchecked: Iterable[str] = (),
     ) -> ProfilerOptions:
         """Parse ``key=value; key=value``. ``None`` or an empty string gives the defaults.
 
         ``strict=False`` reads the string as PaddleSpeech does (see the module docstring); ``defaults`` replaces
-        some defaults (the t2s drop-in's ``timer_only=True``).
+        some defaults (the t2s drop-in's ``timer_only=True``); ``unchecked`` names the keys whose value the module
+        being replaced never checks (t2s stores ``state``, ``sorted_key``, ``tracer_option``, ``profile_path`` and
+        uses none): a value not allowed is then a warning line and the value used is its case-insensitive match or
+        the default (lenient parsing only).
         """
         values: dict[str, Any] = dict(defaults or {})  # each option's parser returns its own type
         if text is None:
@@ -170,7 +185,8 @@ class ProfilerOptions:
                     raise ProfilerOptionError(f"profiler option {key!r} has no value; allowed: {_ALLOWED[key]}")
                 values[key] = _PARSERS[key](key, raw)
             else:
-                parsed, note = _LENIENT.get(key, _lenient_keep)(key, raw, values.get(key, _default(key)))
+                read = _lenient_unchecked if key in unchecked else _LENIENT.get(key, _lenient_keep)
+                parsed, note = read(key, raw, values.get(key, _default(key)))
                 values[key] = parsed
                 if note:
                     notes.append(note)
@@ -279,8 +295,46 @@ def _lenient_keep(key: str, raw: str, before) -> tuple[object, str | None]:
     return _PARSERS[key](key, raw), None
 
 
-_LENIENT = {"batch_range": _lenient_range, "exit_on_finished": _lenient_bool, "timer_only": _lenient_bool}
+def _lenient_unchecked(key: str, raw: str, before) -> tuple[object, str | None]:
+    """A value the replaced module stores and never checks: a bad one never stops the loop."""
+    allowed = _CHOICES.get(key)
+    if allowed is None:  # profile_path: any text but an empty one
+        if raw:
+            return raw, None
+        return before, f"profile_path is empty; {before!r} is used (PaddleSpeech does not stop on an empty path)"
+    if raw in allowed:
+        return raw, None
+    same = [a for a in allowed if a.lower() == raw.lower()]
+    if same:
+        return same[0], f"{key}={raw!r} is read as {same[0]!r} (allowed: {', '.join(allowed)})"
+    close = difflib.get_close_matches(raw, list(allowed), n=1, cutoff=0.5)
+    did = f" (did you mean {close[0]!r}?)" if close else ""
+    return before, (
+        f"{key}={raw!r} is not allowed{did}; {before!r} is used (allowed: {', '.join(allowed)}; PaddleSpeech "
+        f"does not check {key} here)"
+    )
+
+
+def _lenient_sorted_key(key: str, raw: str, before) -> tuple[object, str | None]:
+    if raw == "default":  # paddle's legacy stop_profiler takes it: the order events were recorded in
+        return before, f"sorted_key='default' (paddle's legacy order as recorded) is read as {before!r}"
+    return _lenient_keep(key, raw, before)
+
+
+_LENIENT = {
+    "sorted_key": _lenient_sorted_key,
+    "batch_range": _lenient_range,
+    "exit_on_finished": _lenient_bool,
+    "timer_only": _lenient_bool,
+}
 _ORIGIN = ("given", "strict", "warnings")
+_CHOICES = {
+    "state": STATES,
+    "sorted_key": SORTED_KEYS,
+    "tracer_option": TRACER_OPTIONS,
+    "api": APIS,
+    "timer_window": TIMER_WINDOWS,
+}
 
 
 _PARSERS = {
@@ -292,6 +346,7 @@ _PARSERS = {
     "exit_on_finished": _parse_bool,
     "timer_only": _parse_bool,
     "api": _keep,
+    "timer_window": _keep,
     "backend": _keep,
 }
 
@@ -304,5 +359,6 @@ _ALLOWED = {
     "exit_on_finished": _BOOL_HELP,
     "timer_only": _BOOL_HELP,
     "api": ", ".join(APIS),
+    "timer_window": ", ".join(TIMER_WINDOWS),
     "backend": "a registered backend name such as paddle",
 }

@@ -235,9 +235,13 @@ class ProfileSummary:
             if below is not None:
                 console.print(below)
             else:
+                why = (
+                    "no compute roof is known in this loop (speechperf profile measures one)"
+                    if any(o.flops for o in self.ops)
+                    else f"the {self.backend} profiler counted no FLOPs per op"
+                )
                 console.print(
-                    f"ops below the roof: {self.backend}'s profiler counts no FLOPs per op (torch's does, with "
-                    "with_flops); the per-stage roofline is in bench and compare",
+                    f"ops below the roof: {why}; the per-stage roofline is in bench and compare",
                     highlight=False,
                     markup=False,
                 )
