@@ -408,7 +408,10 @@ def test_config_show_of_user_file_stages_round_trips_through_a_pipe(tmp_path):
         {"name": "x", "source": "features", "dtype": "float32", "layout": "BCT"},
         {"name": "scales", "dtype": "float32", "value": [0.667, 1.0]},
     ]
-    assert shown["stage1"]["path"] == {"onnxruntime": "m.onnx", "torch": "m.pt", "paddle": "m.json"}
+    # Shown absolute (config-relative paths resolved against the config's folder): the output runs from any folder.
+    assert shown["stage1"]["path"] == {
+        b: str(tmp_path / f) for b, f in (("onnxruntime", "m.onnx"), ("torch", "m.pt"), ("paddle", "m.json"))
+    }
 
 
 def yaml_load(text: str):
