@@ -59,7 +59,7 @@ def test_free_text_read_as_a_boolean_says_to_quote_it():
     with pytest.raises(ConfigError) as error:
         parse_config("general: {language: no}\nstage1: {model: s2t}\n", "c.yaml")
     assert str(error.value) == (
-        "c.yaml:1: general.language = False (bool); expected a string (YAML reads an unquoted on/off/yes/no/true/"
+        "c.yaml:1: general.language = False (bool); expected a string or null (YAML reads an unquoted on/off/yes/no/true/"
         "false as a boolean: quote the text)"
     )
     assert parse_config("general: {language: 'no'}\nstage1: {model: s2t}\n", "c.yaml").general.language == "no"

@@ -43,7 +43,9 @@ class _IntMatMul(torch.nn.Module):
     def __init__(self, weight: torch.Tensor):
         super().__init__()
         self.register_buffer("weight", weight)
-        self.register_buffer("offset", 128 * weight.to(torch.int32).sum(0))
+        self.register_buffer(
+            "offset", 128 * weight.to(torch.int32).sum(0, dtype=torch.int32)
+        )  # sum would widen to int64
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shifted = (x.to(torch.int16) - 128).to(torch.int8)
