@@ -46,8 +46,10 @@ def test_spanish_transcript_is_scored_against_src_text_with_the_basic_normalizer
     # general.language says English, the stage Spanish: the stage wins, and the config is warned about.
     assert "general.language is 'en' but stage1 (whisper-base, task transcribe) puts out 'es'" in done.stderr
     total = next(s for s in json.loads((tmp_path / "out.json").read_text())["result"]["quality"]["scores"])
-    assert (total["reference"], total["language"], total["normalizer"]) == ("src_text of st.tsv", "es", "whisper-basic")
-    assert "(whisper-basic) against src_text of st.tsv (language es)" in done.stderr
+    # the manifest named in the config, resolved against the config's folder (speechperf.config.paths)
+    reference = f"src_text of {tmp_path / 'st.tsv'}"
+    assert (total["reference"], total["language"], total["normalizer"]) == (reference, "es", "whisper-basic")
+    assert f"(whisper-basic) against {reference} (language es)" in done.stderr
     (sample,) = total["per_sample"]
     assert (sample["reference"], sample["language"]) == (SPANISH, "es")
     assert sample["reference_normalized"] == "mañana vamos a la playa con mis amigos"  # the tilde kept

@@ -64,7 +64,7 @@ def test_a_bench_run_is_stored_with_its_json_metrics_environment_and_commit(tmp_
     assert run[6] == os.uname().nodename and run[7] == os.cpu_count()
     packages = json.loads(run[8])
     assert packages["onnxruntime"] and packages["speechperf"]  # read from the installed metadata
-    assert run[9] == 2 and run[11:] == (1, 0)  # stored as the current schema version
+    assert run[9] == SCHEMA_VERSION and run[11:] == (1, 0)  # stored as the current schema version
     stored = loads(run[10])
     assert stored.kind == "bench" and stored.rows == read(out).rows  # the same document -o wrote
     metrics = dict(rows(store, "SELECT stage, value FROM metrics WHERE metric = 'mean_ms' AND backend = 'onnxruntime'"))
