@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -50,6 +51,10 @@ def fixed_roofs() -> None:
 
 
 def pytest_configure(config):
+    # A shell's background job (`cmd &`, nohup, a CI step run that way) starts with SIGINT ignored, and every child
+    # inherits that: the Ctrl-C tests' speechperf processes then ran to the end instead of exiting 130. Take it back.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if os.environ.get(CACHE_ENV) is None:
         _made.append(tempfile.mkdtemp(prefix="speechperf-test-cache-"))
         os.environ[CACHE_ENV] = _made[0]
