@@ -71,10 +71,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in ALONE_MODULES or getattr(item, "originalname", item.name) in ALONE_TESTS:
             item.add_marker("alone")
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        # The slow tests first, the sub-2-second ones last: the run ends on short tests that even out the workers,
-        # not on one worker finishing a 90 s test while the other waits (longest first, as a scheduler would).
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_xdist_auto_num_workers(config):
