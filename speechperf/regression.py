@@ -48,6 +48,8 @@ from speechperf.store.record import environment_of, row_name
 #: The figures ``--fail-metric`` may name; ``headline``: each unit's own (see the module's doc).
 METRICS = ("headline", "mean", "median", "p90", "p99", "peak_rss", "wer", "samples_per_s", "peak_qps")
 TIMING_METRICS = ("mean", "median", "p90")
+#: Figures the machine's load does not move: gated even when the two sides timed under different loads.
+LOAD_FREE = frozenset({"peak_rss", "wer"})
 #: Rates: a drop is a regression.
 HIGHER_IS_BETTER = frozenset({"samples_per_s", "peak_qps"})
 #: The figure each metric is, by its name in the documents (``speechperf.results.figures``).
@@ -121,6 +123,9 @@ class Row:
     ratio: stats.Ratio | None  # new/base of the mean
     p_value: float | None
     unit: str = "run"  #: what the test is over: "run" (one process) or "sample" (--sample-level)
+    #: the two sides timed under different loads (``speechperf.results.load.load_warning``): a time or rate worse by
+    #: more than the threshold may be the machine's, so it is not gated (``--gate-under-load`` gates it anyway)
+    loads_differ: bool = False
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -163,12 +168,16 @@ class Row:
             return float("inf") if n == 0 else b / n
         return float("inf") if b == 0 else n / b
 
+    def held_by_load(self, metric: str) -> bool:
+        """The sides' loads differ and ``metric`` is one the load moves (a time or a rate)."""
+        return self.loads_differ and self.base.resolve(metric) not in LOAD_FREE
+
     def regressed(self, metric: str, fail_above: float) -> bool | None:
         """True / False; None when the metric is missing on a side."""
         worse = self.worse_by(metric)
         if worse is None:
             return None
-        if worse <= 1 + fail_above:
+        if worse <= 1 + fail_above or self.held_by_load(metric):
             return False
         if self.base.resolve(metric) in TIMING_METRICS and not self.base.ratio_gated:  # significant, or none
             return self.p_value is not None and self.p_value < stats.SIGNIFICANCE
@@ -395,9 +404,10 @@ def differences(base: Loaded, new: Loaded) -> list[str]:
     ]
 
 
-def diff(base: Loaded, new: Loaded, sample_level: bool = False) -> list[Row]:
+def diff(base: Loaded, new: Loaded, sample_level: bool = False, loads_differ: bool = False) -> list[Row]:
     """Per unit both documents have: new/base of the mean and Welch's p over the process runs, or, with
-    ``sample_level``, over every per-sample runtime (where both sides have them; optimize keeps none)."""
+    ``sample_level``, over every per-sample runtime (where both sides have them; optimize keeps none).
+    ``loads_differ``: the sides timed under different loads, so no time or rate of theirs is gated."""
     left, right = units(base), units(new)
     out = []
     for name in [n for n in left if n in right]:
@@ -405,7 +415,7 @@ def diff(base: Loaded, new: Loaded, sample_level: bool = False) -> list[Row]:
         unit = "sample" if sample_level and b.samples and n.samples else "run"
         xs, ys = (b.samples, n.samples) if unit == "sample" else (b.values, n.values)
         ratio = stats.speed_ratio(xs, ys) if xs and ys and stats.mean(xs) else None
-        out.append(Row(name, b, n, ratio, stats.welch_p_value(xs, ys), unit))
+        out.append(Row(name, b, n, ratio, stats.welch_p_value(xs, ys), unit, loads_differ))
     return out
 
 
@@ -438,6 +448,8 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     name = row.base.resolve(metric)
     if found is None:
         return f"no {name} on a side"
+    if row.held_by_load(metric) and (row.worse_by(metric) or 1.0) > 1 + fail_above:
+        return "not gated (loads differ)"
     if found or name not in TIMING_METRICS or row.base.ratio_gated or row.untested is None:
         return "REGRESSION" if found else "ok"
     worse = row.worse_by(metric) or 1.0
@@ -475,6 +487,7 @@ def document(
         "compared_kind": base.kind,
         "fail_metric": metric,
         "fail_above": fail_above,
+        "loads_differ": any(r.loads_differ for r in rows),
         "exit_code": exit_code,
     }
     return Document(kind="diff", rows=out, complete=True, body=body)
@@ -484,8 +497,16 @@ def render(rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_abo
     """The table and, under it, the statistical unit and the gate."""
     title = f"speechperf diff: {shorten_path(new.path)} against {shorten_path(base.path)} ({base.kind} documents)"
     if base.kind in SERVING_KINDS:
-        return _render_serving(title, rows, base, metric, fail_above)
-    return _render_timing(title, rows, base, metric, fail_above)
+        text = _render_serving(title, rows, base, metric, fail_above)
+    else:
+        text = _render_timing(title, rows, base, metric, fail_above)
+    if any(verdict(r, metric, fail_above) == "not gated (loads differ)" for r in rows):
+        text += (
+            "not gated (loads differ): the two sides timed under different loads (the warning above), so a time or "
+            "rate that got worse may be the machine's, not the code's; re-run both sides on a quiet machine, or pass "
+            "--gate-under-load to gate it anyway\n"
+        )
+    return text
 
 
 def _gate_line(rows: Sequence[Row], metric: str, fail_above: float | None, test: bool) -> str:

@@ -6,6 +6,7 @@ every figure asserted is one the test wrote. The real runs are tests/test_diff_c
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,30 @@ def test_diff_warns_in_one_line_when_the_two_sides_timed_under_different_loads(t
     fuller = bench_doc(tmp_path / "c.json", runs, {**near_full, "busy_cores_others": 1.75})
     full = bench_doc(tmp_path / "d.json", runs, near_full)
     assert "0.25 idle" in next(ln for ln in run_diff(full, fuller).output.splitlines() if "different loads" in ln)
+
+
+def test_a_slowdown_under_a_different_load_is_not_gated_unless_asked(tmp_path):
+    """The same code timed once on a quiet machine and once beside a busy loop: three runs a side, a clear 2x,
+    p < 0.05, and still not the code's doing. diff warns, marks the row and exits 0; --gate-under-load gates it.
+    Peak RSS, which the load does not move, is gated as always."""
+    quiet = bench_doc(tmp_path / "a.json", [FAST, [10.1, 10.3, 9.9, 10.0], [9.9, 10.0, 9.7, 10.2]], QUIET)
+    slow = [SLOW, [20.2, 20.1, 19.9, 20.0], [19.8, 20.5, 19.7, 20.1]]
+    loaded = bench_doc(tmp_path / "b.json", slow, LOADED, peak_mib=150.0)
+    done = run_diff(quiet, loaded, "--fail-above", "5%", "-o", str(tmp_path / "d.json"))
+    assert done.exit_code == 0, done.output
+    row = next(line for line in done.output.splitlines() if "│ total" in line)
+    assert "not gated (loads differ)" in row and "REGRESSION" not in row
+    assert "different loads" in done.output and "--gate-under-load to gate it anyway" in done.output
+    written = json.loads((tmp_path / "d.json").read_text())
+    assert written["loads_differ"] is True and written["exit_code"] == 0
+    assert {r["verdict"] for r in written["rows"]} == {"not gated (loads differ)"}
+    asked = run_diff(quiet, loaded, "--fail-above", "5%", "--gate-under-load")
+    assert asked.exit_code == 1 and "REGRESSION" in asked.output, asked.output
+    memory = run_diff(quiet, loaded, "--fail-above", "10%", "--fail-metric", "peak_rss")
+    assert memory.exit_code == 1 and "REGRESSION" in memory.output, memory.output
+    # the same slowdown under the same load is gated: the rule is about the load, not the ratio
+    same_load = bench_doc(tmp_path / "c.json", slow, QUIET)
+    assert run_diff(quiet, same_load, "--fail-above", "5%").exit_code == 1
 
 
 def test_memory_is_gated_on_its_ratio(tmp_path):

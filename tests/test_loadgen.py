@@ -255,6 +255,14 @@ def test_hostile_options_are_one_line_with_exit_2(tmp_path, args, expected):
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
 
 
+def test_no_scenario_is_one_line_naming_the_scenarios(tmp_path):
+    result = CliRunner().invoke(main, ["loadgen", "-b", "onnxruntime", "--log-dir", str(tmp_path / "logs")])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: --scenario is required; allowed: SingleStream, MultiStream, Server, Offline"
+    )
+
+
 def test_a_missing_loadgen_extra_is_one_line_with_the_install_command(tmp_path):
     code = (
         "import sys; sys.modules['mlperf_loadgen'] = None; from speechperf.cli import main; "

@@ -2,7 +2,8 @@
 gate for CI, on two result documents of one kind (bench, compare, compare-best, optimize, loadgen, serving).
 
 Exit codes: 0 no significant regression (or no ``--fail-above`` given; a timing figure with one process run on a
-side is never tested, so never 1 without ``--sample-level``); 1 a significant regression of ``--fail-metric`` above
+side is never tested, so never 1 without ``--sample-level``; a time or rate of two sides timed under different
+loads is not gated without ``--gate-under-load``); 1 a significant regression of ``--fail-metric`` above
 ``--fail-above`` (significant over the process runs); 2 bad input (unreadable or foreign JSON, a newer ``schema_version``, two
 documents of different kinds or of a kind with no figure to gate, runs that differ in config, inputs, threads or
 machine without ``--allow-different``).
@@ -53,9 +54,24 @@ log = logging.getLogger(__name__)
     "independent (they share its allocator, threads and the machine's load at the time), so this test can call "
     "noise significant; for a single process per side only.",
 )
+@click.option(
+    "--gate-under-load",
+    is_flag=True,
+    help="Gate times and rates even when BASE and NEW timed under different loads (warned about); without it such a "
+    "figure that got worse is 'not gated (loads differ)': it may be the machine's, not the code's.",
+)
 @export_options("JSON export: a diff document, a row per stage, cell, variant or scenario (docs/results.md).")
 def diff(
-    base_path, new_path, fail_above, fail_metric, allow_different, sample_level, output, csv_path, md_path
+    base_path,
+    new_path,
+    fail_above,
+    fail_metric,
+    allow_different,
+    sample_level,
+    gate_under_load,
+    output,
+    csv_path,
+    md_path,
 ) -> None:
     """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
     from speechperf import regression
@@ -81,7 +97,7 @@ def diff(
     load = load_warning(base.doc, new.doc)
     if load:
         log.warning("%s", load)
-    rows = regression.diff(base, new, sample_level)
+    rows = regression.diff(base, new, sample_level, loads_differ=bool(load) and not gate_under_load)
     if not rows:
         raise regression.DiffInputError(
             "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"

@@ -77,6 +77,8 @@ class ScenarioOptions:
 
 def check_options(opts: ScenarioOptions) -> None:
     """One line naming the option, the value and what is allowed, for what click's types do not catch."""
+    if opts.scenario is None:
+        raise LoadgenOptionError(f"--scenario is required; allowed: {', '.join(SCENARIOS)}")
     if opts.scenario not in SCENARIOS:
         raise LoadgenOptionError(f"--scenario {opts.scenario!r}: unknown; allowed: {', '.join(SCENARIOS)}")
     if opts.target_qps is not None and not (0 < opts.target_qps <= MAX_QPS and math.isfinite(opts.target_qps)):
