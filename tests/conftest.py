@@ -73,6 +73,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("alone")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    # xdist's default, "load", deals each worker its share of the tests up front; the slow tests here run from under
+    # 1 s to 90 s, so one worker was left with a long tail while the other sat idle. "worksteal" lets an idle worker
+    # take half of the other's remaining queue. An explicit --dist wins.
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "no":
+        config.option.dist = "worksteal"
+
+
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker per usable core, at most 4 (each holds torch and paddle: about 1.5 GiB)."""
     return min(len(os.sched_getaffinity(0)), 4)
