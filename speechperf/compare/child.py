@@ -52,6 +52,7 @@ class RunResult:
     max_rss_mib: float | None = None  # the child's peak RSS over its whole life (import, build, measure)
     cores: tuple[int, ...] | None = None  # the CPUs the child may run on (its affinity mask when it started)
     node: str | None = None
+    started_at: float | None = None  # epoch seconds: which children of a --jobs run overlapped in time
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)
@@ -113,6 +114,7 @@ def run_child(
     stderr_path = run_dir / "stderr.txt"
     timed_out = threading.Event()
     with open(run_dir / "stdout.txt", "wb") as out, open(stderr_path, "wb") as err:
+        started_at = time.time()
         start = time.perf_counter()
         # A session of its own: the timeout kills everything the child started, and Ctrl-C in the terminal
         # reaches only this process, which then ends the child itself.
@@ -175,6 +177,7 @@ def run_child(
         cpu_s=usage.ru_utime + usage.ru_stime,
         max_rss_mib=usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
         cores=cores,
+        started_at=started_at,
     )
 
 
