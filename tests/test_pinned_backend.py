@@ -100,3 +100,17 @@ def test_compare_varies_only_the_unpinned_stages_and_says_so(tmp_path):
     assert json.loads(out.read_text())["pinned"] == line
     child = json.loads((tmp_path / "w" / "run1" / "torch" / "run.json").read_text())
     assert [s["backend"] for s in child["result"]["stages"]] == ["torch", "onnxruntime"]
+
+
+def test_a_pinned_stage_is_checked_against_its_own_backends_formats():
+    from speechperf.benchmark.validate import check_config
+    from speechperf.config import load_config
+    from speechperf.errors import SpeechperfError
+
+    def config(fmt: str):
+        sets = ["stage2.backend=torch", f"stage2.format={fmt}"]
+        return load_config(REPO / "configs" / "2StageS2ST.yaml", {}, {"preset": "tiny"}, sets)
+
+    check_config(config("torch-eager"), "onnxruntime")  # was refused: checked against the run's backend
+    with pytest.raises(SpeechperfError, match=r"stage2: format 'onnx-torch' does not run on backend 'torch'"):
+        check_config(config("onnx-torch"), "onnxruntime")

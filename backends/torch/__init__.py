@@ -15,6 +15,8 @@ SUFFIX_FORMATS = {".pt": "torchscript", ".jit": "torchscript", ".ts": "torchscri
 #: ``compile`` values: off, torch.compile's modes that run on every device (no CUDA graphs), and ahead of time:
 #: torch.export + AOTInductor.
 COMPILE_MODES = ("off", "default", "max-autotune-no-cudagraphs", "aot-inductor")
+#: ``dtype`` values: the module's weights and float computation.
+DTYPES = ("float32", "bfloat16")
 
 
 @attrs.frozen
@@ -48,6 +50,14 @@ class TorchOptions:
         "kernels of a pt2e-static graph need",
         "bool",
     )
+    dtype: str = key(
+        "float32",
+        "torch-eager (and torch.compile over it): bfloat16 holds the weights of the Linear and Conv layers in bf16 "
+        "and runs every call under torch.autocast(bfloat16) (matmuls on oneDNN's AVX-512 BF16 / AMX kernels where the "
+        "CPU has them; norms, softmax and embeddings stay float32); float outputs are handed back as float32",
+        "str",
+        DTYPES,
+    )
 
 
 #: The ways this backend runs a model (``speechperf backends``, ``compare --best``), the default first.
@@ -78,6 +88,13 @@ VARIANTS = (
         "torch-eager",
         {"compile": "max-autotune-no-cudagraphs"},
         "torch.compile mode max-autotune-no-cudagraphs (slow to compile)",
+    ),
+    Variant(
+        "eager-bf16",
+        "torch-eager",
+        {"dtype": "bfloat16"},
+        "Linear / Conv weights in bfloat16 under torch.autocast (AVX-512 BF16 / AMX)",
+        precision="bf16",
     ),
 )
 

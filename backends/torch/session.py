@@ -30,21 +30,36 @@ _TORCH_TO_NUMPY = {
 class TorchSession(Session):
     backend = "torch"
 
-    def __init__(self, module: Callable, inputs: tuple[TensorInfo, ...], outputs: tuple[TensorInfo, ...], device: str):
+    def __init__(
+        self,
+        module: Callable,
+        inputs: tuple[TensorInfo, ...],
+        outputs: tuple[TensorInfo, ...],
+        device: str,
+        dtype: torch.dtype | None = None,
+    ):
         self.module = module
         self.inputs = inputs
         self.outputs = outputs
         self.device = device
+        self.dtype = dtype  # the autocast dtype of a module whose matmul layers hold their weights in it
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         args = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to(self.device) for t in self.inputs]
-        with torch.inference_mode():
+        with (
+            torch.inference_mode(),
+            torch.autocast(
+                device_type=self.device.split(":")[0],
+                dtype=self.dtype or torch.bfloat16,
+                enabled=self.dtype is not None,
+            ),
+        ):  # casts each matmul's inputs to the weights' dtype, and a norm's back to float32
             result = self.module(*args)
         if isinstance(result, torch.Tensor):
             result = (result,)
         elif isinstance(result, Mapping):
             result = tuple(result.values())
-        return {name: value.detach().cpu().numpy() for name, value in self.named_outputs(result).items()}
+        return {name: _host(value) for name, value in self.named_outputs(result).items()}
 
     def parameter_bytes(self, feeds=None) -> int | None:
         tensors: dict[int, int] = {}
@@ -79,6 +94,23 @@ class TorchSession(Session):
                     value = node.output().toIValue()
                     tensors[value.data_ptr()] = value.numel() * value.element_size()
         return sum(tensors.values()) or None
+
+
+#: The layers whose weights a lower-precision run holds in that dtype: the matmuls and convolutions, which autocast
+#: runs in it anyway (cast once here, not on every call); norms and embeddings stay float32, as autocast keeps them.
+MATMUL_LAYERS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d)
+
+
+def _matmul_weights_to(module: torch.nn.Module, dtype: torch.dtype) -> None:
+    for layer in module.modules():
+        if isinstance(layer, MATMUL_LAYERS):
+            layer.to(dtype)
+
+
+def _host(value: torch.Tensor) -> np.ndarray:
+    """A tensor as numpy; bfloat16 (which numpy cannot hold) widened to float32, exactly."""
+    value = value.detach().cpu()
+    return (value.float() if value.dtype == torch.bfloat16 else value).numpy()
 
 
 def _resolve_entry(module: torch.nn.Module, entry: str | None, where: Path) -> torch.nn.Module:
@@ -348,6 +380,9 @@ def load_module(spec: ModelSpec, device: str) -> TorchSession:
         except Exception as exc:
             raise ModelFileError(f"cannot load weights {path} into {spec.factory}: {decisive_line(exc)}") from None
     module = module.to(device).eval()
+    dtype = None if spec.options.get("dtype", "float32") == "float32" else getattr(torch, spec.options["dtype"])
+    if dtype is not None:
+        _matmul_weights_to(module, dtype)
     if spec.inputs:
         inputs = tuple(spec.inputs)
     else:
@@ -355,7 +390,7 @@ def load_module(spec: ModelSpec, device: str) -> TorchSession:
         params = inspect.signature(module.forward).parameters
         inputs = tuple(TensorInfo(n) for n in params)
     outputs = tuple(spec.outputs) if spec.outputs else (TensorInfo("output"),)
-    return TorchSession(compiled(module, spec.options), inputs, outputs, device)
+    return TorchSession(compiled(module, spec.options), inputs, outputs, device, dtype)
 
 
 LOADERS = {"torchscript": load_torchscript, "export": load_export, "module": load_module}

@@ -31,6 +31,9 @@ class Variant:
     format: str | None = None
     options: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=_frozen_options)
     note: str = ""
+    #: "fp32", or "bf16" for a variant that computes in bfloat16 (speechperf tune searches it on a CPU with
+    #: AVX-512 BF16 or AMX)
+    precision: str = "fp32"
 
     @property
     def options_dict(self) -> dict[str, Any]:

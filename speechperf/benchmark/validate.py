@@ -58,7 +58,7 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
             for file, fmt, loader in _files_to_check(stage, stage_backend, where):
                 _check_model_file(file, fmt, where, loader)
         elif stage.model is not None:  # the config holds exactly one of model and path
-            _check_reference(stage, role, backend, where)
+            _check_reference(stage, role, stage_backend, where)  # a pinned stage: its own backend's formats
         refusal = batch_refusal(stage, role)
         if cfg.general.batch_size > 1 and refusal is not None:
             what = stage.model if stage.model else "your own file"

@@ -65,6 +65,7 @@ def _register() -> None:
     from speechperf.cli.profile_cmd import profile
     from speechperf.cli.profile_compare_cmd import profile_compare
     from speechperf.cli.run_cmd import run
+    from speechperf.cli.tune_cmd import tune
 
     main.add_command(backends)
     from speechperf.cli.zoo_cmd import zoo
@@ -78,6 +79,7 @@ def _register() -> None:
     main.add_command(profile)
     main.add_command(profile_compare)
     main.add_command(optimize)
+    main.add_command(tune)
     main.add_command(compare)
     main.add_command(loadgen)
     main.add_command(plugin)

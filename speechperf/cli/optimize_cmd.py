@@ -10,14 +10,17 @@ import click
 from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_args, config_options
 from speechperf.cli.options import (
-    TIMEOUT_MAX,
-    FiniteFloatRange,
+    QUALITY_BUDGET,
+    calibration_size_option,
     export_options,
     keep_options,
     optional_backend_option,
+    process_timeout_option,
+    quality_budget,
+    quality_budget_options,
     threads_option,
 )
-from speechperf.values import DATASET_MAX, RUNS_MAX, split_items
+from speechperf.values import RUNS_MAX, split_items
 
 
 def _methods_table(backend_name: str | None) -> str:
@@ -48,13 +51,7 @@ def _methods_table(backend_name: str | None) -> str:
     show_default=True,
     help="Fresh `speechperf bench` processes per variant, interleaved with the others.",
 )
-@click.option(
-    "--calibration-size",
-    type=click.IntRange(min=1, max=DATASET_MAX),
-    default=4,
-    show_default=True,
-    help="Samples of the dataset whose real feeds calibrate the static methods.",
-)
+@calibration_size_option()
 @click.option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -62,64 +59,8 @@ def _methods_table(backend_name: str | None) -> str:
     help="Where the variants, their bench configs and the runs go (default: <cache>/optimize/<backend>).",
 )
 @threads_option(help="Threads, pinned the same on every run.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=FiniteFloatRange(min=1, max=TIMEOUT_MAX),
-    default=None,
-    help="Seconds one bench process may take before it counts as failed.",
-)
-@click.option(
-    "--max-wer-increase",
-    type=FiniteFloatRange(min=0),
-    default=1.0,
-    show_default=True,
-    metavar="POINTS",
-    help="A variant whose WER rises more than this (absolute points) over fp32's is over its quality budget.",
-)
-@click.option(
-    "--max-bleu-drop",
-    type=FiniteFloatRange(min=0),
-    default=1.0,
-    show_default=True,
-    metavar="POINTS",
-    help="A variant whose BLEU falls more than this below fp32's is over its quality budget.",
-)
-@click.option(
-    "--min-agreement",
-    type=FiniteFloatRange(min=0, max=1),
-    default=None,
-    metavar="FRACTION",
-    help="A variant whose token or VAD agreement with fp32 is below this (e.g. 0.98) is over its quality budget.",
-)
-@click.option(
-    "--max-mos-drop",
-    type=FiniteFloatRange(min=0),
-    default=0.2,
-    show_default=True,
-    metavar="MOS",
-    help="A variant whose speech's DNSMOS OVRL falls more than this below fp32's is over its quality budget "
-    "(needs the speech-quality extra).",
-)
-@click.option(
-    "--max-mcd",
-    type=FiniteFloatRange(min=0),
-    default=None,
-    metavar="DB",
-    help="A variant whose speech is further than this from fp32's in mel-cepstral distortion (dB, DTW-aligned) "
-    "is over its quality budget (default: no limit; the MCD is shown).",
-)
-@click.option(
-    "--min-snr",
-    "min_snr_db",
-    type=FiniteFloatRange(),
-    default=20.0,
-    show_default=True,
-    metavar="DB",
-    help="A variant with a float output (a mask, a model file's outputs; not the speech waveform, judged by MCD "
-    "and DNSMOS) below this SNR against fp32's in a sample is over its quality budget; a stage's `tolerance` "
-    "key, where it has one, is used instead for its outputs.",
-)
+@process_timeout_option()
+@quality_budget_options()
 @export_options("JSON result document (docs/results.md) with every run and the table, rewritten as results come in.")
 @click.option(
     "--plot",
@@ -158,12 +99,7 @@ STUDY = (
     "calibration_size",
     "out_dir",
     "timeout_s",
-    "max_wer_increase",
-    "max_bleu_drop",
-    "min_agreement",
-    "max_mos_drop",
-    "max_mcd",
-    "min_snr_db",
+    *QUALITY_BUDGET,
     "output",
     "csv_path",
     "md_path",
@@ -172,10 +108,9 @@ STUDY = (
 )
 
 
-def _options(backend, methods, out_dir, max_wer_increase, max_bleu_drop, min_agreement, **study):
+def _options(backend, methods, out_dir, **study):
     """The study as ``run_optimize`` takes it, checked: no backend or no method is one line (exit 2)."""
     from speechperf.errors import SpeechperfError
-    from speechperf.optimize.fidelity import QualityBudget
     from speechperf.optimize.run import OptimizeOptions, exports
     from speechperf.registry import known_backends
 
@@ -195,14 +130,7 @@ def _options(backend, methods, out_dir, max_wer_increase, max_bleu_drop, min_agr
         runs=study["runs"],
         calibration_size=study["calibration_size"],
         timeout_s=study["timeout_s"],
-        budget=QualityBudget(
-            max_wer_increase,
-            max_bleu_drop,
-            min_agreement,
-            study.pop("max_mos_drop"),
-            study.pop("max_mcd"),
-            study.pop("min_snr_db"),
-        ),
+        budget=quality_budget(study),
         exports=exports(study["output"], study["csv_path"], study["md_path"], study["keep"]),
         plot=study["plot_path"],
     )

@@ -216,6 +216,100 @@ def budget_option(help: str = "Seconds the peak search may take."):
     return seconds_option("--budget", default=300.0, help=help)
 
 
+#: The options of quality_budget_options, as the command's function receives them.
+QUALITY_BUDGET = ("max_wer_increase", "max_bleu_drop", "min_agreement", "max_mos_drop", "max_mcd", "min_snr_db")
+
+
+def quality_budget_options():
+    """How much quality a variant may lose against fp32 (optimize, tune): speechperf.optimize.fidelity.QualityBudget."""
+    return stacked(
+        [
+            click.option(
+                "--max-wer-increase",
+                type=FiniteFloatRange(min=0),
+                default=1.0,
+                show_default=True,
+                metavar="POINTS",
+                help="A variant whose WER rises more than this (absolute points) over fp32's is over its quality budget.",
+            ),
+            click.option(
+                "--max-bleu-drop",
+                type=FiniteFloatRange(min=0),
+                default=1.0,
+                show_default=True,
+                metavar="POINTS",
+                help="A variant whose BLEU falls more than this below fp32's is over its quality budget.",
+            ),
+            click.option(
+                "--min-agreement",
+                type=FiniteFloatRange(min=0, max=1),
+                default=None,
+                metavar="FRACTION",
+                help="A variant whose token or VAD agreement with fp32 is below this (e.g. 0.98) is over its quality budget.",
+            ),
+            click.option(
+                "--max-mos-drop",
+                type=FiniteFloatRange(min=0),
+                default=0.2,
+                show_default=True,
+                metavar="MOS",
+                help="A variant whose speech's DNSMOS OVRL falls more than this below fp32's is over its quality budget "
+                "(needs the speech-quality extra).",
+            ),
+            click.option(
+                "--max-mcd",
+                type=FiniteFloatRange(min=0),
+                default=None,
+                metavar="DB",
+                help="A variant whose speech is further than this from fp32's in mel-cepstral distortion (dB, DTW-aligned) "
+                "is over its quality budget (default: no limit; the MCD is shown).",
+            ),
+            click.option(
+                "--min-snr",
+                "min_snr_db",
+                type=FiniteFloatRange(),
+                default=20.0,
+                show_default=True,
+                metavar="DB",
+                help="A variant with a float output (a mask, a model file's outputs; not the speech waveform, judged by MCD "
+                "and DNSMOS) below this SNR against fp32's in a sample is over its quality budget; a stage's `tolerance` "
+                "key, where it has one, is used instead for its outputs.",
+            ),
+        ]
+    )
+
+
+def quality_budget(params: dict):
+    """The QualityBudget of the options ``quality_budget_options`` added, taken out of ``params``."""
+    from speechperf.optimize.fidelity import QualityBudget
+
+    return QualityBudget(*(params.pop(name) for name in QUALITY_BUDGET))
+
+
+def calibration_size_option():
+    """--calibration-size N: the samples whose real feeds calibrate the static int8 methods (optimize, tune)."""
+    from speechperf.values import DATASET_MAX
+
+    return click.option(
+        "--calibration-size",
+        type=click.IntRange(min=1, max=DATASET_MAX),
+        default=4,
+        show_default=True,
+        help="Samples of the dataset whose real feeds calibrate the static int8 methods.",
+    )
+
+
+def process_timeout_option():
+    """--timeout S: how long one bench process may take (optimize, tune)."""
+    return click.option(
+        "--timeout",
+        "timeout_s",
+        type=FiniteFloatRange(min=1, max=TIMEOUT_MAX),
+        default=None,
+        help="Seconds one bench process may take before it counts as failed.",
+    )
+
+
 def export_options(json_help: str):
     """--output/-o (JSON, written as results come in), --csv and --markdown: the exports of bench and optimize."""
     options = [

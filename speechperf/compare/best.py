@@ -128,11 +128,13 @@ class BestSearch:
         return tables.to_markdown(SEARCH_COLUMNS, ([r.record()[c] for c in SEARCH_COLUMNS] for r in self.rows))
 
 
-def backend_variants(name: str) -> tuple[Variant, ...]:
-    """The variants ``name`` declares (its ``variants()`` hook), or the stage's own path when it declares none."""
+def backend_variants(name: str, precision: str | None = "fp32") -> tuple[Variant, ...]:
+    """The variants ``name`` declares (its ``variants()`` hook) of ``precision`` (None: all), or the stage's own
+    path when it declares none. --best compares fp32 paths: a bf16 one would fail parity by design."""
     from speechperf.registry import get_backend
 
-    return tuple(hooks(get_backend(name)).variants()) or (DEFAULT_VARIANT,)
+    declared = hooks(get_backend(name)).variants()
+    return tuple(v for v in declared if precision is None or v.precision == precision) or (DEFAULT_VARIANT,)
 
 
 def variant_sets(config, backend: str, variant: Variant) -> tuple[str, ...]:

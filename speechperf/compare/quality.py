@@ -56,7 +56,8 @@ def _total(result: RunResult) -> dict | None:
     return next((s for s in quality.get("scores", []) if s.get("stage") == "total"), None)
 
 
-def _headline(score: dict) -> str:
+def _score(score: dict):
+    """The ``total`` score of a bench JSON as a speechperf.meters.quality.QualityScore (without its samples)."""
     from speechperf.meters.quality import QualityScore
     from speechperf.meters.speech_quality import SpeechQuality
 
@@ -65,7 +66,17 @@ def _headline(score: dict) -> str:
         return cls(**{k: v for k, v in data.items() if k in fields and k not in ("per_sample", "speech")})
 
     speech = build(SpeechQuality, score["speech"]) if score.get("speech") else None
-    return attrs.evolve(build(QualityScore, score), speech=speech).headline()
+    return attrs.evolve(build(QualityScore, score), speech=speech)
+
+
+def _headline(score: dict) -> str:
+    return _score(score).headline()
+
+
+def total_score(result: RunResult):
+    """The run's ``total`` quality score (a QualityScore), or None where it scored none."""
+    found = _total(result) if result.ok else None
+    return None if found is None else _score(found)
 
 
 def cell_quality(label: str, results: Sequence[RunResult]) -> CellQuality | None:

@@ -71,6 +71,8 @@ class CompareOptions:
     best: BestOptions | None = None
     serving: ServingOptions | None = None  #: --scenario: rank by a LoadGen scenario instead
     options: dict[str, Any] = attrs.Factory(dict)  #: the command's options as given, kept in the document
+    #: the cells are each backend's searched best (speechperf tune): no note that default paths are compared
+    paths_searched: bool = False
 
 
 def run_compare(options: CompareOptions) -> int:
@@ -327,7 +329,7 @@ class _Compare:
         pinned = pinned_line(self.o.base)
         if pinned:
             _show(pinned)
-        if self.o.best is None and len({c.backend for c in self.cells}) > 1:
+        if self.o.best is None and not self.o.paths_searched and len({c.backend for c in self.cells}) > 1:
             default_paths = best_search.default_paths_note(self.o.exports.keep.store, self.o.base.to_dict())
             _show(default_paths)
             self.got.notes.append(default_paths.removeprefix("note: "))

@@ -182,34 +182,45 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=Non
     return code
 
 
+def calibrate(cfg: BenchConfig, backend, workdir: Path, calibration_size: int):
+    """The fp32 stages opened on ``backend``, each stage's graphs, and the feeds they were called with on the
+    first ``calibration_size`` samples (calibration) and on the next one (the held-out graph check); returns
+    (dataset, stages, plans, calibration, held_out)."""
+    from speechperf.benchmark import build
+    from speechperf.data import load_dataset
+    from speechperf.data.references import load_references
+    from speechperf.optimize.calibration import record_feeds
+    from speechperf.optimize.variants import plan_stage
+
+    general = cfg.general
+    dataset = load_dataset(general, cfg.roles[0])
+    if len(dataset) < 2:
+        raise SpeechperfError(
+            f"the dataset has {len(dataset)} sample(s); quantizing needs at least 2 (one is left out "
+            "of calibration to check each graph on)"
+        )
+    calibration_size = min(calibration_size, len(dataset) - 1)
+    load_references(general, dataset, cfg.roles)  # a reference file that does not fit fails here, before quantizing
+    (stages,) = build.open_stages(cfg, backend, workdir)
+    with build.stdout_to_stderr():
+        plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
+        log.info("recording calibration feeds on %d sample(s) ...", calibration_size)
+        calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
+        held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
+    return dataset, stages, plans, calibration, held_out
+
+
 def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
     """Quantize, then measure; the rows filled. Returns the exit code."""
     from speechperf.benchmark import build
     from speechperf.config import write_config
-    from speechperf.data import load_dataset
-    from speechperf.data.references import load_references
-    from speechperf.optimize.calibration import record_feeds
-    from speechperf.optimize.variants import config_dict, plan_stage
+    from speechperf.optimize.variants import config_dict
 
     opts, general = study.opts, cfg.general
     out_dir = check_output_folder(opts.out_dir, "--out-dir")
-    dataset = load_dataset(general, cfg.roles[0])
-    if len(dataset) < 2:
-        raise SpeechperfError(
-            f"the dataset has {len(dataset)} sample(s); optimize needs at least 2 (one is left out "
-            "of calibration to check each graph on)"
-        )
-    calibration_size = min(opts.calibration_size, len(dataset) - 1)
-    load_references(general, dataset, cfg.roles)  # a reference file that does not fit fails here, before quantizing
     base = config_dict(cfg, backend.name)
-
-    (stages,) = build.open_stages(cfg, backend, workdir)
-    with build.stdout_to_stderr():
-        plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
-        study.labels = " + ".join(p.label for p in plans)
-        log.info("recording calibration feeds on %d sample(s) ...", calibration_size)
-        calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
-        held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
+    dataset, stages, plans, calibration, held_out = calibrate(cfg, backend, workdir, opts.calibration_size)
+    study.labels = " + ".join(p.label for p in plans)
 
     speech_out = cfg.stages[-1].output_kind_as(cfg.roles[-1]) == "waveform"  # a mask is no audio to dump
     fp32_size = sum(p.stat().st_size for plan in plans for p in plan.fp32_files)
@@ -222,7 +233,7 @@ def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
         start = time.perf_counter()
         try:
             with build.stdout_to_stderr():
-                data, size, diff, notes, op_shares = _make_variant(
+                data, size, diff, notes, op_shares = make_variant(
                     backend, method, plans, stages, calibration, held_out, base, out_dir, general
                 )
         except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
@@ -312,7 +323,7 @@ def _with_dumps(data: dict, out_dir: Path, name: str, speech_out: bool) -> dict:
     return data
 
 
-def _make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general):
+def make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general):
     """Quantize every graph of every stage with ``method``; returns (variant config, bytes, graph diff, notes)."""
     from speechperf.optimize.hook import QuantizeSource
     from speechperf.optimize.variants import write_variant

@@ -36,6 +36,7 @@ KINDS = {
     "compare-best": "speechperf compare --best",
     "serving": "speechperf compare --scenario",
     "optimize": "speechperf optimize",
+    "tune": "speechperf tune",
     "loadgen": "speechperf loadgen",
     "diff": "speechperf diff",
     "history": "speechperf history",

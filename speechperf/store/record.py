@@ -22,6 +22,7 @@ HEADLINE: dict[str, tuple[str, ...]] = {
     "compare": ("mean_ms",),
     "compare-best": ("mean_ms",),
     "optimize": ("mean_ms",),
+    "tune": ("mean_ms",),
     "serving": ("peak_qps", "samples_per_s"),
     "loadgen": ("peak_qps", "samples_per_s"),
 }
@@ -29,7 +30,7 @@ HEADLINE: dict[str, tuple[str, ...]] = {
 V1_HEADLINE = {"bench": ("runtime_mean_ms",), "compare": ("mean_ms",), "optimize": ("latency_ms",)}
 TOTAL = "total"
 #: The key naming a row (a cell, a variant) in each kind's rows; bench's rows are named by their stage.
-CELL_KEY = {"compare": "cell", "compare-best": "cell", "serving": "cell", "optimize": "variant"}
+CELL_KEY = {"compare": "cell", "compare-best": "cell", "serving": "cell", "optimize": "variant", "tune": "candidate"}
 
 
 def row_name(kind: str, row: dict[str, Any]) -> str | None:

@@ -1,0 +1,207 @@
+"""``speechperf tune``: the fastest way to run a pipeline on this machine within a quality budget."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from speechperf.cache import cache_dir
+from speechperf.cli.config_options import config_from_args, config_options
+from speechperf.cli.options import (
+    QUALITY_BUDGET,
+    ThreadCounts,
+    calibration_size_option,
+    export_options,
+    keep_options,
+    process_timeout_option,
+    quality_budget,
+    quality_budget_options,
+    seconds_option,
+)
+from speechperf.values import RUNS_MAX
+
+
+@click.command()
+@config_options(without="the tiny S2T on generated data")
+@click.option(
+    "--backends",
+    default=None,
+    metavar="B1,B2",
+    help="Backends to search, comma-separated (default: every installed one); the first runs the reference "
+    "(fp32, every stage on its default path).",
+)
+@click.option(
+    "--precisions",
+    default="fp32,bf16,int8",
+    show_default=True,
+    metavar="P1,P2",
+    help="fp32 (every variant of every backend), bf16 (a backend's bf16 variants, on a CPU with AVX-512 BF16 or "
+    "AMX), int8 (every quantization method of every backend).",
+)
+@click.option(
+    "--threads",
+    type=ThreadCounts(),
+    default="1",
+    show_default=True,
+    metavar="N[,M...]",
+    help="Thread counts to search.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["latency", "throughput", "memory"]),
+    default="latency",
+    show_default=True,
+    help="What the winner is best at: mean latency per sample, samples per second (with --batch-sizes), or peak RSS.",
+)
+@click.option(
+    "--batch-sizes",
+    default="1",
+    show_default=True,
+    metavar="N[,M...]",
+    help="Batch sizes the pipelines run at, with --objective throughput.",
+)
+@seconds_option(
+    "--budget", default=3600.0, help="Seconds the whole tune may take, quantizing and the final compare included."
+)
+@quality_budget_options()
+@calibration_size_option()
+@click.option(
+    "--final-runs",
+    type=click.IntRange(min=2, max=RUNS_MAX),
+    default=3,
+    show_default=True,
+    help="Interleaved runs of each pipeline in the final compare.",
+)
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the winner's config and model files, the final compare and the search's state go (default: "
+    "<cache>/tune/<config name>); a rerun with the same folder resumes.",
+)
+@process_timeout_option()
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the candidates' processes run: here, or as Ray tasks (RAY_ADDRESS, or a local Ray), spread over the "
+    "cluster's nodes with --jobs; a run timed on a node with another CPU than this machine's fails.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1, max=256),
+    default=1,
+    show_default=True,
+    help="Candidates' processes at once (screening): more than 1 on one machine shares its cores (a warning says so).",
+)
+@export_options("JSON result document (docs/results.md) with every candidate, rewritten as each phase ends.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The Pareto plot (.png or .svg): quality and peak memory against the objective. Needs the plot extra.",
+)
+@keep_options("tune (with the Pareto plot)")
+def tune(backends, precisions, threads, objective, batch_sizes, budget, **options) -> None:
+    """Search backends x execution variants x precisions x threads, stage by stage, for the fastest pipeline
+    within a quality budget; write it as a bench config and compare it with each framework at its best.
+
+    Exit codes: 0 a winner within the quality budget was found; 1 none was; 2 bad input; 130 interrupted (a
+    rerun with the same --out-dir resumes, reusing every finished process).
+    """
+    from speechperf.errors import SpeechperfError
+    from speechperf.tune.run import TuneOptions, run_tune
+
+    study = {name: options.pop(name) for name in (*QUALITY_BUDGET, *STUDY)}
+    kinds, sizes = _precisions(precisions), _batch_sizes(batch_sizes)
+    if objective != "throughput" and sizes != [1]:
+        raise SpeechperfError(
+            f"--batch-sizes {batch_sizes}: only with --objective throughput (latency and memory are per sample)"
+        )
+    cfg = config_from_args(options)
+    out_dir = study["out_dir"] or cache_dir() / "tune" / _config_name(options.get("config_path"))
+    opts = TuneOptions(
+        backends=tuple(_backends(backends)),
+        precisions=tuple(kinds),
+        threads=tuple(threads),
+        objective=objective,
+        budget_s=budget,
+        budget=quality_budget(study),
+        out_dir=out_dir,
+        exports=_exports(study),
+        batch_sizes=tuple(sizes),
+        calibration_size=study["calibration_size"],
+        timeout_s=study["timeout_s"],
+        final_runs=study["final_runs"],
+        executor=study["executor"],
+        jobs=study["jobs"],
+        plot=study["plot_path"],
+        options={k: str(v) if isinstance(v, Path) else v for k, v in click.get_current_context().params.items()},
+    )
+    sys.exit(run_tune(cfg, opts, workdir=cache_dir()))
+
+
+STUDY = (
+    "executor",
+    "jobs",
+    "calibration_size",
+    "final_runs",
+    "out_dir",
+    "timeout_s",
+    "output",
+    "csv_path",
+    "md_path",
+    "plot_path",
+    "keep",
+)
+
+
+def _config_name(path) -> str:
+    return Path(path).stem if path else "default"
+
+
+def _exports(study):
+    from speechperf.exports import Exports
+    from speechperf.store.keep import Keep
+
+    return Exports(json=study["output"], csv=study["csv_path"], markdown=study["md_path"], keep=study["keep"] or Keep())
+
+
+def _backends(text: str | None) -> list[str]:
+    from speechperf.cli.compare_cmd import _backends as compare_backends
+    from speechperf.registry import get_backend
+
+    names = compare_backends(text)
+    if text is None:  # the default: every installed one
+        names = [n for n in names if get_backend(n).availability().ok]
+    return list(names)
+
+
+def _precisions(text: str) -> list[str]:
+    from speechperf.errors import SpeechperfError
+    from speechperf.tune.space import PRECISIONS
+    from speechperf.values import split_items
+
+    names = split_items(text, "--precisions")
+    unknown = [n for n in names if n not in PRECISIONS]
+    if unknown or not names:
+        raise SpeechperfError(
+            f"--precisions {text}: unknown {unknown[0] if unknown else 'empty'}; allowed: {', '.join(PRECISIONS)}"
+        )
+    return list(names)
+
+
+def _batch_sizes(text: str) -> list[int]:
+    from speechperf.errors import SpeechperfError
+
+    try:
+        sizes = [int(x) for x in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or any(n < 1 or n > 4096 for n in sizes):
+        raise SpeechperfError(f"--batch-sizes {text}: expected whole numbers from 1 to 4096, comma-separated")
+    return sorted(set(sizes))

@@ -1,0 +1,260 @@
+"""What ``speechperf tune`` shows: every candidate and pipeline as rows of its result document, the console's
+tables, the Pareto plot, and the figures the tables need (a pipeline's model size, a backend's own pipeline)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from speechperf import stats, tables
+from speechperf.tune.combine import Pipeline, record
+from speechperf.tune.screen import Screened, Screening
+from speechperf.tune.space import FP32, LOAD_KEYS, StageCandidate
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "phase",
+    "candidate",
+    "stage",
+    "backend",
+    "variant",
+    "precision",
+    "threads",
+    "rung",
+    "mean_ms",
+    "stdev_ms",
+    "samples_per_s",
+    "peak_rss_mib",
+    "size_mb",
+    "quality",
+    "parity",
+    "front",
+    "status",
+)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1e3, 3)
+
+
+def screened_row(row: Screened) -> dict[str, Any]:
+    c = row.candidate
+    times = row.times
+    return {
+        "phase": "stage",
+        "candidate": c.key,
+        "stage": f"stage{c.stage}",
+        "backend": c.backend,
+        "variant": c.variant,
+        "precision": c.precision,
+        "threads": c.threads,
+        "rung": row.rung or None,
+        "mean_ms": _ms(sum(times) / len(times)) if times else None,
+        "stdev_ms": _ms(stats_stdev(times)),
+        "peak_rss_mib": row.peak_mib,
+        "size_mb": None if row.size_bytes is None else round(row.size_bytes / 1e6, 3),
+        "parity": row.parity,
+        "status": row.status,
+    }
+
+
+def stats_stdev(values: Sequence[float]) -> float | None:
+    import statistics
+
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
+def pipeline_row(p: Pipeline) -> dict[str, Any]:
+    rec = record(p)
+    return {
+        "phase": "end to end",
+        "candidate": p.name,
+        "backend": p.stages[0].backend if p.stages else None,
+        "precision": ", ".join(dict.fromkeys(c.precision for c in p.stages)) if p.stages else FP32,
+        "threads": p.threads if p.stages else None,
+        "mean_ms": rec["mean_ms"],
+        "stdev_ms": rec["stdev_ms"],
+        "samples_per_s": p.samples_per_s,
+        "peak_rss_mib": p.peak_mib,
+        "size_mb": rec["size_mb"],
+        "quality": p.quality,
+        "front": p.front if p.stages else None,
+        "status": p.status if p.stages else "reference",
+    }
+
+
+def rows(
+    screening: Screening | None, reference: Pipeline | None, pipelines: Sequence[Pipeline], objective: str
+) -> list[dict[str, Any]]:
+    """Every candidate tried or dropped, stage by stage, then the reference and every pipeline run whole."""
+    out: list[dict[str, Any]] = []
+    if screening is not None:
+        out += [screened_row(r) for r in screening.rows.values()]
+        out += [
+            {"phase": "stage", "candidate": d.key, "stage": f"stage{d.stage}", "backend": d.backend,
+             "precision": d.precision, "status": f"dropped: {d.reason}"}
+            for d in screening.dropped
+        ]  # fmt: skip
+    if reference is not None and reference.runs:
+        out.append(pipeline_row(reference))
+    out += [pipeline_row(p) for p in pipelines]
+    return out
+
+
+def single_framework(screening: Screening, backend: str, stages: int) -> list[StageCandidate] | None:
+    """``backend``'s own pipeline at its best: per stage, its fastest fp32 candidate that finished and passed
+    parity (at the highest rung it reached); None when a stage has none."""
+    chosen = []
+    for stage in range(1, stages + 1):
+        rows = [
+            r
+            for r in screening.rows.values()
+            if r.candidate.stage == stage
+            and r.candidate.backend == backend
+            and r.candidate.precision == FP32
+            and r.mean is not None
+            and not r.status.startswith(("dropped", "failed"))
+        ]
+        if not rows:
+            return None
+        chosen.append(min(rows, key=lambda r: (-r.rung, r.mean)).candidate)
+    return chosen
+
+
+def pipeline_size(cfg, p: Pipeline) -> int | None:
+    """Bytes of the files the pipeline's stages load; None where a stage's files cannot be told."""
+    total = 0
+    for c in p.stages:
+        size = stage_size(cfg, c)
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+def stage_size(cfg, c: StageCandidate) -> int | None:
+    import json
+
+    keys = {}
+    for item in c.sets:
+        target, _, raw = item.partition("=")
+        key = target.partition(".")[2]
+        if key in LOAD_KEYS:
+            keys[key] = json.loads(raw) if raw.startswith('"') else raw
+    source = keys.get("model_dir") or keys.get("path")
+    if source:  # int8 files
+        path = Path(source)
+        files = [f for f in path.rglob("*") if f.is_file() and f.suffix != ".json"] if path.is_dir() else [path]
+        return sum(f.stat().st_size for f in files) if files else None
+    try:
+        import attrs
+
+        from speechperf.optimize.variants import plan_stage
+
+        stage = cfg.stages[c.stage - 1]
+        if "format" in keys:
+            stage = attrs.evolve(stage, format=keys["format"])
+        plan = plan_stage(c.stage, stage, cfg.roles[c.stage - 1], c.backend)
+        return sum(f.stat().st_size for f in plan.fp32_files)
+    except Exception as exc:  # a format whose files were never built here: the size is left out, not guessed
+        log.debug("tune: size of %s unknown: %s", c.key, exc)
+        return None
+
+
+def render(state, title: str) -> str:
+    """The console's report: the stage tables, the pipelines, the winner and the final compare's sentences."""
+    lines = []
+    screening = state.screening
+    if screening is not None:
+        for stage in sorted({r.candidate.stage for r in screening.rows.values()}):
+            body = [
+                (r.candidate.backend, r.candidate.variant, r.candidate.precision, r.candidate.threads, r.rung or "-",
+                 stats.mean_sigma(_ms(_mean(r.times)), _ms(stats_stdev(r.times))), _mib(r.peak_mib), r.status)
+                for r in screening.rows.values() if r.candidate.stage == stage
+            ]  # fmt: skip
+            body += [(d.backend, "*", d.precision, "-", "-", "-", "-", f"dropped: {d.reason}")
+                     for d in screening.dropped if d.stage == stage]  # fmt: skip
+            lines.append(tables.render_table(
+                f"{title}: stage{stage} ({state.cfg.stages[stage - 1].model or state.cfg.stages[stage - 1].path})",
+                ("backend", "variant", "precision", "threads", "rung", "stage mean ± σ (ms)", "peak RSS", "status"),
+                body, left=("backend", "variant", "precision", "status"),
+            ))  # fmt: skip
+    everyone = ([state.reference] if state.reference is not None and state.reference.runs else []) + state.pipelines
+    if everyone:
+        body = [
+            (p.name, stats.mean_sigma(_ms(p.mean_s), _ms(p.stdev_s)),
+             "-" if p.samples_per_s is None else f"{p.samples_per_s:.2f}", _mib(p.peak_mib),
+             "-" if p.size_bytes is None else f"{p.size_bytes / 1e6:.1f}", p.quality or "-",
+             "yes" if p.front else "", p.status if p.stages else "reference")
+            for p in everyone
+        ]  # fmt: skip
+        lines.append(tables.render_table(
+            f"{title}: end to end",
+            ("pipeline", "mean ± σ (ms)", "samples/s", "peak RSS", "size MB", "quality", "front", "status"),
+            body, left=("pipeline", "quality", "status"),
+        ))  # fmt: skip
+    if state.winner is not None:
+        lines.append(f"winner: {state.winner.name}: {state.winner_config or '(config not written)'}")
+    else:
+        lines.append("no winner: no pipeline finished within the quality budget")
+    runner = state.runner
+    if runner is not None:
+        lines.append(f"processes: {runner.ran} run, {runner.reused} reused from an earlier run of this tune; "
+                     f"{state.budget.elapsed:.0f} s of the {state.opts.budget_s:.0f} s budget")  # fmt: skip
+    if state.final:
+        lines += state.final.get("sentences") or [state.final.get("skipped", "")]
+    return "\n".join(line for line in lines if line)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} MiB"
+
+
+def budget_line(state) -> float | None:
+    """The worst quality the budget allows, in the plot's unit: the reference's WER + --max-wer-increase, or its
+    (ASR-)BLEU - --max-bleu-drop; None where the reference has no score or the budget sets no limit on it."""
+    ref, budget = state.reference, state.opts.budget
+    if ref is None or ref.value is None:
+        return None
+    if ref.metric == "WER" and budget.max_wer_increase is not None:
+        return ref.value + budget.max_wer_increase
+    if ref.metric in ("BLEU", "ASR-BLEU") and budget.max_bleu_drop is not None:
+        return ref.value - budget.max_bleu_drop
+    return None
+
+
+def html_tables(doc, title: str) -> list[str]:
+    from speechperf.store.html import table_html
+
+    return [table_html(title, COLUMNS, doc.rows)]
+
+
+def plots(state, title: str, folder: Path) -> list[Path]:
+    """--plot FILE, and the same figure for --html (drawn into ``folder`` when --plot is not given)."""
+    opts = state.opts
+    path = opts.plot or (folder / "tune.png" if opts.exports.keep.html is not None else None)
+    measured = [p for p in state.pipelines if p.mean_s is not None]
+    if path is None or not measured:
+        return []
+    from speechperf.extras import MissingExtraError, require
+
+    try:
+        require("matplotlib", "the Pareto plot of speechperf tune")
+    except MissingExtraError as exc:
+        if opts.plot is not None:
+            raise
+        log.warning("%s", exc)
+        return []
+    from speechperf.tune.plot import plot_front
+
+    drawn = plot_front(state.reference, measured, state.opts.objective, path, title, budget_line(state))
+    if opts.plot is not None:
+        log.info("Pareto plot %s", drawn)
+    return [drawn]

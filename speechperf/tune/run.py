@@ -1,0 +1,393 @@
+"""``speechperf tune``: the fastest way to run a pipeline on this machine within a quality budget.
+
+1. The int8 variants every backend's methods make (speechperf.tune.quantized, cached by content).
+2. Every candidate of every stage screened by successive halving in fresh processes (speechperf.tune.screen).
+3. The best per-stage candidates combined and run whole with quality scored; each pipeline judged against the
+   reference's quality (speechperf.tune.combine); the Pareto front.
+4. The winner written as a bench config with its model files (``--out-dir``), then a final interleaved
+   ``speechperf compare`` of the winner, each backend's best single-framework pipeline and the all-default one.
+
+Every process's result is kept as it finishes (speechperf.tune.runs): a rerun resumes. The result document
+(``kind: tune``) is rewritten through the exports as each phase ends; Ctrl-C keeps it (``complete: false``).
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from speechperf.config.schema import BenchConfig
+from speechperf.errors import SpeechperfError
+from speechperf.exports import Exports
+from speechperf.optimize.fidelity import QualityBudget
+from speechperf.results import Document
+from speechperf.results.environment import LoadProbe, machine
+from speechperf.results.notes import collect
+from speechperf.tune import combine, report
+from speechperf.tune.combine import Pipeline
+from speechperf.tune.runs import Budget, Runner, state_digest
+from speechperf.tune.screen import Screening, ScreenPlan, rungs, screen
+from speechperf.tune.space import INT8, cpu_has_bf16, float_candidates, int8_candidates
+
+log = logging.getLogger(__name__)
+
+OBJECTIVES = ("latency", "throughput", "memory")
+#: The pipelines run whole, best predicted first.
+MAX_PIPELINES = 4
+#: Runs of each pipeline end to end (two give a σ), and of each cell of the final compare.
+PIPELINE_RUNS = 2
+FINAL_RUNS = 3
+WINNER_CONFIG = "winner.yaml"
+#: What is kept for the end-to-end runs and the final compare, over their estimate: the time between phases (writing
+#: the winner, the documents) and runs slower than the reference's (the first such tune here kept the exact
+#: estimate, 684 s, and had 684 s left, a hair short, so its final compare did not run).
+MARGIN = 1.15
+
+
+@attrs.frozen
+class TuneOptions:
+    backends: tuple[str, ...]
+    precisions: tuple[str, ...]
+    threads: tuple[int, ...]
+    objective: str
+    budget_s: float
+    budget: QualityBudget
+    out_dir: Path
+    exports: Exports
+    batch_sizes: tuple[int, ...] = (1,)
+    calibration_size: int = 4
+    timeout_s: float | None = None
+    final_runs: int = FINAL_RUNS
+    executor: str = "local"  # or "ray": the candidates' processes as Ray tasks
+    jobs: int = 1
+    plot: Path | None = None
+    options: dict[str, Any] = attrs.Factory(dict)  #: the command's options as given, kept in the document
+
+
+@attrs.define
+class _Tune:
+    """The state the document is written from as the phases end."""
+
+    opts: TuneOptions
+    cfg: BenchConfig
+    budget: Budget
+    runner: Runner | None = None
+    screening: Screening | None = None
+    reference: Pipeline | None = None
+    pipelines: list[Pipeline] = attrs.Factory(list)
+    winner: Pipeline | None = None
+    winner_config: Path | None = None
+    final: dict[str, Any] | None = None
+    reused_int8: int = 0
+    environment: dict[str, Any] = attrs.Factory(machine)
+    notes: list[str] = attrs.Factory(list)
+
+    def document(self, complete: bool = False) -> Document:
+        o = self.opts
+        rows = report.rows(self.screening, self.reference, self.pipelines, o.objective)
+        runner = self.runner
+        body = {
+            "objective": o.objective,
+            "backends": list(o.backends),
+            "precisions": list(o.precisions),
+            "threads": list(o.threads),
+            "batch_sizes": list(o.batch_sizes),
+            "budget_s": o.budget_s,
+            "elapsed_s": round(self.budget.elapsed, 1),
+            "quality_budget": attrs.asdict(o.budget),
+            "processes": {
+                "run": runner.ran if runner else 0,
+                "reused": runner.reused if runner else 0,
+                "wall_s": round(runner.wall_s, 1) if runner else 0.0,
+                "int8_variants_reused": self.reused_int8,
+            },
+            "dropped": [attrs.asdict(d) for d in (self.screening.dropped if self.screening else [])],
+            "front": [p.name for p in self.pipelines if p.front],
+            "winner": None if self.winner is None else combine.record(self.winner),
+            "winner_config": None if self.winner_config is None else str(self.winner_config),
+            "final_compare": self.final,
+            "options": o.options,
+        }
+        return Document(
+            "tune",
+            config=self.cfg.to_dict(),
+            environment=self.environment,
+            rows=rows,
+            notes=list(self.notes),
+            complete=complete,
+            body=body,
+        )
+
+    def write(self) -> None:
+        self.opts.exports.write(self.document())
+
+
+def run_tune(cfg: BenchConfig, opts: TuneOptions, workdir: Path, out=None) -> int:
+    """The whole tune; returns the exit code: 0 a winner within the budget, 1 none (every pipeline over the quality
+    budget or failed, or the time budget spent before one finished)."""
+    from speechperf.outputs import check_output_folder
+
+    out = out or sys.stdout
+    opts = attrs.evolve(opts, exports=attrs.evolve(opts.exports, columns=report.COLUMNS))
+    opts.exports.check()
+    if opts.plot is not None:
+        from speechperf.optimize.plot import check_plot_path
+
+        check_plot_path(opts.plot)
+    check_output_folder(opts.out_dir, "--out-dir")
+    _check(cfg, opts, workdir)
+    state = _Tune(opts, cfg, Budget(opts.budget_s))
+    with collect() as got, opts.exports.interrupted(state.document):
+        probe = LoadProbe().start()
+        try:
+            code = _search(state, workdir)
+        finally:
+            state.environment["load"] = probe.stop()
+        state.notes += got.notes
+        _finish(state, code, out)
+    return code
+
+
+def _check(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
+    from speechperf.benchmark.derive import config_for_backend
+    from speechperf.benchmark.validate import check_config
+    from speechperf.registry import require_backend
+
+    if opts.objective not in OBJECTIVES:
+        raise SpeechperfError(f"--objective {opts.objective}: unknown; allowed: {', '.join(OBJECTIVES)}")
+    if opts.objective == "throughput" and opts.batch_sizes == (1,):
+        log.warning("--objective throughput with --batch-sizes 1: samples one at a time; give --batch-sizes 1,8")
+    for name in opts.backends:
+        require_backend(name)
+        check_config(cfg, name)
+        config_for_backend(cfg, name, workdir)  # a derived file is exported once, here, for every child
+
+
+def _search(state: _Tune, workdir: Path) -> int:
+    from speechperf.data import load_dataset
+    from speechperf.optimize.variants import config_dict
+    from speechperf.tune.quantized import int8_variants
+
+    opts, cfg = state.opts, state.cfg
+    dataset_size = len(load_dataset(cfg.general, cfg.roles[0]))
+    ladder = rungs(dataset_size, cfg.general.repeat)
+    reference_backend = opts.backends[0]
+    plan = ScreenPlan(
+        reference_backend,
+        config_dict(cfg, reference_backend),
+        (
+            *_final_sets(cfg),
+            f"general.meters={_screen_meters(opts.objective)}",
+            f"general.batch_size={max(opts.batch_sizes)}",
+        ),
+        opts.objective,
+        {f"stage{i}": s.tolerance for i, s in enumerate(cfg.stages, 1) if s.tolerance},
+    )
+    fingerprint = (platform.node(), state.environment.get("cpu"), state.environment.get("cpu_count"))
+    digest = state_digest(plan.config, plan.sets, ladder, fingerprint, opts.calibration_size, opts.batch_sizes)
+    state.runner = Runner(opts.out_dir / "state", digest, state.budget, opts.timeout_s, opts.executor, opts.jobs)
+    if state.runner.known:
+        log.info(
+            "tune: resuming: %d finished process(es) of an earlier run of this tune are reused", len(state.runner.known)
+        )
+
+    candidates, dropped = float_candidates(cfg, opts.backends, opts.precisions, opts.threads, cpu_has_bf16())
+    if INT8 in opts.precisions:
+        log.info("tune: making the int8 variants (cached by content in %s) ...", workdir / "tune" / "int8")
+        made, state.reused_int8 = int8_variants(
+            cfg, opts.backends, workdir / "tune" / "int8", workdir, opts.calibration_size
+        )
+        more, gone = int8_candidates(made, opts.threads)
+        candidates += more
+        dropped += gone
+    log.info("tune: %d candidate(s) over %d stage(s), %d dropped before any run; budget %.0f s, %.0f s left",
+             len(candidates), len(cfg.stages), len(dropped), opts.budget_s, state.budget.left)  # fmt: skip
+    # The reference run whole first: the quality every pipeline is judged against, and the time one scored process
+    # takes, which sizes what the screening must leave for the end-to-end runs and the final compare.
+    state.reference = combine.Pipeline(combine.REFERENCE, (), batch_size=max(opts.batch_sizes))
+    combine.run_pipelines(state.reference, [], plan, END_SETS, 1, state.runner, lambda: 0.0)
+    processes_after = MAX_PIPELINES * len(opts.batch_sizes) * PIPELINE_RUNS + PIPELINE_RUNS - 1 + _final_processes(opts)
+
+    def reserve(found: Screening | None = None) -> float:
+        return (_scored_wall(state) or 0.0) * processes_after * MARGIN
+
+    state.screening = screen(candidates, dropped, plan, ladder, state.runner, reserve)
+    for row in state.screening.rows.values():
+        if row.values:
+            row.size_bytes = report.stage_size(cfg, row.candidate)
+    state.write()
+    _end_to_end(state, plan)
+    state.write()
+    if state.winner is None:
+        log.error("tune: no pipeline finished within the quality budget")
+        return 1
+    state.winner_config = _write_winner(state, plan)
+    state.final = _final_compare(state, plan, workdir)
+    return 0
+
+
+def _end_to_end(state: _Tune, plan: ScreenPlan) -> None:
+    opts, cfg = state.opts, state.cfg
+    assert state.screening is not None and state.runner is not None
+    base = combine.combinations(state.screening, len(cfg.stages), MAX_PIPELINES, opts.objective)
+    pipelines = []
+    for size in opts.batch_sizes:
+        for p in base:
+            name = p.name if len(opts.batch_sizes) == 1 else f"{p.name} batch {size}"
+            pipelines.append(attrs.evolve(p, name=name, batch_size=size))
+    assert state.reference is not None
+
+    def reserve() -> float:  # the final compare's processes score quality as these do: timed by the reference's
+        return (_scored_wall(state) or 0.0) * _final_processes(opts) * MARGIN
+
+    log.info("tune: %d pipeline(s) end to end, %d run(s) each, with the reference", len(pipelines), PIPELINE_RUNS)
+    state.pipelines = combine.run_pipelines(
+        state.reference, pipelines, plan, END_SETS, PIPELINE_RUNS, state.runner, reserve, _scored_wall(state) or 0.0
+    )
+    for p in state.pipelines:
+        p.size_bytes = report.pipeline_size(cfg, p)
+    state.winner = combine.judge(state.reference, state.pipelines, opts.budget, opts.objective)
+    combine.pareto_front(state.pipelines, opts.objective)
+
+
+#: The end-to-end runs' meters: quality is judged there (scored wherever the dataset allows it).
+END_SETS = ("general.meters=[runtime,memory,quality]",)
+
+
+def _screen_meters(objective: str) -> str:
+    """The screening's meters: the runtime alone (the memory meter costs a forward per sample and stage), and the
+    peak RSS where it is the objective."""
+    return "[runtime,memory]" if objective == "memory" else "[runtime]"
+
+
+def _final_processes(opts: TuneOptions) -> int:
+    """The final compare's processes: the winner, each backend's own pipeline, the all-default one."""
+    return (len(opts.backends) + 2) * opts.final_runs
+
+
+def _scored_wall(state: _Tune) -> float | None:
+    """Seconds one quality-scored whole-pipeline process takes: the reference's longest end-to-end run."""
+    walls = [r.wall_s for r in (state.reference.runs if state.reference else []) if r.ok and r.wall_s]
+    if walls:
+        return max(walls)
+    return state.screening.reference_wall_s if state.screening else None
+
+
+def _write_winner(state: _Tune, plan: ScreenPlan) -> Path:
+    """The winner as a bench config in --out-dir, its int8 files copied beside it."""
+    from speechperf.config import write_config
+    from speechperf.config.load import apply_sets
+
+    winner = state.winner
+    assert winner is not None
+    out_dir = state.opts.out_dir
+    data = _plain(plan.config)
+    apply_sets(data, [*_final_sets(state.cfg), *winner.sets])
+    data["general"]["threads"] = winner.threads
+    if winner.batch_size != 1:
+        data["general"]["batch_size"] = winner.batch_size
+    for i in range(1, len(state.cfg.stages) + 1):
+        stage = data[f"stage{i}"]
+        for key in ("model_dir", "path"):
+            source = stage.get(key)
+            if source and INT8 in _precision(winner, i) and Path(source).exists():
+                target = out_dir / "models" / f"stage{i}" / Path(source).name
+                if target.exists():
+                    shutil.rmtree(target) if target.is_dir() else target.unlink()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                (shutil.copytree if Path(source).is_dir() else shutil.copy2)(source, target)
+                stage[key] = str(target.resolve())
+    path = write_config(data, out_dir / WINNER_CONFIG)
+    log.info("tune: the winner's config: %s (speechperf bench --config %s)", path, path)
+    return path
+
+
+def _final_sets(cfg: BenchConfig) -> tuple[str, ...]:
+    """What the winner's config and the final compare change in the user's config: at least one warm-up (a
+    compiled variant compiles on its first call)."""
+    return (f"general.warmup={max(1, cfg.general.warmup)}",)
+
+
+def _precision(p: Pipeline, stage: int) -> str:
+    return p.stages[stage - 1].precision
+
+
+def _plain(config: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    return json.loads(json.dumps(config))
+
+
+def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, Any] | None:
+    """An interleaved compare of the winner, each backend's single-framework best and the all-default pipeline."""
+    from speechperf.compare.plan import Cell
+    from speechperf.compare.run import CompareOptions, run_compare
+    from speechperf.results import read
+
+    opts = state.opts
+    winner = state.winner
+    assert winner is not None and state.screening is not None and state.winner_config is not None
+    runs_left = state.budget.left
+    wall = _scored_wall(state) or 0.0
+    shared = (*_final_sets(state.cfg), f"general.batch_size={winner.batch_size}")  # as the winner's config has them
+    cells = [Cell(f"tune winner: {winner.name}", winner.stages[0].backend, winner.threads, state.winner_config)]
+    for backend in opts.backends:
+        best = report.single_framework(state.screening, backend, len(state.cfg.stages))
+        if best is None:
+            state.notes.append(
+                f"final compare: no {backend}-only pipeline: a stage has no {backend} fp32 candidate that passed"
+            )
+            continue
+        sets = tuple(s for c in best for s in c.sets)
+        cells.append(
+            Cell(f"{backend} only, best variants", backend, winner.threads, plan.config, None, (*shared, *sets))
+        )
+    cells.append(Cell("all default", plan.backend, winner.threads, plan.config, None, shared))
+    need = wall * len(cells) * opts.final_runs
+    if need and need > runs_left:
+        line = f"final compare not run: it needs about {need:.0f} s, {runs_left:.0f} s of --budget are left"
+        log.warning("tune: %s", line)
+        state.notes.append(line)
+        return {"skipped": line}
+    path = opts.out_dir / "final-compare.json"
+    compare = CompareOptions(
+        base=state.cfg,
+        cells=tuple(cells),
+        backends=tuple(dict.fromkeys(c.backend for c in cells)),
+        threads=(winner.threads,),
+        runs=opts.final_runs,
+        timeout_s=opts.timeout_s,
+        workdir=opts.out_dir / "final-compare",
+        exports=Exports(json=path, markdown=opts.out_dir / "final-compare.md"),
+        options={"from": "speechperf tune"},
+        paths_searched=True,
+    )
+    log.info("tune: final compare: %d pipeline(s), %d interleaved run(s) each", len(cells), opts.final_runs)
+    code = run_compare(compare)
+    doc = read(path)
+    comparisons = [c for ranking in doc.get("comparisons") or [] for c in ranking]
+    return {
+        "exit_code": code,
+        "json": str(path),
+        "sentences": [c["sentence"] for c in comparisons],
+        "comparisons": comparisons,
+        "quality": doc.get("quality"),
+        "rows": [{k: r.get(k) for k in ("cell", "mean_ms", "stdev_ms", "quality")} for r in doc.rows],
+    }
+
+
+def _finish(state: _Tune, code: int, out) -> None:
+    title = f"speechperf tune: {state.cfg.general.model_type}, objective {state.opts.objective}"
+    doc = state.document(complete=True)
+    text = report.render(state, title)
+    print(text, file=out)
+    with tempfile.TemporaryDirectory(prefix="speechperf-tune-") as folder:
+        images = report.plots(state, title, Path(folder))
+        state.opts.exports.finish(doc, code, tables=report.html_tables(doc, title), images=images, title=title)

@@ -1,0 +1,165 @@
+"""What ``speechperf tune`` searches: per stage, backend x execution variant x precision x threads.
+
+A ``StageCandidate`` is one way to run one stage of the pipeline: the ``--set`` items that pin that stage to a
+backend (``stageN.backend``), its variant (``variants()`` of the backend: a zoo format and options, applied to this
+stage alone) and, for int8, the quantized model files (``stageN.model_dir`` / ``stageN.path``, written by
+``speechperf optimize``'s methods, speechperf.tune.quantized). The other stages keep the reference path (the first
+backend's own), so a stage is timed on the inputs the reference hands it.
+
+Precisions:
+- ``fp32``: every variant the backend declares;
+- ``bf16``: the variants a backend declares with ``precision="bf16"``, on a CPU with AVX-512 BF16 or AMX; where either
+  is missing, one dropped candidate per backend says which;
+- ``int8:<method>``: each quantization method of the backend (``capabilities.quantization``, less ``fp32-export``,
+  which is no int8), on the backend's own path (int8 files load in one way).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from speechperf.backend import Variant
+
+FP32 = "fp32"
+BF16 = "bf16"
+INT8 = "int8"
+PRECISIONS = (FP32, BF16, INT8)
+#: Quantization methods that change no precision (optimize's control for the container's effect).
+NOT_INT8 = ("fp32-export",)
+#: /proc/cpuinfo flags of a CPU with bf16 arithmetic (AVX-512 BF16; AMX tiles with bf16).
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+@attrs.frozen
+class StageCandidate:
+    """One way to run stage ``stage`` (1-based). ``sets``: the --set items that make the base config run it."""
+
+    stage: int
+    backend: str
+    variant: str
+    precision: str  # "fp32", "bf16", "int8:<method>"
+    threads: int
+    sets: tuple[str, ...] = ()
+    what: str = ""  # the variant's description
+
+    @property
+    def key(self) -> str:
+        """``stage1 onnxruntime:default fp32 t=1``: the name in every table and in the resume store."""
+        return f"stage{self.stage} {self.backend}:{self.variant} {self.precision} t={self.threads}"
+
+    @property
+    def is_int8(self) -> bool:
+        return self.precision.startswith(INT8)
+
+
+@attrs.frozen
+class Dropped:
+    """A candidate that is not measured at all, and why (no bf16 on this CPU, a method that could not quantize)."""
+
+    key: str
+    stage: int
+    backend: str
+    precision: str
+    reason: str
+
+
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool:
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return False
+    flags = set(cpuinfo.split())
+    return any(flag in flags for flag in BF16_FLAGS)
+
+
+def stage_variant_sets(config, index: int, backend: str, variant: Variant) -> tuple[str, ...]:
+    """The ``--set`` items that run stage ``index`` of ``config`` as ``variant`` of ``backend``: its format where
+    the stage runs a seeded reference model (a file of your own, Whisper or silero keeps its own), its options
+    merged over the stage's own for that backend."""
+    from speechperf.zoo.catalog import MODEL_MODULES
+
+    stage = config.stages[index - 1]
+    items = []
+    if variant.format is not None and stage.model in MODEL_MODULES:
+        items.append(f"stage{index}.format={variant.format}")
+    if variant.options:
+        options = {k: dict(v or {}) for k, v in (stage.options or {}).items()}
+        options.setdefault(backend, {}).update(variant.options_dict)
+        items.append(f"stage{index}.options={json.dumps(options)}")
+    return tuple(items)
+
+
+def declared_variants(backend: str) -> tuple[Variant, ...]:
+    from speechperf.compare.best import backend_variants
+
+    return backend_variants(backend, precision=None)
+
+
+def float_candidates(
+    config, backends: Sequence[str], precisions: Sequence[str], threads: Sequence[int], bf16_cpu: bool
+) -> tuple[list[StageCandidate], list[Dropped]]:
+    """fp32 and bf16 candidates of every stage, with the bf16 ones that cannot run dropped; the same stage sets
+    under two variant names (Whisper has no format to switch) are measured once, under the first name."""
+    out: list[StageCandidate] = []
+    dropped: list[Dropped] = []
+    for index in range(1, len(config.stages) + 1):
+        seen: set[tuple] = set()
+        for backend in backends:
+            variants = declared_variants(backend)
+            for precision in (p for p in precisions if p in (FP32, BF16)):
+                chosen = [v for v in variants if v.precision == precision]
+                if precision == BF16 and (not bf16_cpu or not chosen):
+                    why = (
+                        "this CPU has no AVX-512 BF16 or AMX (cpuinfo flags avx512_bf16, amx_bf16)"
+                        if not bf16_cpu
+                        else f"backend {backend!r} declares no bf16 variant"
+                    )
+                    for n in threads:
+                        key = f"stage{index} {backend}:* bf16 t={n}"
+                        dropped.append(Dropped(key, index, backend, BF16, why))
+                    continue
+                for variant in chosen:
+                    sets = (f"stage{index}.backend={backend}", *stage_variant_sets(config, index, backend, variant))
+                    for n in threads:
+                        if (backend, sets, n) in seen:
+                            continue
+                        seen.add((backend, sets, n))
+                        out.append(StageCandidate(index, backend, variant.name, precision, n, sets, variant.describe()))
+    return out, dropped
+
+
+def int8_candidates(
+    quantized: Mapping[tuple[str, str, int], Any], threads: Sequence[int]
+) -> tuple[list[StageCandidate], list[Dropped]]:
+    """The int8 candidates: ``quantized[(backend, method, stage)]`` holds the stage keys that load the int8 files
+    (speechperf.tune.quantized), or the exception that stopped the method on that stage."""
+    out: list[StageCandidate] = []
+    dropped: list[Dropped] = []
+    for (backend, method, index), made in quantized.items():
+        precision = f"{INT8}:{method}"
+        if isinstance(made, BaseException):
+            for n in threads:
+                key = f"stage{index} {backend}:default {precision} t={n}"
+                dropped.append(Dropped(key, index, backend, precision, f"could not quantize: {made}"))
+            continue
+        sets = [f"stage{index}.backend={backend}"]
+        sets += [f"stage{index}.{k}={json.dumps(v)}" for k, v in sorted(made.items()) if k in LOAD_KEYS]
+        for n in threads:
+            out.append(StageCandidate(index, backend, "default", precision, n, tuple(sets), f"{method} int8 files"))
+    return out, dropped
+
+
+#: The stage keys a quantized variant changes (speechperf.optimize.variants.write_variant).
+LOAD_KEYS = ("model_dir", "format", "path")
+
+
+def int8_methods(backend: str) -> tuple[str, ...]:
+    from speechperf.registry import get_backend
+
+    return tuple(m for m in get_backend(backend).capabilities.quantization if m not in NOT_INT8)

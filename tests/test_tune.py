@@ -1,0 +1,106 @@
+"""``speechperf tune`` through the real CLI, real onnxruntime and its real int8 methods on the tiny S2T: Ctrl-C keeps
+the document (complete: false) and exits 130, a rerun resumes (every finished process reused), the winner is a
+config bench runs, the final compare is in the document, and bad input is one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tune_args(tmp_path: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "speechperf", "tune", "--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny",
+        "--dataset-size", "2", "--set", "general.repeat=1", "--backends", "onnxruntime", "--precisions", "bf16,int8",
+        "--calibration-size", "1", "--final-runs", "2", "--budget", "900", "--out-dir", str(tmp_path / "out"),
+        "-o", str(tmp_path / "tune.json"), "--csv", str(tmp_path / "tune.csv"), "--no-store",
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_tune_interrupted_then_resumed_writes_a_winner_that_bench_runs(tmp_path):
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen(tune_args(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    ledger = tmp_path / "out" / "state" / "runs.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if ledger.is_file() and len(ledger.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()[1][-2000:]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    interrupted = json.loads((tmp_path / "tune.json").read_text())
+    assert interrupted["kind"] == "tune" and interrupted["complete"] is False
+    finished_before = len(ledger.read_text().splitlines())
+    assert finished_before >= 3
+
+    done = subprocess.run(tune_args(tmp_path), capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads((tmp_path / "tune.json").read_text())
+    assert doc["complete"] is True and doc["processes"]["reused"] >= finished_before
+    assert f"{doc['processes']['reused']} reused from an earlier run of this tune" in done.stdout
+    rows = {r["candidate"]: r for r in doc["rows"]}
+    bf16 = [r for r in doc["rows"] if r["precision"] == "bf16"]
+    assert bf16 and all(r["status"].startswith("dropped: ") for r in bf16)  # no bf16 path in onnxruntime (or CPU)
+    int8 = [r for r in doc["rows"] if r["phase"] == "stage" and str(r["precision"]).startswith("int8")]
+    assert {r["precision"] for r in int8} == {"int8:ort-dynamic", "int8:ort-static-qdq"}
+    assert all(r["mean_ms"] > 0 and r["size_mb"] > 0 for r in int8)
+    assert rows["reference (fp32, default paths)"]["status"] == "reference"
+    winner = doc["winner"]
+    assert winner["status"] == "winner" and doc["front"]
+    assert winner["mean_ms"] == min(
+        r["mean_ms"] for r in doc["rows"] if r["phase"] == "end to end" and r["status"] in ("winner", "within budget (no quality to judge: no score against references)")
+    )  # fmt: skip
+    final = doc["final_compare"]
+    # the winner against the all-default pipeline; no onnxruntime-only one: no fp32 candidate was searched
+    assert [r["cell"] for r in final["rows"]] == [f"tune winner: {winner['pipeline']}", "all default"]
+    assert any(s.startswith("tune winner") or "than tune winner" in s for s in final["sentences"])
+    assert (
+        "final compare: no onnxruntime-only pipeline: a stage has no onnxruntime fp32 candidate that passed"
+        in doc["notes"]
+    )
+    csv_lines = (tmp_path / "tune.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("phase,candidate,stage,backend") and len(csv_lines) == len(doc["rows"]) + 1
+
+    config = Path(doc["winner_config"])
+    assert config.parent == tmp_path / "out"
+    bench = subprocess.run(
+        [sys.executable, "-m", "speechperf", "bench", "--config", str(config), "--no-store", "-o", str(tmp_path / "b.json")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert bench.returncode == 0, bench.stderr[-2000:]
+    result = json.loads((tmp_path / "b.json").read_text())["result"]
+    assert [s["backend"] for s in result["stages"]] == ["onnxruntime"]
+    if "int8" in winner["pipeline"]:  # its int8 files were copied beside the config
+        assert str(tmp_path / "out" / "models") in config.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--precisions", "fp16"], "Error: --precisions fp16: unknown fp16; allowed: fp32, bf16, int8"),
+        (["--batch-sizes", "4"], "Error: --batch-sizes 4: only with --objective throughput (latency and memory are per sample)"),
+        (["--batch-sizes", "0", "--objective", "throughput"], "Error: --batch-sizes 0: expected whole numbers from 1 to 4096, comma-separated"),
+        (["--backends", "tensorflow"], "Error: --backends: unknown backend 'tensorflow'; known backends:"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    result = CliRunner().invoke(main, ["tune", "--out-dir", str(tmp_path / "o"), *args])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1].startswith(message)
+    assert "Traceback" not in result.output and not (tmp_path / "o").exists()

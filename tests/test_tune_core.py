@@ -1,0 +1,238 @@
+"""The core of ``speechperf tune`` with fake bench processes: the search space (bf16 only where it can run, int8
+failures named), successive halving, the resume ledger, the quality judgement and the Pareto front. The real
+frameworks and processes are in tests/test_tune.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from speechperf.compare.child import RunResult
+from speechperf.config import load_config
+from speechperf.errors import SpeechperfError
+from speechperf.optimize.fidelity import QualityBudget
+from speechperf.tune import combine
+from speechperf.tune.combine import Pipeline
+from speechperf.tune.runs import Budget, Runner
+from speechperf.tune.screen import Rung, ScreenPlan, screen
+from speechperf.tune.space import StageCandidate, cpu_has_bf16, float_candidates, int8_candidates
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def config(name: str):
+    return load_config(REPO / "configs" / name, {}, {"preset": "tiny"}, [])
+
+
+def test_bf16_needs_the_cpu_flags_and_a_bf16_variant():
+    assert cpu_has_bf16("flags : fpu avx512f avx512_bf16 amx_tile") and cpu_has_bf16("flags: amx_bf16")
+    assert not cpu_has_bf16("flags : fpu avx2 avx512f avx512_vnni")
+    cfg = config("S2T.yaml")
+    found, dropped = float_candidates(cfg, ["onnxruntime", "torch"], ["fp32", "bf16"], [1], bf16_cpu=False)
+    assert {(d.backend, d.reason) for d in dropped} == {
+        (b, "this CPU has no AVX-512 BF16 or AMX (cpuinfo flags avx512_bf16, amx_bf16)")
+        for b in ("onnxruntime", "torch")
+    }
+    assert {c.precision for c in found} == {"fp32"}
+    found, dropped = float_candidates(cfg, ["onnxruntime", "torch"], ["fp32", "bf16"], [1, 2], bf16_cpu=True)
+    assert [(d.backend, d.reason) for d in dropped] == [
+        ("onnxruntime", "backend 'onnxruntime' declares no bf16 variant")
+    ] * 2
+    bf16 = [c for c in found if c.precision == "bf16"]
+    assert [(c.backend, c.variant, c.threads) for c in bf16] == [("torch", "eager-bf16", 1), ("torch", "eager-bf16", 2)]
+    assert bf16[0].sets == (
+        "stage1.backend=torch",
+        "stage1.format=torch-eager",
+        'stage1.options={"torch": {"dtype": "bfloat16"}}',
+    )
+    assert len({c.key for c in found}) == len(found)
+
+
+def test_a_whisper_stage_keeps_its_format_so_variants_that_differ_only_by_format_are_measured_once():
+    cfg = config("WhisperTinyEn.yaml")
+    found, _ = float_candidates(cfg, ["torch"], ["fp32"], [1], bf16_cpu=False)
+    names = [c.variant for c in found]
+    assert "eager" in names and "torchscript" not in names  # the same sets as eager: Whisper has no format to switch
+    assert "torchscript-frozen" in names  # its option makes it another path
+
+
+def test_int8_candidates_load_the_quantized_files_and_failures_are_dropped_with_their_reason():
+    made = {
+        ("onnxruntime", "ort-dynamic", 1): {"model_dir": "/q/s1", "format": "onnx-torch", "preset": "tiny"},
+        ("onnxruntime", "ort-dynamic", 2): SpeechperfError("ort-dynamic quantized no operator of decoder.onnx"),
+    }
+    found, dropped = int8_candidates(made, [1])
+    (cand,) = found
+    assert cand.key == "stage1 onnxruntime:default int8:ort-dynamic t=1" and cand.is_int8
+    assert cand.sets == ("stage1.backend=onnxruntime", 'stage1.format="onnx-torch"', 'stage1.model_dir="/q/s1"')
+    (gone,) = dropped
+    assert (gone.stage, gone.reason) == (2, "could not quantize: ort-dynamic quantized no operator of decoder.onnx")
+
+
+def bench_json(path: Path, stage_ms: dict[int, float], bleu: float | None = None) -> None:
+    stages = [
+        {"runtime": {"stats": {"mean": stage_ms[i] / 1e3}}, "memory": {"peak_mib": 100.0 + i}} for i in sorted(stage_ms)
+    ]
+    quality = (
+        {"scores": [{"stage": "total", "metric": "bleu", "samples": 2, "bleu": bleu, "chrf": 50.0}]} if bleu else {}
+    )
+    path.write_text(json.dumps({"result": {"stages": stages, "quality": quality}, "complete": True}))
+
+
+class FakeRunner(Runner):
+    """Every process "runs" at once: its stage times come from ``times`` (candidate key -> ms), or it fails."""
+
+    def __init__(self, folder: Path, times: dict[str, float], budget_s: float = 1e6):
+        super().__init__(folder, "d", Budget(budget_s))
+        self.times, self.calls = times, []
+
+    def run(self, cell, run, key, min_left_s=0.0, expect_s=0.0):
+        if self.budget.left - min_left_s <= max(0.0, expect_s):
+            return None
+        self.calls.append(key)
+        path = self.folder / f"{len(self.calls)}.json"
+        name = cell.label.split(" @")[0]
+        if self.times.get(name) == "fail":
+            return RunResult(cell.label, run, False, 1, None, "exit 1: boom", str(path), "", "")
+        stage_ms = {i: self.times.get(name, 50.0) for i in (1, 2)}
+        bench_json(path, stage_ms)
+        return RunResult(cell.label, run, True, 0, None, None, str(path), str(self.folder / "none.npz"), "", wall_s=1.0)
+
+
+def cands(stage: int, backends: list[str]) -> list[StageCandidate]:
+    return [StageCandidate(stage, b, "v", "fp32", 1, (f"stage{stage}.backend={b}",)) for b in backends]
+
+
+def test_successive_halving_keeps_each_stages_faster_half_and_names_what_became_of_the_rest(tmp_path):
+    first = cands(1, ["a", "b", "c", "d", "e"])
+    second = cands(2, ["x", "y"])
+    times = {c.key: t for c, t in zip(first, [5.0, 4.0, 3.0, 2.0, 1.0])} | {second[0].key: 7.0, second[1].key: "fail"}
+    runner = FakeRunner(tmp_path, times)
+    plan = ScreenPlan("onnxruntime", {"general": {}}, (), "latency")
+    ladder = [Rung(1, 1, 1), Rung(4, 3, 1), Rung(4, 3, 2)]
+    found = screen([*first, *second], [], plan, ladder, runner, lambda s: 0.0)
+    status = {k.split()[1]: r.status for k, r in found.rows.items()}
+    assert status["a:v"] == status["b:v"] == "halved out at rung 1 (slower than the stage's best 3)"
+    assert status["c:v"] == "halved out at rung 2 (slower than the stage's best 2)"
+    assert (status["e:v"], status["d:v"]) == ("best", "kept")
+    assert status["x:v"] == "best" and status["y:v"] == "failed: exit 1: boom"
+    assert found.rows[first[4].key].rung == 3 and len(found.rows[first[4].key].values) == 2  # two runs: a σ
+    assert [r.candidate.key for r in found.survivors(1)] == [first[4].key, first[3].key]
+    # the reference runs at every rung: once, once, twice
+    assert sum(1 for k in runner.calls if k.startswith("reference")) == 4
+
+
+def test_a_spent_budget_leaves_candidates_not_tried(tmp_path):
+    runner = FakeRunner(tmp_path, {}, budget_s=-1)
+    found = screen(
+        cands(1, ["a", "b"]), [], ScreenPlan("onnxruntime", {}, (), "latency"), [Rung(1, 1, 1)], runner, lambda s: 0.0
+    )
+    assert {r.status for r in found.rows.values()} == {"not tried: budget spent"} and runner.calls == []
+
+
+def test_a_rerun_reuses_what_finished_and_nothing_of_another_digest(tmp_path, monkeypatch):
+    from speechperf.compare import launch
+    from speechperf.compare.plan import Cell
+
+    launched = []
+
+    def fake_run_cells(cells, runs, workdir, executor="local", timeout_s=None, jobs=1):
+        launched.append(cells[0].label)
+        workdir.mkdir(parents=True, exist_ok=True)
+        path = workdir / "run.json"
+        bench_json(path, {1: 3.0})
+        ok = cells[0].label != "broken"
+        return [
+            RunResult(
+                cells[0].label, 0, ok, 0 if ok else 1, None, None if ok else "exit 1: x", str(path), "", "", wall_s=2.0
+            )
+        ]
+
+    monkeypatch.setattr(launch, "run_cells", fake_run_cells)
+    first = Runner(tmp_path, "d1", Budget(100))
+    assert first.run(Cell("a", "onnxruntime"), 0, "a run0").ok
+    assert not first.run(Cell("broken", "onnxruntime"), 0, "broken run0").ok
+    again = Runner(tmp_path, "d1", Budget(100))
+    got = again.run(Cell("a again", "onnxruntime"), 1, "a run0")
+    assert (got.label, got.run, again.reused, again.ran) == ("a again", 1, 1, 0)
+    again.run(Cell("broken", "onnxruntime"), 0, "broken run0")  # a failure is tried again
+    assert launched == ["a", "broken", "broken"]
+    other = Runner(tmp_path, "d2", Budget(100))  # another config or machine: nothing reused
+    other.run(Cell("a", "onnxruntime"), 0, "a run0")
+    assert other.reused == 0 and launched[-1] == "a"
+    (tmp_path / "runs.jsonl").write_text((tmp_path / "runs.jsonl").read_text() + '{"key": "torn')  # a kill mid-line
+    assert Runner(tmp_path, "d1", Budget(100)).known.keys() == {"a run0"}
+
+
+def pipeline(tmp_path: Path, name: str, ms: float, bleu: float, peak: float, size: int) -> Pipeline:
+    path = tmp_path / f"{name}.json"
+    bench_json(path, {1: ms}, bleu=bleu)
+    run = RunResult(name, 0, True, 0, None, None, str(path), "", "")
+    p = Pipeline(name, (StageCandidate(1, "onnxruntime", name, "fp32", 1),), runs=[run], mean_s=ms / 1e3)
+    p.peak_mib, p.size_bytes, p.value, p.metric, p.status = peak, size, bleu, "BLEU", "measured"
+    return p
+
+
+def test_the_winner_is_the_fastest_within_the_quality_budget_and_the_front_keeps_every_trade_off(tmp_path):
+    reference = pipeline(tmp_path, "ref", 30.0, 30.0, 500, 100)
+    fast_bad = pipeline(tmp_path, "int8-bad", 10.0, 27.5, 300, 30)
+    fast_ok = pipeline(tmp_path, "int8-ok", 15.0, 29.5, 300, 30)
+    slow = pipeline(tmp_path, "fp32", 20.0, 30.0, 400, 100)
+    dominated = pipeline(tmp_path, "worse", 25.0, 29.0, 450, 120)
+    winner = combine.judge(reference, [fast_bad, fast_ok, slow, dominated], QualityBudget(max_bleu_drop=1.0), "latency")
+    assert winner is fast_ok and fast_ok.status == "winner"
+    assert fast_bad.status == "over quality budget (BLEU -2.5 points)"
+    assert slow.status == dominated.status == "within budget"
+    front = combine.pareto_front([fast_bad, fast_ok, slow, dominated], "latency")
+    assert {p.name for p in front} == {"int8-bad", "int8-ok", "fp32"}  # "worse" is slower, larger and worse than fp32
+    assert combine.judge(reference, [fast_bad], QualityBudget(max_bleu_drop=1.0), "latency") is None
+
+
+def test_combinations_take_each_stages_best_and_its_fastest_fp32_within_the_pipeline_cap(tmp_path):
+    first = [*cands(1, ["a", "b", "c"]), StageCandidate(1, "q", "default", "int8:m", 1, ("stage1.backend=q",))]
+    second = cands(2, ["x", "y", "z"])
+    times = {first[3].key: 1.0, first[0].key: 2.0, first[1].key: 3.0, first[2].key: 4.0}
+    times |= {second[0].key: 1.0, second[1].key: 2.0, second[2].key: 3.0}
+    found = screen(
+        [*first, *second],
+        [],
+        ScreenPlan("o", {}, (), "latency"),
+        [Rung(1, 1, 1)],
+        FakeRunner(tmp_path, times),
+        lambda s: 0.0,
+    )
+    made = combine.combinations(found, 2, 4, "latency")
+    assert [p.name for p in made] == ["q:default int8:m + x:v", "q:default int8:m + y:v", "a:v + x:v", "a:v + y:v"]
+    assert made[0].predicted == pytest.approx(2.0 * 1e-3)
+
+
+def test_with_jobs_the_processes_go_out_together_and_one_timed_on_another_kind_of_machine_fails(tmp_path, monkeypatch):
+    from speechperf.compare import launch
+    from speechperf.compare.plan import Cell
+    from speechperf.results.environment import cpu_model
+
+    calls = []
+
+    def fake_run_cells(cells, runs, workdir, executor="local", timeout_s=None, jobs=1):
+        calls.append(([c.label for c in cells], executor, jobs))
+        out = []
+        for i, cell in enumerate(cells):
+            path = workdir / f"{i}.json"
+            workdir.mkdir(parents=True, exist_ok=True)
+            data = {"result": {"stages": []}, "environment": {"cpu": "Other CPU" if cell.label == "b" else cpu_model(),
+                                                                "cpu_count": __import__("os").cpu_count()}}  # fmt: skip
+            path.write_text(json.dumps(data))
+            out.append(RunResult(cell.label, 0, True, 0, None, None, str(path), "", "", node=f"node-{cell.label}"))
+        return out
+
+    monkeypatch.setattr(launch, "run_cells", fake_run_cells)
+    runner = Runner(tmp_path, "d", Budget(100), executor="ray", jobs=2)
+    runner.known["c run0"] = RunResult("c", 0, True, 0, None, None, str(tmp_path / "c.json"), "", "")
+    got = runner.run_many([(Cell(x, "onnxruntime"), 0, f"{x} run0") for x in ("a", "b", "c")])
+    assert calls == [(["a", "b"], "ray", 2)] and runner.reused == 1  # c came from the ledger
+    assert got[0].ok and got[2].label == "c"
+    assert not got[1].ok and got[1].reason.startswith("timed on node-b (Other CPU, ")
+    assert "candidates are compared only on one kind of machine" in got[1].reason
+    assert list(runner.known) == ["c run0", "a run0"]
