@@ -387,7 +387,7 @@ def _finish(state: _Tune, code: int, out) -> None:
     title = f"speechperf tune: {state.cfg.general.model_type}, objective {state.opts.objective}"
     doc = state.document(complete=True)
     text = report.render(state, title)
-    print(text, file=out)
+    out.write(text + "\n")
     with tempfile.TemporaryDirectory(prefix="speechperf-tune-") as folder:
         images = report.plots(state, title, Path(folder))
         state.opts.exports.finish(doc, code, tables=report.html_tables(doc, title), images=images, title=title)
