@@ -44,6 +44,9 @@ def test_quick():
 @pytest.fixture
 def lane(pytester, monkeypatch):
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # the inner run loads only what it is given
+    # The inner run's own cache: a zoo build by another xdist worker in this run's cache would otherwise excuse
+    # test_busy as "first build of ..." and the fast lane would pass.
+    monkeypatch.setenv(CACHE_ENV, str(pytester.path / "cache"))
     pytester.makeini("[pytest]\nslow_seconds = 0.1\nmarkers =\n    slow: takes long\n")
     pytester.makepyfile(test_tiny=TESTS)
     return pytester
@@ -82,8 +85,7 @@ def test_a_first_import_of_a_framework_is_listed_not_failed(lane, monkeypatch):
     result.stdout.re_match_lines([r".*CPU test_import.py::test_imports \(first import of lane_heavy_module\)$"])
 
 
-def test_a_build_into_the_shared_zoo_cache_is_listed_not_failed(lane, monkeypatch, tmp_path):
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))  # the inner run's cache, not this run's
+def test_a_build_into_the_shared_zoo_cache_is_listed_not_failed(lane):
     lane.makepyfile(
         test_build="""
         import os, time
