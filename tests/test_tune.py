@@ -22,7 +22,8 @@ def tune_args(tmp_path: Path) -> list[str]:
         sys.executable, "-m", "speechperf", "tune", "--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny",
         "--dataset-size", "2", "--set", "general.repeat=1", "--backends", "onnxruntime", "--precisions", "bf16,int8",
         "--calibration-size", "1", "--final-runs", "2", "--budget", "900", "--out-dir", str(tmp_path / "out"),
-        "-o", str(tmp_path / "tune.json"), "--csv", str(tmp_path / "tune.csv"), "--no-store",
+        "-o", str(tmp_path / "tune.json"), "--csv", str(tmp_path / "tune.csv"), "--markdown", str(tmp_path / "tune.md"),
+        "--no-store",
     ]  # fmt: skip
 
 
@@ -64,8 +65,11 @@ def test_tune_interrupted_then_resumed_writes_a_winner_that_bench_runs(tmp_path)
     )  # fmt: skip
     final = doc["final_compare"]
     # the winner against the all-default pipeline; no onnxruntime-only one: no fp32 candidate was searched
-    assert [r["cell"] for r in final["rows"]] == [f"tune winner: {winner['pipeline']}", "all default"]
+    assert [r["cell"] for r in final["rows"]] == ["all default", f"tune winner: {winner['pipeline']}"]
     assert any(s.startswith("tune winner") or "than tune winner" in s for s in final["sentences"])
+    markdown = (tmp_path / "tune.md").read_text()  # the rows, then the answer: the winner and the final sentences
+    answer = markdown.split("\n## The answer\n\n")[1]
+    assert answer.startswith(f"- winner: {winner['pipeline']}: ") and f"- {final['sentences'][0]}\n" in answer
     assert (
         "final compare: no onnxruntime-only pipeline: a stage has no onnxruntime fp32 candidate that passed"
         in doc["notes"]

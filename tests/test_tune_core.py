@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from speechperf.compare.child import RunResult
+from speechperf.compare.plan import Cell
 from speechperf.config import load_config
 from speechperf.errors import SpeechperfError
 from speechperf.optimize.fidelity import QualityBudget
@@ -132,6 +133,16 @@ def test_a_spent_budget_leaves_candidates_not_tried(tmp_path):
     assert {r.status for r in found.rows.values()} == {"not tried: budget spent"} and runner.calls == []
 
 
+def test_no_process_of_a_rung_starts_when_the_references_time_at_that_rung_no_longer_fits(tmp_path):
+    runner = FakeRunner(tmp_path, {})  # every process takes 1 s; the reference on 1 sample of 4: 4 s for the dataset
+    ladder = [Rung(1, 1, 1), Rung(4, 3, 1)]
+    plan = ScreenPlan("onnxruntime", {"general": {}}, (), "latency")
+    found = screen(cands(1, ["a", "b"]), [], plan, ladder, runner, lambda s: runner.budget.seconds - 2.0)
+    assert found.reference_wall_s == 4.0
+    assert runner.calls and not [k for k in runner.calls if "rung2" in k]  # 2 s left after the reserve: none fits
+    assert all(r.rung == 1 for r in found.rows.values())
+
+
 def test_a_rerun_reuses_what_finished_and_nothing_of_another_digest(tmp_path, monkeypatch):
     from speechperf.compare import launch
     from speechperf.compare.plan import Cell
@@ -236,3 +247,49 @@ def test_with_jobs_the_processes_go_out_together_and_one_timed_on_another_kind_o
     assert not got[1].ok and got[1].reason.startswith("timed on node-b (Other CPU, ")
     assert "candidates are compared only on one kind of machine" in got[1].reason
     assert list(runner.known) == ["c run0", "a run0"]
+
+
+def test_the_winners_score_is_read_against_the_fp32_all_default_pipeline_of_the_final_compare():
+    from speechperf.tune.run import _quality_vs_fp32
+
+    fp32 = {"metric": "ASR-BLEU", "value": 13.896}
+    assert _quality_vs_fp32({"metric": "ASR-BLEU", "value": 17.933}, fp32) == (
+        "final compare: the winner's ASR-BLEU 17.93 against all default (fp32) 13.90: +4.04 points"
+    )
+    assert _quality_vs_fp32({"metric": "WER", "value": 20.0}, fp32).endswith("scored in WER, all default in ASR-BLEU")
+    assert _quality_vs_fp32({"metric": "ASR-BLEU", "value": None}, fp32) is None
+    assert _quality_vs_fp32(None, fp32) is None
+
+
+def test_the_markdown_ends_with_the_answer_and_the_notes():
+    from speechperf.results import Document
+    from speechperf.tune import report
+
+    row = {c: None for c in report.COLUMNS} | {"candidate": "reference (fp32, default paths)", "mean_ms": 12.5}
+    doc = Document("tune", rows=[row], notes=["a note"], body={"answer": ["winner: x: out/winner.yaml", "x ran 2x"]})
+    text = report.markdown(doc)
+    table, answer = text.split("\n## The answer\n\n")
+    assert "| reference (fp32, default paths) |" in table
+    assert answer == "- winner: x: out/winner.yaml\n- x ran 2x\n- a note\n"
+    assert "## The answer" not in report.markdown(Document("tune", rows=[row], body={"answer": []}))
+
+
+def test_the_final_compare_leaves_out_the_slowest_single_framework_pipelines_until_its_runs_fit_the_budget():
+    from speechperf.tune.run import _fit_final_cells
+
+    cells = [
+        Cell(n, "onnxruntime", 1, "c.yaml") for n in ("all default", "tune winner: w", "paddle only", "torch only")
+    ]
+    walls = [20.0, 15.0, 160.0, 30.0]  # paddle's Whisper loads for minutes: 3 runs of every cell need 675 s
+    lines = _fit_final_cells(cells, walls, 3, 300.0)
+    assert [c.label for c in cells] == ["all default", "tune winner: w", "torch only"] and walls == [20.0, 15.0, 30.0]
+    assert lines == ["final compare: paddle only left out: its 3 run(s) need about 480 s, and 300 s of --budget are"
+                     " left for every cell"]  # fmt: skip
+    assert (
+        _fit_final_cells(cells, walls, 3, 50.0)
+        == [
+            "final compare: torch only left out: its 3 run(s) need about 90 s, and 50 s of --budget are left for every cell"
+        ]
+        and len(cells) == 2
+    )  # the winner and all default stay: the caller skips the compare if even they do not fit
+    assert _fit_final_cells(cells, walls, 3, 1000.0) == [] and len(cells) == 2

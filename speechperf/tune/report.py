@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from speechperf import stats, tables
+from speechperf.exports import to_markdown
 from speechperf.tune.combine import Pipeline, record
 from speechperf.tune.screen import Screened, Screening
 from speechperf.tune.space import FP32, LOAD_KEYS, StageCandidate
@@ -196,6 +197,13 @@ def render(state, title: str) -> str:
             ("pipeline", "mean ± σ (ms)", "samples/s", "peak RSS", "size MB", "quality", "front", "status"),
             body, left=("pipeline", "quality", "status"),
         ))  # fmt: skip
+    return "\n".join(lines + answer(state))
+
+
+def answer(state) -> list[str]:
+    """The winner, the processes and the final compare: the console's last lines, the Markdown's and the HTML's
+    last section."""
+    lines = []
     if state.winner is not None:
         lines.append(f"winner: {state.winner.name}: {state.winner_config or '(config not written)'}")
     else:
@@ -206,7 +214,15 @@ def render(state, title: str) -> str:
                      f"{state.budget.elapsed:.0f} s of the {state.opts.budget_s:.0f} s budget")  # fmt: skip
     if state.final:
         lines += state.final.get("sentences") or [state.final.get("skipped", "")]
-    return "\n".join(line for line in lines if line)
+        lines.append(state.final.get("quality_vs_fp32") or "")
+    return [line for line in lines if line]
+
+
+def markdown(doc) -> str:
+    """Every candidate and pipeline, then the answer and the notes."""
+    text = to_markdown(doc, COLUMNS)
+    said = [*(doc.get("answer") or []), *doc.notes]
+    return f"{text}\n## The answer\n\n" + "".join(f"- {line}\n" for line in said) if said else text
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -233,7 +249,15 @@ def budget_line(state) -> float | None:
 def html_tables(doc, title: str) -> list[str]:
     from speechperf.store.html import table_html
 
-    return [table_html(title, COLUMNS, doc.rows)]
+    tables = [table_html(title, COLUMNS, doc.rows)]
+    final = doc.get("final_compare") or {}
+    if final.get("rows"):
+        tables.append(table_html("the final compare (interleaved runs)", ("cell", "mean_ms", "stdev_ms", "quality"),
+                                 final["rows"]))  # fmt: skip
+    said = [*(doc.get("answer") or []), *doc.notes]
+    if said:
+        tables.append(table_html("the answer", ("line",), [{"line": line} for line in said]))
+    return tables
 
 
 def plots(state, title: str, folder: Path) -> list[Path]:

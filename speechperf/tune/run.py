@@ -45,6 +45,8 @@ MAX_PIPELINES = 4
 PIPELINE_RUNS = 2
 FINAL_RUNS = 3
 WINNER_CONFIG = "winner.yaml"
+#: The final compare's fp32 pipeline with every stage on its backend's default path.
+DEFAULT_CELL = "all default"
 #: What is kept for the end-to-end runs and the final compare, over their estimate: the time between phases (writing
 #: the winner, the documents) and runs slower than the reference's (the first such tune here kept the exact
 #: estimate, 684 s, and had 684 s left, a hair short, so its final compare did not run).
@@ -113,6 +115,7 @@ class _Tune:
             "winner": None if self.winner is None else combine.record(self.winner),
             "winner_config": None if self.winner_config is None else str(self.winner_config),
             "final_compare": self.final,
+            "answer": report.answer(self),
             "options": o.options,
         }
         return Document(
@@ -135,7 +138,7 @@ def run_tune(cfg: BenchConfig, opts: TuneOptions, workdir: Path, out=None) -> in
     from speechperf.outputs import check_output_folder
 
     out = out or sys.stdout
-    opts = attrs.evolve(opts, exports=attrs.evolve(opts.exports, columns=report.COLUMNS))
+    opts = attrs.evolve(opts, exports=attrs.evolve(opts.exports, columns=report.COLUMNS, markdown_text=report.markdown))
     opts.exports.check()
     if opts.plot is not None:
         from speechperf.optimize.plot import check_plot_path
@@ -337,7 +340,13 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
     runs_left = state.budget.left
     wall = _scored_wall(state) or 0.0
     shared = (*_final_sets(state.cfg), f"general.batch_size={winner.batch_size}")  # as the winner's config has them
-    cells = [Cell(f"tune winner: {winner.name}", winner.stages[0].backend, winner.threads, state.winner_config)]
+    # All default first: compare scores every cell's quality against its first, so the winner's is read against fp32.
+    cells = [Cell(DEFAULT_CELL, plan.backend, winner.threads, plan.config, None, shared)]
+    cells.append(Cell(f"tune winner: {winner.name}", winner.stages[0].backend, winner.threads, state.winner_config))
+    # Each cell's process time: the reference's, the winner's own, a backend's pipeline's from what its stages'
+    # processes took over the reference's in the screening (paddle's Whisper loads for minutes where onnxruntime's
+    # takes seconds).
+    walls = [wall, max([r.wall_s for r in winner.runs if r.ok and r.wall_s] or [wall])]
     for backend in opts.backends:
         best = report.single_framework(state.screening, backend, len(state.cfg.stages))
         if best is None:
@@ -349,8 +358,11 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
         cells.append(
             Cell(f"{backend} only, best variants", backend, winner.threads, plan.config, None, (*shared, *sets))
         )
-    cells.append(Cell("all default", plan.backend, winner.threads, plan.config, None, shared))
-    need = wall * len(cells) * opts.final_runs
+        walls.append(wall + sum(max(0.0, state.screening.rows[c.key].extra_wall_s or 0.0) for c in best))
+    for line in _fit_final_cells(cells, walls, opts.final_runs, runs_left):
+        log.warning("tune: %s", line)
+        state.notes.append(line)
+    need = sum(walls) * opts.final_runs
     if need and need > runs_left:
         line = f"final compare not run: it needs about {need:.0f} s, {runs_left:.0f} s of --budget are left"
         log.warning("tune: %s", line)
@@ -373,14 +385,43 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
     code = run_compare(compare)
     doc = read(path)
     comparisons = [c for ranking in doc.get("comparisons") or [] for c in ranking]
+    quality = doc.get("quality") or {}
     return {
         "exit_code": code,
         "json": str(path),
         "sentences": [c["sentence"] for c in comparisons],
         "comparisons": comparisons,
-        "quality": doc.get("quality"),
+        "quality": quality,
+        "quality_vs_fp32": _quality_vs_fp32(quality.get(cells[1].label), quality.get(DEFAULT_CELL)),
         "rows": [{k: r.get(k) for k in ("cell", "mean_ms", "stdev_ms", "quality")} for r in doc.rows],
     }
+
+
+def _fit_final_cells(cells: list, walls: list[float], runs: int, left_s: float) -> list[str]:
+    """Leave out of the final compare (in place) the slowest single-framework cells until the runs of the rest fit
+    in ``left_s``; the first two (all default, the winner) always stay. Returns a line for each cell left out."""
+    lines = []
+    while len(cells) > 2 and sum(walls) * runs > left_s:
+        slowest = max(range(2, len(cells)), key=walls.__getitem__)
+        lines.append(
+            f"final compare: {cells[slowest].label} left out: its {runs} run(s) need about "
+            f"{walls[slowest] * runs:.0f} s, and {left_s:.0f} s of --budget are left for every cell"
+        )
+        del cells[slowest], walls[slowest]
+    return lines
+
+
+def _quality_vs_fp32(winner: dict | None, fp32: dict | None) -> str | None:
+    """The winner's headline score against the all-default pipeline's, both from the final compare."""
+    if not winner or not fp32 or winner.get("value") is None or fp32.get("value") is None:
+        return None
+    if winner["metric"] != fp32["metric"]:
+        return f"final compare: the winner is scored in {winner['metric']}, all default in {fp32['metric']}"
+    metric, value, ref = winner["metric"], winner["value"], fp32["value"]
+    return (
+        f"final compare: the winner's {metric} {value:.2f} against all default (fp32) {ref:.2f}: "
+        f"{value - ref:+.2f} points"
+    )
 
 
 def _finish(state: _Tune, code: int, out) -> None:

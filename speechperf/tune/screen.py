@@ -64,6 +64,9 @@ class Screened:
     size_bytes: int | None = None  # the files the stage loads
     parity: str = "-"
     status: str = "not tried: budget spent"
+    # How much longer than the reference's its processes took at that rung (load, compile and run): what it adds to
+    # a whole-pipeline process, for the final compare's time estimate.
+    extra_wall_s: float | None = None
 
     @property
     def mean(self) -> float | None:
@@ -117,17 +120,21 @@ def screen(
 ) -> Screening:
     """Successive halving over ``candidates``; ``reserve_s(screening)`` is the time kept for what follows (the
     end-to-end runs and the final compare). A process is not started when what is left is less than the median
-    time of this rung's processes so far: it would be killed before it finished."""
+    time of this rung's processes so far (before any, the reference's time at this rung): it would be killed before
+    it finished."""
     found = Screening({c.key: Screened(c) for c in candidates}, list(dropped))
     alive = list(candidates)
     for index, rung in enumerate(ladder, 1):
         last = index == len(ladder)
         results: list[RunResult] = []
         threads = sorted({c.threads for c in alive})
+        # An earlier rung's reference, scaled to this rung's samples: a reference that cannot finish is not started
+        # (the cascade's rung-3 reference was, with 23 s left, and killed).
+        expect = (found.reference_wall_s or 0.0) * rung.samples / ladder[-1].samples
         for n in threads:
             for run in range(rung.runs):
                 key = reference_key(index, n)
-                got = runner.run(plan.cell(key, rung, n), run, f"{key} run{run}", reserve_s(found))
+                got = runner.run(plan.cell(key, rung, n), run, f"{key} run{run}", reserve_s(found), expect)
                 if got is not None:
                     results.append(got)
                     if got.ok and got.wall_s and (found.reference_wall_s is None or rung.samples == ladder[-1].samples):
@@ -145,9 +152,9 @@ def screen(
         for cand in _round_robin(alive) if runner.jobs == 1 else ():
             for run in range(rung.runs):
                 label = f"{cand.key} @rung{index}"
-                expect = statistics.median([r.wall_s for r in results if r.wall_s] or [0.0])
+                walls = [r.wall_s for r in results if r.wall_s]
                 cell = plan.cell(label, rung, cand.threads, cand.sets)
-                got = runner.run(cell, run, f"{label} run{run}", reserve_s(found), expect)
+                got = runner.run(cell, run, f"{label} run{run}", reserve_s(found), statistics.median(walls or [expect]))
                 if got is None:
                     break
                 results.append(got)
@@ -194,6 +201,10 @@ def _judge(row: Screened, cand: StageCandidate, index: int, rung: Rung, results,
     values = [v for f in figures if (v := f[pick]) is not None]
     row.rung, row.values = index, values
     row.times = [t for t, _ in figures if t is not None]
+    ref_walls = [r.wall_s for r in results if r.label == reference_key(index, cand.threads) and r.ok and r.wall_s]
+    own_walls = [r.wall_s for r in mine if r.ok and r.wall_s]
+    if ref_walls and own_walls:
+        row.extra_wall_s = statistics.median(own_walls) - statistics.median(ref_walls)
     peaks = [f[1] for f in figures if f[1] is not None]
     row.peak_mib = statistics.median(peaks) if peaks else None
     if not values:
