@@ -277,19 +277,18 @@ def test_the_markdown_ends_with_the_answer_and_the_notes():
 def test_the_final_compare_leaves_out_the_slowest_single_framework_pipelines_until_its_runs_fit_the_budget():
     from speechperf.tune.run import _fit_final_cells
 
-    cells = [
-        Cell(n, "onnxruntime", 1, "c.yaml") for n in ("all default", "tune winner: w", "paddle only", "torch only")
+    names = ("all default", "tune winner: w", "paddle only", "torch only", "onnxruntime only")
+    cells = [Cell(n, "onnxruntime", 1, "c.yaml") for n in names]
+    walls = [20.0, 15.0, 60.0, 50.0, 20.0]  # seconds a process: torch compiles, paddle loads for long
+    speeds = [0.0, 0.0, 1.07, 0.54, 0.71]  # seconds a sample: torch's pipeline is the fastest competitor
+    lines = _fit_final_cells(cells, walls, speeds, 3, 400.0)  # 3 runs of every cell: 495 s
+    assert [c.label for c in cells] == ["all default", "tune winner: w", "torch only", "onnxruntime only"]
+    assert walls == [20.0, 15.0, 50.0, 20.0] and speeds == [0.0, 0.0, 0.54, 0.71]
+    assert lines == [
+        "final compare: paddle only left out (the slowest per sample of those left): its 3 run(s) need about 180 s,"
+        " and 400 s of --budget are left for every cell"
     ]
-    walls = [20.0, 15.0, 160.0, 30.0]  # paddle's Whisper loads for minutes: 3 runs of every cell need 675 s
-    lines = _fit_final_cells(cells, walls, 3, 300.0)
-    assert [c.label for c in cells] == ["all default", "tune winner: w", "torch only"] and walls == [20.0, 15.0, 30.0]
-    assert lines == ["final compare: paddle only left out: its 3 run(s) need about 480 s, and 300 s of --budget are"
-                     " left for every cell"]  # fmt: skip
-    assert (
-        _fit_final_cells(cells, walls, 3, 50.0)
-        == [
-            "final compare: torch only left out: its 3 run(s) need about 90 s, and 50 s of --budget are left for every cell"
-        ]
-        and len(cells) == 2
-    )  # the winner and all default stay: the caller skips the compare if even they do not fit
-    assert _fit_final_cells(cells, walls, 3, 1000.0) == [] and len(cells) == 2
+    lines = _fit_final_cells(cells, walls, speeds, 3, 200.0)  # onnxruntime goes, then torch: only the first two stay
+    assert [line.split(": ")[1].split(" left out")[0] for line in lines] == ["onnxruntime only", "torch only"]
+    assert len(cells) == 2  # the caller skips the compare if even these do not fit
+    assert _fit_final_cells(cells, walls, speeds, 3, 1000.0) == [] and len(cells) == 2

@@ -347,6 +347,7 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
     # processes took over the reference's in the screening (paddle's Whisper loads for minutes where onnxruntime's
     # takes seconds).
     walls = [wall, max([r.wall_s for r in winner.runs if r.ok and r.wall_s] or [wall])]
+    speeds = [0.0, 0.0]  # each single-framework pipeline's predicted seconds per sample: the sum of its stages'
     for backend in opts.backends:
         best = report.single_framework(state.screening, backend, len(state.cfg.stages))
         if best is None:
@@ -358,8 +359,10 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
         cells.append(
             Cell(f"{backend} only, best variants", backend, winner.threads, plan.config, None, (*shared, *sets))
         )
-        walls.append(wall + sum(max(0.0, state.screening.rows[c.key].extra_wall_s or 0.0) for c in best))
-    for line in _fit_final_cells(cells, walls, opts.final_runs, runs_left):
+        rows = [state.screening.rows[c.key] for c in best]
+        walls.append(wall + sum(max(0.0, r.extra_wall_s or 0.0) for r in rows))
+        speeds.append(sum(r.mean or 0.0 for r in rows))
+    for line in _fit_final_cells(cells, walls, speeds, opts.final_runs, runs_left):
         log.warning("tune: %s", line)
         state.notes.append(line)
     need = sum(walls) * opts.final_runs
@@ -397,17 +400,19 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
     }
 
 
-def _fit_final_cells(cells: list, walls: list[float], runs: int, left_s: float) -> list[str]:
-    """Leave out of the final compare (in place) the slowest single-framework cells until the runs of the rest fit
-    in ``left_s``; the first two (all default, the winner) always stay. Returns a line for each cell left out."""
+def _fit_final_cells(cells: list, walls: list[float], speeds: list[float], runs: int, left_s: float) -> list[str]:
+    """Leave out of the final compare (in place) the single-framework cells whose pipelines are slowest per sample
+    (``speeds``), until the runs (``walls``: seconds a process) of the rest fit in ``left_s``: the fastest
+    competitor, the one the winner must beat, stays longest. The first two (all default, the winner) always stay.
+    Returns a line for each cell left out."""
     lines = []
     while len(cells) > 2 and sum(walls) * runs > left_s:
-        slowest = max(range(2, len(cells)), key=walls.__getitem__)
+        slowest = max(range(2, len(cells)), key=speeds.__getitem__)
         lines.append(
-            f"final compare: {cells[slowest].label} left out: its {runs} run(s) need about "
-            f"{walls[slowest] * runs:.0f} s, and {left_s:.0f} s of --budget are left for every cell"
+            f"final compare: {cells[slowest].label} left out (the slowest per sample of those left): its {runs} "
+            f"run(s) need about {walls[slowest] * runs:.0f} s, and {left_s:.0f} s of --budget are left for every cell"
         )
-        del cells[slowest], walls[slowest]
+        del cells[slowest], walls[slowest], speeds[slowest]
     return lines
 
 
