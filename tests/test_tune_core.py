@@ -292,3 +292,24 @@ def test_the_final_compare_leaves_out_the_slowest_single_framework_pipelines_unt
     assert [line.split(": ")[1].split(" left out")[0] for line in lines] == ["onnxruntime only", "torch only"]
     assert len(cells) == 2  # the caller skips the compare if even these do not fit
     assert _fit_final_cells(cells, walls, speeds, 3, 1000.0) == [] and len(cells) == 2
+
+
+def test_each_rung_tries_one_of_each_backend_and_precision_in_turn_so_a_short_budget_still_reaches_int8():
+    from speechperf.tune.screen import _round_robin
+
+    def cand(stage, backend, variant, precision):
+        return StageCandidate(stage, backend, variant, precision, 1, ())
+
+    alive = [cand(1, "onnxruntime", v, "fp32") for v in ("all", "basic", "disable")]
+    alive += [cand(1, "torch", v, "fp32") for v in ("eager", "compile")]
+    alive += [cand(1, "onnxruntime", "default", "int8:ort-dynamic"), cand(2, "onnxruntime", "all", "fp32")]
+    order = [(c.stage, c.backend, c.variant, c.precision) for c in _round_robin(alive)]
+    assert order == [
+        (1, "onnxruntime", "all", "fp32"),
+        (2, "onnxruntime", "all", "fp32"),
+        (1, "torch", "eager", "fp32"),
+        (1, "onnxruntime", "default", "int8:ort-dynamic"),
+        (1, "onnxruntime", "basic", "fp32"),
+        (1, "torch", "compile", "fp32"),
+        (1, "onnxruntime", "disable", "fp32"),
+    ]

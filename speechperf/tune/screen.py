@@ -176,12 +176,20 @@ def _describe(rung: Rung) -> str:
 
 
 def _round_robin(alive: Sequence[StageCandidate]) -> list[StageCandidate]:
-    by_stage: dict[int, list[StageCandidate]] = {}
+    """Stage by stage in turn, and within a stage one of each (backend, precision) in turn: a budget that runs out
+    leaves every kind of candidate tried (a Whisper tune at 720 s, its candidates in declared order, ran out at
+    rung 1 before any int8 one)."""
+    by_stage: dict[int, dict[tuple[str, str], list[StageCandidate]]] = {}
     for cand in alive:
-        by_stage.setdefault(cand.stage, []).append(cand)
-    out = []
-    for i in range(max((len(v) for v in by_stage.values()), default=0)):
-        out += [v[i] for v in by_stage.values() if i < len(v)]
+        by_stage.setdefault(cand.stage, {}).setdefault((cand.backend, cand.precision), []).append(cand)
+    return _interleave([_interleave(list(kinds.values())) for kinds in by_stage.values()])
+
+
+def _interleave(groups: Sequence[Sequence[StageCandidate]]) -> list[StageCandidate]:
+    """The first of each group, then the second of each, ..."""
+    out: list[StageCandidate] = []
+    for i in range(max((len(g) for g in groups), default=0)):
+        out += [g[i] for g in groups if i < len(g)]
     return out
 
 
