@@ -16,43 +16,30 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
-from speechperf import tables
+from speechperf import views
 from speechperf.errors import SpeechperfError, shorten_path
 from speechperf.outputs import check_output_path, write_text_atomic
 from speechperf.results import Document
-from speechperf.results.figures import shown
 from speechperf.store.keep import Keep
 
 
-def row_columns(rows: Sequence[dict[str, Any]]) -> tuple[str, ...]:
-    """Every key of ``rows``, in the order first seen: the columns of a kind that declares none."""
-    seen: dict[str, None] = {}
-    for row in rows:
-        seen.update(dict.fromkeys(row))
-    return tuple(seen)
-
-
 def to_csv(doc: Document, columns: Sequence[str] = ()) -> str:
-    """The rows as they are in the JSON (fractions stay fractions): for a spreadsheet or a script."""
-    columns = tuple(columns) or row_columns(doc.rows)
-    return tables.to_csv(columns, ({c: row.get(c) for c in columns} for row in doc.rows))
+    """The CSV of ``doc``: its kind's view (``speechperf.views``), or its rows in ``columns``."""
+    return views.rows_csv(doc, columns) if columns else views.view_of(doc.kind).csv(doc)
 
 
 def to_markdown(doc: Document, columns: Sequence[str] = ()) -> str:
-    """The rows for a reader: each figure as the console shows it (percent for a fraction, rounded)."""
-    columns = tuple(columns) or row_columns(doc.rows)
-    return tables.to_markdown(columns, ([shown(c, row.get(c)) for c in columns] for row in doc.rows))
+    """The Markdown of ``doc``: its kind's view, or its rows in ``columns``."""
+    return views.rows_markdown(doc, columns) if columns else views.view_of(doc.kind).markdown(doc)
 
 
 @attrs.frozen
 class Exports:
-    """Where one run's document goes. ``columns``: the kind's CSV and Markdown columns (default: every key of its
-    rows); ``csv_text`` / ``markdown_text`` replace the generic renderings for a kind whose table is not its rows
-    alone."""
+    """Where one run's document goes. Its CSV and Markdown are its kind's view (``speechperf.views``); ``columns``,
+    ``csv_text`` and ``markdown_text`` are the older way a command passed its own (being folded into the views)."""
 
     json: Path | None = None
     csv: Path | None = None

@@ -65,6 +65,7 @@ def _register() -> None:
     from speechperf.cli.profile_cmd import profile
     from speechperf.cli.profile_compare_cmd import profile_compare
     from speechperf.cli.run_cmd import run
+    from speechperf.cli.show_cmd import show
     from speechperf.cli.tune_cmd import tune
 
     main.add_command(backends)
@@ -85,6 +86,7 @@ def _register() -> None:
     main.add_command(plugin)
     main.add_command(diff)
     main.add_command(history)
+    main.add_command(show)
 
 
 _register()

@@ -10,8 +10,9 @@ from typing import Any, NamedTuple
 
 import attrs
 
-from speechperf.errors import SpeechperfError
-from speechperf.results import figures
+from speechperf.errors import SpeechperfError, shorten_path
+from speechperf.results import Document, figures
+from speechperf.results.document import loads
 from speechperf.results.figures import shown
 from speechperf.store import db
 from speechperf.store.record import HEADLINE, TOTAL, V1_HEADLINE
@@ -256,3 +257,14 @@ def _line_name(r, per_stage: bool, configs: int) -> str:
     if configs > 1:
         name = f"{r['model'] or '?'} {(r['config_hash'] or '?')[:6]}: {name}"
     return name
+
+
+def document(store: Path, run_id: int) -> Document:
+    """The result document stored as run ``run_id`` (upgraded as a file would be); a one-line error when the store
+    holds no such run."""
+    found = db.select(store, "SELECT result FROM runs WHERE id = ?", [run_id]) if store.is_file() else []
+    if not found:
+        last = db.select(store, "SELECT MAX(id) AS last FROM runs", []) if store.is_file() else []
+        held = f"it holds runs 1 to {last[0]['last']}" if last and last[0]["last"] else "it holds no run"
+        raise SpeechperfError(f"run {run_id}: not in the results store {shorten_path(store)}; {held}")
+    return loads(found[0]["result"], f"run {run_id} of {shorten_path(store)}")
