@@ -150,3 +150,27 @@ def test_no_framework_is_imported(body):
     assert result.returncode == 0, result.stderr
     loaded = result.stdout.strip().splitlines()[-1]
     assert loaded == "LOADED:", f"frameworks imported: {loaded}"
+
+
+# -- the drawing of the layers: generated from the contract and the imports, never typed by hand --------------------
+
+
+def test_the_layers_in_architecture_md_are_the_generated_ones():
+    """docs/architecture.md's layer table is what tools/layers.py makes from pyproject.toml's contract, the modules'
+    docstrings and their imports today: a module added, moved or importing something new changes it (run
+    `python tools/layers.py --write`). In a process of its own, as lint_imports: grimp must find the view's
+    speechperf, not the one this process imported."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "layers.py")], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    generated = done.stdout.rstrip("\n")
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    begin, end = generated.splitlines()[0], generated.splitlines()[-1]
+    assert text.count(begin) == 1 and text.count(end) == 1
+    assert text[text.index(begin) : text.index(end) + len(end)] == generated, "run: python tools/layers.py --write"
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layer_contract,) = [c for c in contract if c["id"] == "layers"]
+    every = {name.strip() for layer in layer_contract["layers"] for name in layer.split("|")}
+    assert all(f"| `{name}` |" in generated for name in every)  # each module of the contract has its row
+    assert "| `adapters` | Framework-free glue" in generated  # the mapped folders are read where they install
