@@ -36,8 +36,11 @@ class Lifecycle:
         self.doc: Document | None = None
 
     def write(self, doc: Document) -> None:
-        """The document as it stands, with what was said so far, to every export; kept for Ctrl-C."""
-        doc.notes, doc.warnings = list(self.said.notes), list(self.said.warnings)
+        """The document as it stands, with what was said so far, to every export; kept for Ctrl-C. The notes and
+        warnings are what was said, then the document's own ones not said (lines a view prints, such as loadgen's
+        under its table), so that writing one document again changes nothing."""
+        doc.notes = _joined(self.said.notes, doc.notes)
+        doc.warnings = _joined(self.said.warnings, doc.warnings)
         self.doc = doc
         self.exports.write(doc)
 
@@ -54,6 +57,10 @@ class Lifecycle:
         self.write(doc)
         keep(self.exports, doc, code)
         return code
+
+
+def _joined(said: list[str], own: list[str]) -> list[str]:
+    return [*said, *(line for line in own if line not in said)]
 
 
 def keep(exports: Exports, doc: Document, code: int | None) -> int | None:

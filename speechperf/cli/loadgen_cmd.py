@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +22,9 @@ from speechperf.cli.options import (
     scenario_run_options,
     threads_option,
 )
+
+if TYPE_CHECKING:
+    from speechperf.loadgen.run import LoadgenOptions
 
 #: loadgen's options that describe one LoadGen test (``ScenarioOptions``'s fields, as named there).
 TEST = {
@@ -63,9 +67,7 @@ TEST = {
 @mlperf_conf_options()
 @export_options("JSON: every test's LoadGen figures, the SUT's, the config; written after each test.")
 @keep_options("run")
-def loadgen(
-    backend_name, scenario, accuracy, threads, find_peak, budget, reference_quality, log_dir, force, **options
-) -> None:
+def loadgen(**params) -> None:
     """Run an MLPerf LoadGen scenario on one backend (docs/loadgen.md). Latency includes queueing.
 
     Exit codes: 0 every sample answered; 1 some sample failed, or accuracy FAIL against --reference-quality; 2 bad
@@ -73,30 +75,28 @@ def loadgen(
     store included); 130 interrupted (LoadGen's logs and the exports keep what was measured). Each finished run is
     appended to the results store unless --no-store (`speechperf history`).
     """
-    from speechperf.errors import SpeechperfError
-    from speechperf.exports import Exports
-    from speechperf.loadgen.run import fresh_log_dir, run_loadgen
-    from speechperf.loadgen.settings import ScenarioOptions
-    from speechperf.results.loadgen_table import COLUMNS
+    from speechperf.loadgen.run import run_loadgen
 
-    if find_peak and scenario != "Server":
-        raise SpeechperfError(f"--find-peak: needs --scenario Server, not {scenario}")
-    if find_peak and accuracy:
-        raise SpeechperfError("--find-peak: a performance search; drop --accuracy")
-    test = {field: options.pop(name) for name, field in TEST.items()}
-    paths = [options.pop(name) for name in ("output", "csv_path", "md_path", "keep")]
-    cfg = config_from_args(options, backend=backend_name, threads=threads)  # what is left: the config options
-    opts = ScenarioOptions(scenario=scenario, mode="accuracy" if accuracy else "performance", threads=threads, **test)
-    exports = Exports(json=paths[0], csv=paths[1], markdown=paths[2], keep=paths[3], columns=COLUMNS)
-    code = run_loadgen(
-        cfg,
-        opts,
-        exports,
+    sys.exit(run_loadgen(loadgen_options(params), workdir=cache_dir()))
+
+
+def loadgen_options(p: dict[str, Any]) -> LoadgenOptions:
+    """The command line as ``run_loadgen`` takes it (``run_loadgen`` checks it)."""
+    from speechperf.exports import Exports
+    from speechperf.loadgen.run import LoadgenOptions, fresh_log_dir
+    from speechperf.loadgen.settings import ScenarioOptions
+
+    mode = "accuracy" if p.pop("accuracy") else "performance"
+    test = {field: p.pop(name) for name, field in TEST.items()}
+    threads, backend, log_dir = p.pop("threads"), p.pop("backend_name"), p.pop("log_dir")
+    exports = Exports(json=p.pop("output"), csv=p.pop("csv_path"), markdown=p.pop("md_path"), keep=p.pop("keep"))
+    return LoadgenOptions(
+        scenario=ScenarioOptions(scenario=p.pop("scenario"), mode=mode, threads=threads, **test),
+        exports=exports,
         log_dir=log_dir if log_dir is not None else fresh_log_dir(Path("loadgen-logs")),
-        workdir=cache_dir(),
-        force=force,
-        find_peak=find_peak,
-        budget_s=budget,
-        reference_quality=reference_quality,
+        force=p.pop("force"),
+        find_peak=p.pop("find_peak"),
+        budget_s=p.pop("budget"),
+        reference_quality=p.pop("reference_quality"),
+        cfg=config_from_args(p, backend=backend, threads=threads),  # the last: what is left are the config options
     )
-    sys.exit(code)

@@ -1,5 +1,5 @@
-"""A LoadGen test's result, the document's ``runs`` and rows made from it (``speechperf.results.loadgen_table``),
-and the console table with the notes under it."""
+"""A LoadGen test's result, and the document's ``runs`` and rows made from it (``speechperf.results.loadgen_table``);
+the console table and the lines under it are the view's (``speechperf.views.loadgen``), from the document."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from speechperf import tables
 from speechperf.loadgen.summary import Summary
-from speechperf.results import figures, loadgen_table
+from speechperf.results import loadgen_table
 
 
 @attrs.frozen
@@ -68,53 +67,3 @@ def _plain(inst, field, value):
 
 def rows(runs, peak: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     return loadgen_table.rows(runs_json(runs), peak)
-
-
-#: The console's columns (the exports have every column of ``loadgen_table.COLUMNS``).
-TABLE = (
-    "backend",
-    "scenario",
-    "result",
-    "headline",
-    "samples_per_s",
-    "audio_s_per_s",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "samples",
-)
-
-
-def run_notes(runs, chosen: int | None = None) -> list[str]:
-    """What the console prints under the table: each unmet condition (a peak search's with its trial number), the
-    compliance notes once: those of the ``chosen`` test (a peak search's best trial) or else the last one, and the
-    per-stage times of that test."""
-    lines = []
-    for n, run in enumerate(runs, 1):
-        trial = f"trial {n}: " if len(runs) > 1 else ""
-        lines += [f"{trial}{run.scenario} {run.summary.result}: {reason}" for reason in run.summary.unmet]
-    for run in runs[chosen : chosen + 1] if chosen is not None else runs[-1:]:
-        lines += [f"{run.scenario}: {note}" for note in run.compliance]
-        lines += [f"{run.scenario}: {name} {path} applied" for name, path in _conf_files(run) if path]
-        for stage in run.stages if len(run.stages) > 1 else ():
-            if stage.mean_ms is not None:
-                lines.append(
-                    f"{run.scenario}: stage {stage.label}: mean {stage.mean_ms:.2f} ms, p90 {stage.p90_ms:.2f} ms "
-                    f"over {stage.calls} call(s) (service time, no queueing)"
-                )
-    return lines
-
-
-def _conf_files(run) -> tuple[tuple[str, str | None], ...]:
-    return (("user.conf", run.user_conf), ("audit.config", run.audit_conf))
-
-
-def print_runs(table_rows: list[dict[str, Any]], notes: list[str], file) -> None:
-    shown_rows = [
-        [figures.shown(c, r.get(c)) for c in TABLE] for r in table_rows if r.get("mode") != loadgen_table.PEAK
-    ]
-    tables.print_table(
-        "speechperf loadgen", TABLE, shown_rows, file, left=("backend", "scenario", "result", "headline")
-    )
-    for line in notes:
-        file.write(line + "\n")
