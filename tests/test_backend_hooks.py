@@ -71,3 +71,11 @@ def test_built_in_backends_answer_through_the_view():
     assert hooks(paddle).silero_vad_port == "speechperf.backends.paddle.silero_vad:build"
     assert hooks(get_backend("onnxruntime")).suffix_formats == {".onnx": "onnx"}
     assert hooks(torch).has_capability("flops")  # found as backends/torch/flops.py, not imported
+
+
+def test_a_backend_that_writes_no_weights_needs_them_to_build_the_zoo(tmp_path):
+    """OptionalHooks.build_reference's ``weights`` defaults to None (the weight-writing backend's call); paddle,
+    which reads torch's, names the missing weights instead of failing on Path(None)."""
+    paddle = get_backend("paddle")
+    with pytest.raises(SpeechperfError, match="from the torch backend's weights; none given"):
+        hooks(paddle).build_reference("s2t", "tiny", tmp_path)

@@ -119,3 +119,35 @@ def test_a_session_without_a_known_file_is_one_line():
 
     with pytest.raises(SpeechperfError, match=r"ONNX model file is not known .*model_of="):
         count_onnx_flops(InMemory(), {"x": np.zeros((1, 2), np.float32)})
+
+
+def test_the_reference_runner_returns_an_lstms_cell_state_as_onnxruntime_does():
+    """The default runner's LSTM adds Y_c (onnx's reference returns Y and Y_h only): shape (directions, batch,
+    hidden) as the spec and onnxruntime give it, so a graph that reads it further (silero's state concat) runs."""
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    from speechperf.meters.onnx_flops import reference_runner
+
+    hidden, features, time, batch = 4, 3, 5, 2
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((1, 4 * hidden, size)).astype(np.float32), name)
+        for name, size in (("W", features), ("R", hidden))
+    ]
+    lstm = helper.make_node("LSTM", ["X", "W", "R"], ["Y", "Y_h", "Y_c"], hidden_size=hidden)
+    graph = helper.make_graph(
+        [lstm],
+        "lstm",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [time, batch, features])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("Y", "Y_h", "Y_c")],
+        weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((time, batch, features)).astype(np.float32)
+    got = reference_runner(model)({"X": x})
+    want = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        ["Y_c"], {"X": x}
+    )[0]
+    assert got["Y_c"].shape == want.shape == (1, batch, hidden)
+    np.testing.assert_allclose(got["Y_c"], want, rtol=1e-5, atol=1e-6)

@@ -45,7 +45,9 @@ def test_a_type_error_planted_in_a_backend_and_an_adapter_is_reported_at_its_rep
     planted = {
         "backends/onnxruntime/session.py": "\n\ndef _planted(session: OnnxRuntimeSession) -> int:\n"
         "    return session.device\n",
-        "adapters/vad.py": '\n\ndef _planted() -> int:\n    return "not an int"\n',
+        # The second in a function without annotations: reported because check_untyped_defs is on.
+        "adapters/vad.py": '\n\ndef _planted() -> int:\n    return "not an int"\n'
+        '\n\ndef _planted_unannotated(samples):\n    return len(samples) + "1"\n',
     }
     for path, extra in planted.items():
         folder, rest = path.split("/", 1)
@@ -58,7 +60,8 @@ def test_a_type_error_planted_in_a_backend_and_an_adapter_is_reported_at_its_rep
     done = typecheck("--view", str(view))
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
-    assert "Found 2 errors in 2 files" in out, out
+    assert "Found 3 errors in 2 files" in out, out
     assert 'error: Incompatible return value type (got "str", expected "int")' in out, out
+    assert 'error: Unsupported operand types for + ("int" and "str")' in out, out
     for path in planted:
         assert any(line.startswith(f"{path}:") and "[return-value]" in line for line in out.splitlines()), out

@@ -6,7 +6,7 @@ import attrs
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, Variant, ZooFormat, check_threads
 from speechperf.backends.paddle.framework import import_paddle
-from speechperf.errors import DeviceError
+from speechperf.errors import DeviceError, SpeechperfError
 from speechperf.threads import set_gnu_openmp_threads
 from speechperf.values import key
 
@@ -146,10 +146,15 @@ class PaddleBackend(BackendBase):
 
         return export_onnx(Path(source), feeds, outputs, dynamic_axes, Path(out))
 
-    def build_reference(self, model, preset, folder, weights):
-        """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` (see speechperf.zoo.build)."""
+    def build_reference(self, model, preset, folder, weights=None):
+        """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` from the ``weights`` the backend
+        that ``builds_reference_weights`` wrote (see speechperf.zoo.build); paddle writes none of its own."""
         from pathlib import Path
 
         from speechperf.backends.paddle.zoo import build_reference
 
+        if weights is None:
+            raise SpeechperfError(
+                "the paddle backend builds the zoo's models from the torch backend's weights; none given"
+            )
         return build_reference(model, preset, Path(weights), Path(folder))

@@ -29,15 +29,20 @@ category table takes the outermost events of each step: paddle's ``Backward`` an
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from speechperf.backends.paddle.framework import import_paddle
 from speechperf.profiler import OpStat, ProfilerError, ProfilerOptions, Recorded, StepProfiler, aggregate
 from speechperf.profiler.categories import PARTIAL_MARK, category_of
 from speechperf.profiler.categories import build as build_categories
+
+if TYPE_CHECKING:
+    from paddle.profiler import Profiler
 
 paddle = import_paddle()
 core = paddle.base.core
@@ -131,7 +136,7 @@ class PaddleStepProfiler(_ReaderHook):
         super().__init__(options, **kwargs)
         self._state = _state_for(self)
         _check_tracer_option(self)
-        self._prof = None
+        self._prof: Profiler | None = None
         self._trace: Path | None = None
         #: Also print paddle's own ``Profiler.summary(**native_summary)`` when the range ends (the t2s drop-in:
         #: ``op_detail=True, thread_sep=False, time_unit='ms'``, as PaddleSpeech's t2s profiler does).
@@ -181,12 +186,14 @@ class PaddleStepProfiler(_ReaderHook):
             benchmark().events.pop()
 
     def _advance(self, step: int, num_samples: int | None) -> None:
+        assert self._prof is not None  # set by _open, which runs before _advance
         self._prof.step(num_samples=num_samples)
 
     def _close(self) -> Recorded:
         from paddle.profiler.profiler_statistic import StatisticData
 
         prof, self._prof = self._prof, None
+        assert prof is not None  # set by _open, which runs before _close
         try:
             prof.stop()  # in a recording state this exports the trace through on_trace_ready
         finally:
@@ -284,8 +291,8 @@ _LEGACY_SORT = {"calls": "kCalls", "total": "kTotal", "max": "kMax", "min": "kMi
 
 def legacy_module():
     """``paddle.utils.profiler`` on Paddle 2.x; None on Paddle 3.x, which removed it."""
-    try:
-        from paddle.utils import profiler as legacy
+    try:  # by name: paddle's own type information is 3.x's, which has no such module
+        legacy = importlib.import_module("paddle.utils.profiler")
     except ImportError:
         return None
     return legacy if hasattr(legacy, "start_profiler") else None

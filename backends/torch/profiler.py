@@ -21,6 +21,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
@@ -44,8 +47,9 @@ class TorchStepProfiler(StepProfiler):
             )
         self._activities = self._activities_for(self.options.state)
         self._prof: profile | None = None
-        self._trace = None
-        self._next = None
+        self._trace: Path | None = None
+        #: DataLoader iterators' own ``__next__``, while ``_hook_reader``'s timed one replaces it
+        self._next: Callable[..., Any] | None = None
 
     def _activities_for(self, state: str) -> list[ProfilerActivity]:
         cuda = torch.cuda.is_available()
@@ -115,6 +119,7 @@ class TorchStepProfiler(StepProfiler):
     def _unhook_reader(self) -> None:
         from torch.utils.data.dataloader import _BaseDataLoaderIter
 
+        assert self._next is not None  # set by _hook_reader, which runs before _unhook_reader
         _BaseDataLoaderIter.__next__ = self._next  # type: ignore[method-assign]  # undoes the patch above
 
     def _close(self) -> Recorded:
@@ -127,12 +132,12 @@ class TorchStepProfiler(StepProfiler):
             for e in events
             if not e.name.startswith("ProfilerStep") and _top_level(e)
         )
-        if not self._trace.exists():  # stopped before the first recorded step
+        trace = self._trace
+        assert trace is not None  # set by _open, which runs before _close
+        if not trace.exists():  # stopped before the first recorded step
             return Recorded(ops=ops)
-        steps = _trace_steps(self._trace)
-        return Recorded(
-            ops=ops, steps=steps, trace_path=self._trace, categories=_categories(events, steps, self.step_num)
-        )
+        steps = _trace_steps(trace)
+        return Recorded(ops=ops, steps=steps, trace_path=trace, categories=_categories(events, steps, self.step_num))
 
 
 def _flops_within(event) -> int:

@@ -161,7 +161,8 @@ class BenchmarkingBase:
         last = stage == len(self.stages) - 1
         s = self.stages[stage]
         if self.batched:
-            self._meters[stage].batches = {}
+            batches: dict[str, tuple[str, ...]] = {}
+            self._meters[stage].batches = batches
 
             def batch_pass(key, ids, inps):
                 def forward():
@@ -169,7 +170,7 @@ class BenchmarkingBase:
                     if last:
                         self.final_outputs.update(zip(ids, outs))
 
-                self._meters[stage].batches[key] = ids
+                batches[key] = ids
                 return meter.measure(key, forward, shape=tuple(shape_key(inp) for inp in inps))
 
             self._each_batch(stage, "runtime", batch_pass)

@@ -313,7 +313,7 @@ class _Progress:
 
     def __call__(self, label, meter, done, total):
         if self.live:
-            if self.key != (label, meter):
+            if self.key != (label, meter) or self.task is None:  # None before the first pass's task
                 self.key = (label, meter)
                 self.task = self.bar.add_task(f"{label}: {meter}", total=total or 1)
             self.bar.update(self.task, completed=done)

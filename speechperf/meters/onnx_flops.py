@@ -136,7 +136,9 @@ def _lstm_with_cell_state():
             outputs = super()._run(*args, **kwargs)
             if self.n_outputs < 3:
                 return outputs
-            cell = self._cell[np.newaxis] if self.layout == 0 else self._cell[:, np.newaxis]
+            # _step's cell state is (directions, batch, hidden), Y_c's shape at layout 0; layout 1 puts batch first.
+            # OpRun.run passes every attribute of the node, ONNX's defaults included (layout 0), as keywords.
+            cell = self._cell if kwargs.get("layout", 0) == 0 else np.swapaxes(self._cell, 0, 1)
             return (*outputs, cell.astype(outputs[0].dtype))
 
     return LSTM

@@ -59,10 +59,10 @@ class Generator(nn.Layer):
         x = self.conv_pre(x)
         for i, up in enumerate(self.ups):
             x = up(leaky_relu(x, LRELU_SLOPE))
-            total = None
-            for j in range(self.num_kernels):
-                y = self.resblocks[i * self.num_kernels + j](x)
-                total = y if total is None else total + y
+            first = i * self.num_kernels
+            total = self.resblocks[first](x)
+            for j in range(first + 1, first + self.num_kernels):
+                total = total + self.resblocks[j](x)
             x = total / self.num_kernels
         x = paddle.tanh(self.conv_post(leaky_relu(x)))
         return x.squeeze(1)

@@ -268,13 +268,13 @@ class Coupling(nn.Layer):
     def __init__(self, hp):
         super().__init__()
         half = hp.hidden // 2
-        self.half = half
+        self.half_channels = half  # not `half`: that would hide nn.Layer.half()
         self.pre = nn.Conv1D(half, hp.hidden, 1)
         self.enc = WN(hp.hidden, hp.coupling_kernel, hp.coupling_layers)
         self.post = nn.Conv1D(hp.hidden, half, 1)
 
     def reverse(self, x, mask):
-        x0, x1 = x[:, : self.half], x[:, self.half :]
+        x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
         mean = self.post(self.enc(self.pre(x0) * mask, mask)) * mask
         return paddle.concat([x0, (x1 - mean) * mask], axis=1)
 

@@ -16,6 +16,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from speechperf.backends.torch.models.module_lists import modules_as
+
 LRELU_SLOPE = 0.1
 MIN_BIN_WIDTH = MIN_BIN_HEIGHT = MIN_DERIVATIVE = 1e-3
 #: Added to the top bin edge before the bin search, as VITS's ``searchsorted`` does.
@@ -229,7 +231,7 @@ class DurationPredictor(nn.Module):
     def forward(self, x, mask, noise):
         h = self.proj(self.convs(self.pre(x), mask)) * mask
         z = noise
-        for flow in reversed(self.spline_flows):
+        for flow in reversed(modules_as(self.spline_flows, ConvFlow)):
             z = flow.reverse(torch.flip(z, [1]), mask, h)
         z = self.affine.reverse(torch.flip(z, [1]), mask)
         return z[:, 0, :]
@@ -267,13 +269,13 @@ class Coupling(nn.Module):
     def __init__(self, hp):
         super().__init__()
         half = hp.hidden // 2
-        self.half = half
+        self.half_channels = half  # not `half`: that would hide nn.Module.half()
         self.pre = nn.Conv1d(half, hp.hidden, 1)
         self.enc = WN(hp.hidden, hp.coupling_kernel, hp.coupling_layers)
         self.post = nn.Conv1d(hp.hidden, half, 1)
 
     def reverse(self, x, mask):
-        x0, x1 = x[:, : self.half], x[:, self.half :]
+        x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
         mean = self.post(self.enc(self.pre(x0) * mask, mask)) * mask
         return torch.cat([x0, (x1 - mean) * mask], dim=1)
 
@@ -284,7 +286,7 @@ class Flow(nn.Module):
         self.couplings = nn.ModuleList(Coupling(hp) for _ in range(hp.couplings))
 
     def reverse(self, z, mask):
-        for coupling in reversed(self.couplings):
+        for coupling in reversed(modules_as(self.couplings, Coupling)):
             z = coupling.reverse(torch.flip(z, [1]), mask)
         return z
 

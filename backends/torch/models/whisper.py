@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from speechperf.backends.torch.models.module_lists import modules_as
+
 #: Added to the scores of future positions.
 MASKED = -1e9
 
@@ -74,7 +76,7 @@ class Encoder(nn.Module):
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         x = F.gelu(self.conv2(F.gelu(self.conv1(features)))).transpose(1, 2)
         x = x + self.positions
-        for layer in self.layers:
+        for layer in modules_as(self.layers, Layer):
             q, k, v = layer.attn.qkv(layer.attn_ln(x)).chunk(3, dim=-1)
             x = x + layer.attn.out(attend(q, k, v, layer.attn.heads))
             x = layer.mlp(x)
@@ -91,7 +93,7 @@ class Decoder(nn.Module):
         self.ln = nn.LayerNorm(d)
 
     def cross_kv(self, encoder_out: torch.Tensor):
-        keys, values = zip(*(layer.cross.kv(encoder_out).chunk(2, dim=-1) for layer in self.layers))
+        keys, values = zip(*(layer.cross.kv(encoder_out).chunk(2, dim=-1) for layer in modules_as(self.layers, Layer)))
         return torch.stack(keys), torch.stack(values)
 
     def step(self, tokens, self_k, self_v, cross_k, cross_v):
@@ -100,7 +102,7 @@ class Decoder(nn.Module):
         query_pos = past + torch.ones_like(tokens, dtype=torch.float32).cumsum(1) - 1.0  # (batch, new)
         x = self.token_embedding(tokens) + F.embedding(query_pos.to(torch.int64), self.positions)
         new_k, new_v = [], []
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(modules_as(self.layers, Layer)):
             q, k, v = layer.attn.qkv(layer.attn_ln(x)).chunk(3, dim=-1)
             k, v = torch.cat([self_k[i], k], dim=1), torch.cat([self_v[i], v], dim=1)
             new_k.append(k)
