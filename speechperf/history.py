@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -63,7 +64,7 @@ def run_history(options: HistoryOptions) -> int:
     db.check_store(store)
     with lifecycle(options.exports) as run:
         rows = stored.runs(store, options.filters)
-        body = {
+        body: dict[str, Any] = {
             "store": str(store),
             "filters": attrs.asdict(options.filters),
             "metric": options.metric,
@@ -74,10 +75,10 @@ def run_history(options: HistoryOptions) -> int:
         }
         if options.metric is not None:
             lines = stored.series(store, options.metric, options.filters, options.stage)
-            body["stage"] = stored.plotted_stage(store, options.metric, options.stage)
+            body["stage"] = stage = stored.plotted_stage(store, options.metric, options.stage)
             body["series"] = {name: [list(p) for p in points] for name, points in lines.items()}
             if options.plot is not None:
-                plot.plot_history(lines, options.metric, options.x_axis, options.plot, body["stage"])
+                plot.plot_history(lines, options.metric, options.x_axis, options.plot, stage)
                 log.info(
                     "history: plot of %s over %s (%d line(s)): %s",
                     options.metric,

@@ -88,7 +88,7 @@ class View:
 GENERIC = View()
 
 #: kind -> the module of this package that defines its ``VIEW``; a kind not listed is shown by ``GENERIC``.
-MODULES: dict[str, str] = {"diff": "diff", "check": "check", "history": "history"}
+MODULES: dict[str, str] = {"diff": "diff", "check": "check", "history": "history", "profile": "profile"}
 
 
 def view_of(kind: str) -> View:
