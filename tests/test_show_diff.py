@@ -94,3 +94,32 @@ def test_two_real_bench_runs_diffed_are_shown_again(tmp_path):
     assert done.exit_code == 0, done.output
     assert "stage1 s2t" in done.stdout and "no significance test: one process per side" in done.stdout
     assert_shown_again(tmp_path, done.stdout, store)
+
+
+#: The row fields a diff document had before its rows held the console's figures.
+OLDER_ROW = ("unit", "metric", "base", "new", "new_over_base", "p_value", "tested_over", "base_units", "new_units")
+
+
+def test_a_diff_document_written_before_the_console_figures_is_shown(tmp_path):
+    """A diff JSON written by the speechperf before this one (no means, σ or figure lines in its rows) is shown: the
+    gated figure, its ratio and the verdict, the figures it lacks as '-'."""
+    base = bench_doc(tmp_path / "a.json", [FAST, [10.1, 10.3, 9.9, 10.0], [9.9, 10.0, 9.7, 10.2]], QUIET)
+    new = bench_doc(tmp_path / "b.json", [SLOW, [20.2, 20.1, 19.9, 20.0], [19.8, 20.5, 19.7, 20.1]], QUIET)
+    serving = str(DATA / "serving.json")
+    for name, pair in (("timing", (base, new)), ("serving", (serving, serving))):
+        done = invoke("diff", *map(str, pair), "--fail-above", "5%", "-o", str(tmp_path / f"{name}.json"), "--no-store")
+        data = json.loads((tmp_path / f"{name}.json").read_text())
+        data["rows"] = [{k: row[k] for k in (*OLDER_ROW, "untested", "verdict")} for row in data["rows"]]
+        (tmp_path / f"{name}-older.json").write_text(json.dumps(data))
+        shown = invoke("show", str(tmp_path / f"{name}-older.json"))
+        assert shown.exit_code == 0, shown.output
+        now, older = done.stdout.splitlines(), shown.stdout.splitlines()
+        heads = [next(line for line in lines if line.startswith("┃")) for lines in (older, now)]
+        assert [[c.strip() for c in head.split("┃")] for head in heads] == [
+            [c.strip() for c in heads[1].split("┃")]
+        ] * 2
+        assert older[0].strip() == now[0].strip()  # the title
+        assert older[-1] == now[-1]  # the gate line
+        for row in data["rows"]:
+            line = next(line for line in older if f"│ {row['unit']} " in line)
+            assert row["verdict"] in line and f"{row['new_over_base']:.2f}" in line

@@ -117,3 +117,23 @@ def test_a_config_profile_on_onnxruntime_is_shown_again(tmp_path):
     assert doc["config"]["general"]["model_type"] == "S2T" and doc["timing"]["steps"] == 3
     assert "onnxruntime ops, sorted by total" in done.stdout
     assert_shown_again(tmp_path, done.stdout, store)
+
+
+def test_the_ops_furthest_below_the_roof_are_shown_from_the_document():
+    """The op FLOPs and the roof are in the document: the table of the ops that lose most time against the roof is
+    drawn from them (time lost = time - FLOPs / roof)."""
+    from speechperf.profiler.summary import OpStat, ProfileSummary
+    from speechperf.results import loads
+    from speechperf.views import Shown, view_of
+
+    ops = (OpStat("matmul", 2, 4_000_000, 3_000_000, 1_000_000, flops=8_000_000_000), OpStat("add", 4, 10, 4, 1))
+    ops += (OpStat("conv", 1, 3_000_000, 3_000_000, 3_000_000, flops=1_000_000_000),)
+    summary = ProfileSummary("torch", "total", ops=ops, roof=(4000.0, "numpy GEMM, 1 thread(s)"))
+    doc = loads(summary.to_document().dumps())
+    text = view_of("profile").console(doc, Shown())
+    assert "ops furthest below the roof (4000.0 GFLOP/s, numpy GEMM, 1 thread(s))" in text
+    below = text.split("ops furthest below the roof", 1)[1].splitlines()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in below if line.startswith("│ ")]
+    # conv: 3 ms - 1 GFLOP / 4000 GFLOP/s = 2.75 ms lost; matmul: 4 ms - 2 ms = 2 ms; add has no FLOP count
+    assert [(r[0], r[-1]) for r in rows] == [("conv", "2.750"), ("matmul", "2.000")]
+    assert rows[1][4] == "2000.0" and rows[1][5] == "50.0"  # GFLOP/s, % of roof

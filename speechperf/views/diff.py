@@ -21,7 +21,8 @@ from speechperf.store.html import table_html
 from speechperf.views import Shown, View, rows_csv
 
 SERVING_KINDS = ("serving", "loadgen")
-TIMING_METRICS = ("mean", "median", "p90")
+#: The serving figures where higher is better (``speechperf.regression.HIGHER_IS_BETTER``).
+RATES = ("samples_per_s", "peak_qps")
 #: What the test is over, in words, by a row's ``tested_over``.
 UNIT_WORDS = {
     "run": "one process run (its mean per-sample runtime)",
@@ -90,6 +91,11 @@ def _gate_line(doc: Document, test: bool) -> str:
     return line + (f" with Welch's p < {stats.SIGNIFICANCE}" if test else ", the ratio alone") + " is a regression"
 
 
+def _gated(row: dict[str, Any], key: str) -> Any:
+    """A diff written before the rows held the console's figures: its gated figure, where that is the mean."""
+    return row.get(key) if row.get("metric") == "mean" else None
+
+
 def _timing_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     unit = doc.rows[0]["tested_over"] if doc.rows else "run"
     first = {"bench": "stage", "optimize": "variant"}.get(doc["compared_kind"], "cell")
@@ -107,19 +113,23 @@ def _timing_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]]
     )
 
     def ms(row: dict[str, Any], side: str) -> str:
-        mean, sigma = row[f"{side}_mean_s"], row[f"{side}_stdev_s"]
+        mean, sigma = row.get(f"{side}_mean_s", _gated(row, side)), row.get(f"{side}_stdev_s")
         if mean is None:
             return "-"
         return f"{stats.mean_sigma(mean * 1e3, None if sigma is None else sigma * 1e3)} (n={row[f'{side}_units']})"
+
+    def mean_ratio(row: dict[str, Any]) -> str:
+        ratio = row.get("mean_ratio", _gated(row, "new_over_base"))
+        return "-" if ratio is None else stats.mean_sigma(ratio, row.get("mean_ratio_sigma"))
 
     cells = [
         (
             r["unit"],
             ms(r, "base"),
             ms(r, "new"),
-            "-" if r["mean_ratio"] is None else stats.mean_sigma(r["mean_ratio"], r["mean_ratio_sigma"]),
+            mean_ratio(r),
             "-" if r["p_value"] is None else f"{r['p_value']:.2g}",
-            *(_ratio_cell(r[f"{m}_ratio"]) for m in ("median", "p90", "peak_rss", "wer")),
+            *(_ratio_cell(r.get(f"{m}_ratio")) for m in ("median", "p90", "peak_rss", "wer")),
             r["verdict"],
         )
         for r in doc.rows
@@ -130,7 +140,9 @@ def _timing_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]]
 def _timing_lines(doc: Document) -> list[str]:
     unit = doc.rows[0]["tested_over"] if doc.rows else "run"
     lines = [f"statistical unit: {UNIT_WORDS[unit]}; {_gate_line(doc, True)}"]
-    untested = dict.fromkeys(r["untested"] for r in doc.rows if r["untested"] and (r["base_runs"] or r["new_runs"]))
+    untested = dict.fromkeys(
+        r["untested"] for r in doc.rows if r["untested"] and (r.get("base_runs", 1) or r.get("new_runs", 1))
+    )
     lines += [
         f"{reason}: the ratio is shown and gates nothing; run each side in several processes (bench --runs 3, "
         "compare --runs 3), or pass --sample-level to test the samples of one process"
@@ -153,12 +165,12 @@ def _serving_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]
     )
     cells: list[tuple[str, ...]] = []
     for r in doc.rows:
-        for i, line in enumerate(r["figures"]):
+        for i, line in enumerate(r.get("figures") or [_gated_line(r)]):
             figure = line["figure"]
             cells.append(
                 (
                     r["unit"] if i == 0 else "",
-                    f"{r['base_result'] or '-'} / {r['new_result'] or '-'}" if i == 0 else "",
+                    f"{r.get('base_result') or '-'} / {r.get('new_result') or '-'}" if i == 0 else "",
                     figure,
                     shown(figure, line["base"]),
                     shown(figure, line["new"]),
@@ -168,6 +180,20 @@ def _serving_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]
                 )
             )
     return headers, cells
+
+
+def _gated_line(row: dict[str, Any]) -> dict[str, Any]:
+    """A serving diff written before the rows held each figure's line: the gated figure's line alone."""
+    metric = row["metric"]
+    rate = metric in RATES
+    return {
+        "metric": metric,
+        "figure": metric if rate else f"{metric}_ms",
+        "base": row["base"],
+        "new": row["new"],
+        "new_over_base": row["new_over_base"],
+        "higher_is_better": rate,
+    }
 
 
 def _serving_lines(doc: Document) -> list[str]:
