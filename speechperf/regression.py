@@ -29,6 +29,7 @@ different loads.
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,10 +41,14 @@ import numpy as np
 from speechperf import stats
 from speechperf.benchmark.report import unit_seconds
 from speechperf.errors import SpeechperfError, shorten_path
+from speechperf.exports import Exports
+from speechperf.lifecycle import lifecycle
 from speechperf.results import Document, read
-from speechperf.results.figures import shown
+from speechperf.results.load import load_warning
 from speechperf.results.loadgen_table import PEAK
 from speechperf.store.record import environment_of, row_name
+
+log = logging.getLogger(__name__)
 
 #: The figures ``--fail-metric`` may name; ``headline``: each unit's own (see the module's doc).
 METRICS = ("headline", "mean", "median", "p90", "p99", "peak_rss", "wer", "samples_per_s", "peak_qps")
@@ -437,10 +442,6 @@ def parse_percent(text: str) -> float:
     return value
 
 
-def _ratio_cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     if fail_above is None:
         return "-"
@@ -456,31 +457,74 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     return "not gated (no test)" if worse > 1 + fail_above else "ok"
 
 
+#: The serving figures diff shows, in this order, with the name the documents give them.
+SERVING_SHOWN = ("peak_qps", "samples_per_s", "p90", "p99")
+
+
+def _serving_figures_shown(row: Row, metric: str) -> list[dict[str, Any]]:
+    """The lines of a serving unit in the table: each figure a side has, then the gated one and the headline."""
+    gated = row.base.resolve(metric)
+    names = [m for m in SERVING_SHOWN if row.base.metric(m) is not None or row.new.metric(m) is not None]
+    names += [m for m in (gated, row.base.headline) if m not in names and m in row.base.figures]
+    names += [gated] if gated not in names else []
+    return [
+        {
+            "metric": m,
+            "figure": FIGURE.get(m, f"{m}_ms"),
+            "base": row.base.metric(m),
+            "new": row.new.metric(m),
+            "new_over_base": row.ratio_of(m),
+            "higher_is_better": m in HIGHER_IS_BETTER,
+        }
+        for m in names
+    ]
+
+
+def _side(unit: Unit, tested_over: str) -> tuple[float | None, float | None]:
+    """The mean (s) and the σ (s) of what the test is over, as the table shows them."""
+    return unit.metric("mean"), stats.stdev(unit.samples if tested_over == "sample" else unit.values)
+
+
+def _row(row: Row, kind: str, metric: str, fail_above: float | None) -> dict[str, Any]:
+    name = row.base.resolve(metric)
+    base_units, new_units = row.counts
+    (base_mean, base_sd), (new_mean, new_sd) = _side(row.base, row.unit), _side(row.new, row.unit)
+    out: dict[str, Any] = {
+        "unit": row.name,
+        "metric": name,
+        "base": row.base.metric(name),
+        "new": row.new.metric(name),
+        "new_over_base": row.ratio_of(name),
+        "p_value": row.p_value,
+        "tested_over": row.unit,
+        "base_units": base_units,
+        "new_units": new_units,
+        "untested": row.untested,
+        "verdict": verdict(row, metric, fail_above),
+        # what the console shows beside the gated figure (docs/results.md, "diff")
+        "base_runs": len(row.base.values),
+        "new_runs": len(row.new.values),
+        "base_mean_s": base_mean,
+        "base_stdev_s": base_sd,
+        "new_mean_s": new_mean,
+        "new_stdev_s": new_sd,
+        "mean_ratio": None if row.ratio is None else row.ratio.value,
+        "mean_ratio_sigma": None if row.ratio is None else row.ratio.sigma,
+        **{f"{m}_ratio": row.ratio_of(m) for m in ("median", "p90", "peak_rss", "wer")},
+        "base_result": row.base.result,
+        "new_result": row.new.result,
+    }
+    if kind in SERVING_KINDS:
+        out["figures"] = _serving_figures_shown(row, metric)
+    return out
+
+
 def document(
     rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None, exit_code: int
 ) -> Document:
     """The diff as a result document (kind ``diff``): a row per stage, cell, variant or scenario with the gated
-    figure on each side (the timing figures in seconds, as ``Unit`` keeps them), NEW over BASE, the test and the
-    verdict the console prints."""
-    out = []
-    for row in rows:
-        name = row.base.resolve(metric)
-        base_units, new_units = row.counts
-        out.append(
-            {
-                "unit": row.name,
-                "metric": name,
-                "base": row.base.metric(name),
-                "new": row.new.metric(name),
-                "new_over_base": row.ratio_of(name),
-                "p_value": row.p_value,
-                "tested_over": row.unit,
-                "base_units": base_units,
-                "new_units": new_units,
-                "untested": row.untested,
-                "verdict": verdict(row, metric, fail_above),
-            }
-        )
+    figure on each side (the timing figures in seconds, as ``Unit`` keeps them), NEW over BASE, the test, the
+    verdict, and every figure the console shows beside them (``speechperf.views.diff`` renders it)."""
     body = {
         "base": str(base.path),
         "new": str(new.path),
@@ -490,125 +534,50 @@ def document(
         "loads_differ": any(r.loads_differ for r in rows),
         "exit_code": exit_code,
     }
+    out = [_row(row, base.kind, metric, fail_above) for row in rows]
     return Document(kind="diff", rows=out, complete=True, body=body)
 
 
-def render(rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None) -> str:
-    """The table and, under it, the statistical unit and the gate."""
-    title = f"speechperf diff: {shorten_path(new.path)} against {shorten_path(base.path)} ({base.kind} documents)"
-    if base.kind in SERVING_KINDS:
-        text = _render_serving(title, rows, base, metric, fail_above)
-    else:
-        text = _render_timing(title, rows, base, metric, fail_above)
-    if any(verdict(r, metric, fail_above) == "not gated (loads differ)" for r in rows):
-        text += (
-            "not gated (loads differ): the two sides timed under different loads (the warning above), so a time or "
-            "rate that got worse may be the machine's, not the code's; re-run both sides on a quiet machine, or pass "
-            "--gate-under-load to gate it anyway\n"
-        )
-    return text
+@attrs.frozen
+class DiffOptions:
+    """``speechperf diff``'s options: the two documents, the gate and where the diff goes."""
+
+    base_path: Path
+    new_path: Path
+    fail_above: str | None = None  #: as given (``5%``, ``0.05``); checked by ``parse_percent``
+    fail_metric: str = "headline"
+    allow_different: bool = False
+    sample_level: bool = False
+    gate_under_load: bool = False
+    exports: Exports = Exports()
 
 
-def _gate_line(rows: Sequence[Row], metric: str, fail_above: float | None, test: bool) -> str:
-    if fail_above is None:
-        return "no gate (--fail-above not given)"
-    if metric == "headline":  # name what it stands for here
-        metric += f" ({', '.join(dict.fromkeys(r.base.resolve(metric) for r in rows))})"
-    line = f"gate: {metric} worse by more than {fail_above:.1%} (new/base above {1 + fail_above:.3f}; for a rate, "
-    line += f"base/new above {1 + fail_above:.3f})"
-    return line + (f" with Welch's p < {stats.SIGNIFICANCE}" if test else ", the ratio alone") + " is a regression"
-
-
-#: What the test is over, in words, by ``Row.unit``.
-UNIT_WORDS = {
-    "run": "one process run (its mean per-sample runtime)",
-    "sample": "one sample (its median over the repeats), pooled over the runs: a sample-level test (--sample-level), "
-    "blind to how much a figure moves from one process to the next",
-}
-
-
-def _render_timing(title: str, rows: Sequence[Row], base: Loaded, metric: str, fail_above: float | None) -> str:
-    """Base and new mean ± σ (ms), new/base ± σ, Welch's p, the other ratios, and the verdict; under it what the
-    test is over and, where a side had one process, that no test was made and the ratio gates nothing."""
-    from speechperf import tables
-
-    unit = rows[0].unit if rows else "run"
-    first = {"bench": "stage", "optimize": "variant"}.get(base.kind, "cell")
-    headers = (
-        first,
-        f"base mean ± σ (ms, n {unit}s)",
-        f"new mean ± σ (ms, n {unit}s)",
-        "new/base",
-        "Welch's p",
-        "median",
-        "p90",
-        "peak RSS",
-        "WER",
-        f"gate ({metric})",
-    )
-
-    def ms(u: Unit) -> str:
-        m = u.metric("mean")
-        tested = u.samples if unit == "sample" else u.values
-        s = stats.stdev(tested)
-        return "-" if m is None else f"{stats.mean_sigma(m * 1e3, None if s is None else s * 1e3)} (n={len(tested)})"
-
-    table = [
-        (
-            r.name,
-            ms(r.base),
-            ms(r.new),
-            "-" if r.ratio is None else r.ratio.text(),
-            "-" if r.p_value is None else f"{r.p_value:.2g}",
-            *(_ratio_cell(r.ratio_of(m)) for m in ("median", "p90", "peak_rss", "wer")),
-            verdict(r, metric, fail_above),
-        )
-        for r in rows
-    ]
-    text = tables.render_table(title, headers, table, left=(headers[0], headers[-1]))
-    text += f"statistical unit: {UNIT_WORDS[unit]}; {_gate_line(rows, metric, fail_above, True)}\n"
-    untested = dict.fromkeys(r.untested for r in rows if r.untested and (r.base.values or r.new.values))
-    for reason in untested:
-        text += (
-            f"{reason}: the ratio is shown and gates nothing; run each side in several processes (bench --runs 3, "
-            "compare --runs 3), or pass --sample-level to test the samples of one process\n"
-        )
-    return text
-
-
-#: The serving figures diff shows, in this order, with the name the documents give them.
-SERVING_SHOWN = ("peak_qps", "samples_per_s", "p90", "p99")
-
-
-def _render_serving(title: str, rows: Sequence[Row], base: Loaded, metric: str, fail_above: float | None) -> str:
-    """One line per unit and figure: base, new, new/base, which way is better, and the gate on the gated one."""
-    from speechperf import tables
-
-    first = "scenario" if base.kind == "loadgen" else "cell"
-    headers = (first, "result (base / new)", "figure", "base", "new", "new/base", "better", f"gate ({metric})")
-    table = []
-    for r in rows:
-        gated = r.base.resolve(metric)
-        names = [m for m in SERVING_SHOWN if r.base.metric(m) is not None or r.new.metric(m) is not None]
-        names += [m for m in (gated, r.base.headline) if m not in names and m in r.base.figures]
-        names += [gated] if gated not in names else []
-        for i, m in enumerate(names):
-            figure = FIGURE.get(m, f"{m}_ms")
-            table.append(
-                (
-                    r.name if i == 0 else "",
-                    f"{r.base.result or '-'} / {r.new.result or '-'}" if i == 0 else "",
-                    figure,
-                    shown(figure, r.base.metric(m)),
-                    shown(figure, r.new.metric(m)),
-                    _ratio_cell(r.ratio_of(m)),
-                    "higher" if m in HIGHER_IS_BETTER else "lower",
-                    verdict(r, metric, fail_above) if m == gated else "",
-                )
+def run_diff(options: DiffOptions) -> int:
+    """Read both documents, refuse what is not the same measurement, diff them, and show, write and keep the diff
+    through the command lifecycle; returns the exit code (1: a significant regression above the threshold)."""
+    with lifecycle(options.exports) as run:
+        threshold = None if options.fail_above is None else parse_percent(options.fail_above)
+        base, new = load(options.base_path), load(options.new_path)
+        if base.kind != new.kind:
+            raise DiffInputError(
+                f"BASE is a {base.kind} document and NEW a {new.kind} document: diff compares two documents of one kind"
             )
-    text = tables.render_table(title, headers, table, left=(first, headers[1], "figure", "better", headers[-1]))
-    unit = (
-        "statistical unit: one LoadGen run (one process) on each side: its figures are single values, so no test is "
-        "made and the ratio alone decides"
-    )
-    return text + f"{unit}; {_gate_line(rows, metric, fail_above, False)}\n"
+        differs = differences(base, new)
+        for line in differs:
+            log.warning("warning: BASE and NEW differ: %s", line)
+        if differs and not options.allow_different:
+            raise DiffInputError(
+                f"BASE and NEW differ in {len(differs)} respect(s) (listed above, first: {differs[0]}); they are not "
+                "the same measurement: pass --allow-different to compare them anyway"
+            )
+        load_line = load_warning(base.doc, new.doc)
+        if load_line:
+            log.warning("%s", load_line)
+        rows = diff(base, new, options.sample_level, loads_differ=bool(load_line) and not options.gate_under_load)
+        if not rows:
+            raise DiffInputError(
+                "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"
+            )
+        metric = options.fail_metric
+        code = 1 if any(threshold is not None and r.regressed(metric, threshold) for r in rows) else 0
+        return run.finish(document(rows, base, new, metric, threshold, code), code)

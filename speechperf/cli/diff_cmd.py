@@ -11,15 +11,13 @@ machine without ``--allow-different``).
 
 from __future__ import annotations
 
-import logging
 import sys
+from pathlib import Path
 
 import click
 
-from speechperf.cli.options import export_options
+from speechperf.cli.options import export_options, keep_options
 from speechperf.regression import METRICS
-
-log = logging.getLogger(__name__)
 
 
 @click.command()
@@ -61,49 +59,20 @@ log = logging.getLogger(__name__)
     "figure that got worse is 'not gated (loads differ)': it may be the machine's, not the code's.",
 )
 @export_options("JSON export: a diff document, a row per stage, cell, variant or scenario (docs/results.md).")
-def diff(
-    base_path,
-    new_path,
-    fail_above,
-    fail_metric,
-    allow_different,
-    sample_level,
-    gate_under_load,
-    output,
-    csv_path,
-    md_path,
-) -> None:
+@keep_options("diff")
+def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_level, gate_under_load, **p) -> None:
     """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
-    from speechperf import regression
     from speechperf.exports import Exports
+    from speechperf.regression import DiffOptions, run_diff
 
-    exports = Exports(json=output, csv=csv_path, markdown=md_path).check()
-    threshold = None if fail_above is None else regression.parse_percent(fail_above)
-    base, new = regression.load(base_path), regression.load(new_path)
-    if base.kind != new.kind:
-        raise regression.DiffInputError(
-            f"BASE is a {base.kind} document and NEW a {new.kind} document: diff compares two documents of one kind"
-        )
-    differs = regression.differences(base, new)
-    for line in differs:
-        log.warning("warning: BASE and NEW differ: %s", line)
-    if differs and not allow_different:
-        raise regression.DiffInputError(
-            f"BASE and NEW differ in {len(differs)} respect(s) (listed above, first: {differs[0]}); they are not "
-            "the same measurement: pass --allow-different to compare them anyway"
-        )
-    from speechperf.results.load import load_warning
-
-    load = load_warning(base.doc, new.doc)
-    if load:
-        log.warning("%s", load)
-    rows = regression.diff(base, new, sample_level, loads_differ=bool(load) and not gate_under_load)
-    if not rows:
-        raise regression.DiffInputError(
-            "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"
-        )
-    click.echo(regression.render(rows, base, new, fail_metric, threshold), nl=False)
-    failed = [r for r in rows if threshold is not None and r.regressed(fail_metric, threshold)]
-    code = 1 if failed else 0
-    exports.write(regression.document(rows, base, new, fail_metric, threshold, code))
-    sys.exit(code)
+    options = DiffOptions(
+        base_path=Path(base_path),
+        new_path=Path(new_path),
+        fail_above=fail_above,
+        fail_metric=fail_metric,
+        allow_different=allow_different,
+        sample_level=sample_level,
+        gate_under_load=gate_under_load,
+        exports=Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"]),
+    )
+    sys.exit(run_diff(options))

@@ -15,12 +15,21 @@ runs sample ``k mod N``: the loop cycles over the samples until ``batch_range`` 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from speechperf.cli.config_options import config_from_args, config_options
-from speechperf.cli.options import backend_option, device_option, seed_option, threads_option
+from speechperf.cli.options import (
+    backend_option,
+    device_option,
+    export_options,
+    keep_options,
+    seed_option,
+    threads_option,
+)
 from speechperf.errors import SpeechperfError
 
 #: Options that only pick or change a config; meaningless with --model.
@@ -49,27 +58,27 @@ _MODEL_ONLY = ("input_specs", "fmt")
     default="",
     help='PaddleSpeech-style options, e.g. "batch_range=[10,20]; sorted_key=total; profile_path=/tmp/profile".',
 )
+@export_options("JSON: the profile as a result document (kind profile: op table, categories, timing, trace path).")
+@keep_options("profile")
 @click.pass_context
-def profile(
-    ctx: click.Context,
-    backend_name: str,
-    model_path: Path | None,
-    config_path: Path | None,
-    input_specs: tuple[str, ...],
-    fmt: str | None,
-    device: str,
-    threads: int,
-    seed: int,
-    profiler_options: str,
-    **config_args,
-) -> None:
+def profile(ctx: click.Context, **p) -> None:
     """Profile inference of a model file (--model) or of a config's stages (--config): op table, step time / ips
     and the framework's trace. With --config one step is one sample through every stage, decoding included."""
+    from speechperf.benchmark.profile import run_profile
+
+    sys.exit(run_profile(_options(ctx, p)))
+
+
+def _options(ctx: click.Context, p: dict[str, Any]):
+    """The options as given, checked: --model or --config (never both), and no option of the other."""
+    from speechperf.benchmark.profile import ModelFile, ProfileOptions
+    from speechperf.exports import Exports
     from speechperf.profiler import ProfilerOptions
 
-    options = ProfilerOptions.parse(profiler_options)  # a bad string fails before any model is loaded
-    _check_trace_path(options)
+    profiler = ProfilerOptions.parse(p["profiler_options"])  # a bad string fails before any model is loaded
+    exports = Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"])
     given = {name for name in ctx.params if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT}
+    model_path, config_path = p["model_path"], p["config_path"]
     if model_path is not None and config_path is not None:
         raise SpeechperfError(
             f"--model {model_path} and --config {config_path} exclude each other: profile one "
@@ -86,8 +95,10 @@ def profile(
             raise SpeechperfError(
                 f"{_flag(stray[0])} applies to --config; with --model the inputs are random (use --input NAME:SHAPE)"
             )
-        _profile_model(backend_name, model_path, input_specs, fmt, device, threads, seed, options)
-        return
+        target = ModelFile(
+            model_path, p["backend_name"], tuple(p["input_specs"]), p["fmt"], p["device"], p["threads"], p["seed"]
+        )
+        return ProfileOptions(target, profiler, exports)
     stray = [n for n in _MODEL_ONLY if n in given]
     if stray:
         raise SpeechperfError(
@@ -95,23 +106,14 @@ def profile(
             "the dataset (set stageN.inputs / stageN.format in the config)"
         )
     cfg = config_from_args(
-        {**config_args, "config_path": config_path},
-        backend=backend_name,
+        {**{k: p[k] for k in _CONFIG_ONLY}, "config_path": config_path},
+        backend=p["backend_name"],
         # --threads/--device/--seed replace the config's values only when given
-        threads=threads if "threads" in given else None,
-        device=device if "device" in given else None,
-        seed=seed if "seed" in given else None,
+        threads=p["threads"] if "threads" in given else None,
+        device=p["device"] if "device" in given else None,
+        seed=p["seed"] if "seed" in given else None,
     )
-    _profile_config(cfg, options)
-
-
-def _check_trace_path(options) -> None:
-    """Refuse a trace path that cannot be written before profiling, not after it (a folder takes the trace inside)."""
-    from speechperf.profiler.base import trace_path_of
-
-    if options.timer_only:
-        return
-    trace_path_of(options.profile_path, "trace.json")
+    return ProfileOptions(cfg, profiler, exports)
 
 
 def _flag(param: str) -> str:
@@ -121,80 +123,3 @@ def _flag(param: str) -> str:
         "input_specs": "--input",
         "fmt": "--format",
     }.get(param, "--" + param.replace("_", "-"))
-
-
-def _profile_model(backend_name, model_path, input_specs, fmt, device, threads, seed, options) -> None:
-    from speechperf.backend import ModelSpec
-    from speechperf.profiler.workload import ProfileStage, parse_input_spec, profile_stages, random_feeds
-    from speechperf.registry import require_backend
-
-    given = {}
-    for text in input_specs:
-        name, shape, dtype = parse_input_spec(text)
-        given[name] = (shape, dtype)
-    backend = require_backend(backend_name)
-    session = backend.load(ModelSpec(model_path, format=fmt), device=device, threads=threads)
-    feeds = random_feeds(session.inputs, given, seed)
-    click.echo(f"profiling {model_path} on {backend_name}: {options!r}", err=True)
-    profile_stages(
-        backend, [ProfileStage.of_session(model_path.name, session, feeds)], options, _roof(backend, options)
-    )
-
-
-def _profile_config(cfg, options) -> None:
-    """Build the config's stages and inputs as ``bench`` does, then profile one sample per step."""
-    from speechperf.benchmark import build
-    from speechperf.benchmark.core import benchmark_for
-    from speechperf.benchmark.validate import check_config
-    from speechperf.cache import cache_dir
-    from speechperf.data import load_dataset
-    from speechperf.profiler.workload import ProfileStage, profile_stages
-    from speechperf.registry import require_backend
-
-    general = cfg.general
-    check_config(cfg)
-    dataset = load_dataset(general, cfg.roles[0])
-    from speechperf.benchmark.derive import config_for_backend
-
-    workdir = cache_dir()
-    cfg = config_for_backend(cfg, general.backend, workdir)
-    backend = require_backend(general.backend)
-    (stages,) = build.open_stages(cfg, backend, workdir)
-    with build.stdout_to_stderr():
-        pipeline = benchmark_for(
-            general.model_type, stages, backend, device=general.device, threads=general.threads, meters=()
-        )
-        pipeline.generate_stage_inputs(dataset)  # untimed, before the profiler starts, as bench does
-    for message in pipeline.failed.values():
-        click.echo(f"note: left out of the profile: {message}", err=True)
-    sids = [sid for sid in pipeline.inputs[-1] if sid not in pipeline.failed]
-    if not sids:
-        raise SpeechperfError(
-            f"{cfg.source}: no sample could be prepared for profiling; first failure: "
-            f"{next(iter(pipeline.failed.values()), 'the dataset is empty')}"
-        )
-    profiled = [
-        ProfileStage.of_stage(stage, [pipeline.inputs[i][sid] for sid in sids]) for i, stage in enumerate(stages)
-    ]
-    chain = " -> ".join(f"stage{i} {s.label}" for i, s in enumerate(stages, 1))
-    click.echo(
-        f"profiling {cfg.source} ({general.model_type}) on {backend.name}, {general.threads} thread(s): "
-        f"one step = one sample through {chain}, cycling over {len(sids)} sample(s); {options!r}",
-        err=True,
-    )
-    profile_stages(backend, profiled, options, _roof(backend, options))
-
-
-def _roof(backend, options) -> tuple[float, str] | None:
-    """The compute roof at the backend's thread count, measured once (in a child) if none is cached, before the
-    profiled loop."""
-    from speechperf.meters.roofs import roofs_for
-    from speechperf.profiler import ProfilerOptions
-
-    if ProfilerOptions.coerce(options).timer_only:
-        return None
-    threads = backend.get_threads()
-    roofs = roofs_for(threads)
-    if roofs is None or roofs.peak is None:
-        return None
-    return roofs.peak.value, f"{roofs.peak.source} GEMM, {threads} thread(s)"

@@ -558,17 +558,11 @@ def run_checks(
 
 
 def format_report(report: CheckReport, asked: Iterable[str]) -> str:
-    headers = ("meter", "check", "measured", "target", "result")
-    table = [headers] + [(r.meter, r.check, r.measured, r.target, r.status) for r in report.rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    notes = [f"  {r.meter}/{r.check}: {r.note}" for r in report.rows if r.note]
-    if notes:
-        lines += ["", "notes:"] + notes
-    verdicts = [f"{m}: {report.verdict(m)}" for m in asked]
-    lines += ["", "verdict: " + "; ".join(verdicts)]
-    return "\n".join(lines)
+    """The report as ``speechperf check`` prints it (``speechperf.views.check``, which shows the document)."""
+    from speechperf.views.check import report_text
+
+    asked = list(asked)
+    return report_text([attrs.asdict(r) for r in report.rows], asked, {m: report.verdict(m) for m in asked})
 
 
 def to_document(report: CheckReport, asked: Iterable[str], threads: Iterable[int]):

@@ -43,7 +43,7 @@ from typing import Literal
 import attrs
 
 from speechperf.errors import SpeechperfError
-from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
+from speechperf.outputs import check_output_folder, check_output_path
 from speechperf.profiler.categories import CategoryTable, json_path_beside
 from speechperf.profiler.options import ProfilerOptionError, ProfilerOptions
 from speechperf.profiler.summary import OpStat, ProfileSummary, StepTiming, sort_ops
@@ -286,11 +286,8 @@ class StepProfiler:
         categories_path = None
         if recorded.categories is not None and recorded.trace_path is not None and timing.steps:
             categories_path = json_path_beside(recorded.trace_path)
-            write_text_atomic(
-                categories_path,
-                recorded.categories.to_json(perf_summary=timing.perf_summary(), ips_unit=timing.ips_unit),
-                "category table",
-            )
+            table = recorded.categories.document(perf_summary=timing.perf_summary(), ips_unit=timing.ips_unit)
+            table.write(categories_path, "category table")
         self.summary = ProfileSummary(
             backend=self.backend,
             sorted_key=self.options.sorted_key,

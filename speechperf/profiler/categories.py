@@ -128,7 +128,7 @@ class CategoryTable:
         names = [*CATEGORIES, BETWEEN]
         return [(c, self.ns(c) / per, self.ns(c) / total) for c in names]
 
-    def to_json(self, **extra) -> str:
+    def document(self, **extra):
         """The table as a result document of kind ``profile`` (``extra``: the step timing), for
         ``speechperf profile-compare``."""
         from speechperf.results import Document
@@ -142,7 +142,10 @@ class CategoryTable:
             "source": self.source,
             **extra,
         }
-        return Document("profile", rows=rows, complete=True, body=body).dumps()
+        return Document("profile", rows=rows, complete=True, body=body)
+
+    def to_json(self, **extra) -> str:
+        return self.document(**extra).dumps()
 
     @classmethod
     def read(cls, path: str | Path) -> CategoryTable:

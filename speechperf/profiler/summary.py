@@ -15,16 +15,19 @@ The category table (``speechperf.profiler.categories``) follows the op table whe
 from __future__ import annotations
 
 import statistics
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO, Any
 
 import attrs
 
+from speechperf import tables, views
 from speechperf.profiler.categories import CategoryTable
 from speechperf.profiler.options import SORTED_KEYS
+from speechperf.results import Document
 
 UNIT = "ms"
-_NS_PER_UNIT = 1e6
 
 
 @attrs.frozen
@@ -171,124 +174,50 @@ class ProfileSummary:
     def top(self, n: int) -> tuple[OpStat, ...]:
         return self.ops[:n]
 
-    def table(self, limit: int | None = 25):
-        from rich.table import Table
-
-        shown = self.ops if limit is None else self.ops[:limit]
-        title = f"{self.backend} ops, sorted by {self.sorted_key} ({UNIT})"
-        caption = self.source + (
-            f"; {len(self.ops) - len(shown)} more rows not shown" if len(shown) < len(self.ops) else ""
-        )
-        table = Table(title=title, caption=caption)
-        table.add_column("op")
-        for column in ("calls", f"total {UNIT}", f"avg {UNIT}", f"max {UNIT}", f"min {UNIT}"):
-            table.add_column(column, justify="right")
-        for o in shown:
-            table.add_row(o.name, str(o.calls), *(_fmt(v) for v in (o.total_ns, o.avg_ns, o.max_ns, o.min_ns)))
-        return table
-
-    def timing_lines(self) -> list[str]:
-        t = self.timing
-        if not t.steps:
-            return ["step time: no step of batch_range was timed"]
-        s = t.stats_ms()
-        lines = [
-            f"steps timed: {t.steps}",
-            f"step time ({UNIT}): mean {s['mean']:.3f}, median {s['median']:.3f}, min {s['min']:.3f}, max {s['max']:.3f}",
-            f"ips: {t.ips:.2f} {t.ips_unit}",
-            "Perf Summary".center(100, "="),
-        ]
-        perf = t.perf_summary()
-        if t.has_reader:
-            lines.append(f"Reader Ratio: {perf['reader_cost']['avg'] / perf['batch_cost']['avg'] * 100:.3f}%")
-        lines.append(f"Time Unit: s, IPS Unit: {t.ips_unit}")
-        lines.append(_perf_row("", "avg", "max", "min"))
-        for item, stats in perf.items():
-            lines.append(_perf_row(item, *(f"{stats[k]:.5f}" for k in ("avg", "max", "min"))))
-        return lines
-
-    def trace_lines(self) -> list[str]:
-        lines = []
-        if self.raw_path is not None:
-            lines.append(f"{self.backend} profile: {self.raw_path}")
-        if self.trace_path is not None:
-            lines.append(
-                f"trace: {self.trace_path} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)"
-            )
-        if self.categories_path is not None:
-            lines.append(
-                f"categories: {self.categories_path} (speechperf profile-compare A B puts two runs side by side)"
-            )
-        return lines
-
-    def render(self, console=None, limit: int | None = 25) -> None:
-        """Print the table (when ops were recorded), the timing and where the trace is."""
-        from rich.console import Console
-
-        if console is None:
-            console = Console(soft_wrap=False)
-            if not console.is_terminal:
-                console.width = max(console.width, 140)  # op names are long; a log file has room
-        if self.ops:
-            console.print(self.table(limit))
-            below = below_roof_table(self.ops, self.roof)
-            if below is not None:
-                console.print(below)
-            else:
-                why = (
-                    "no compute roof is known in this loop (speechperf profile measures one)"
-                    if any(o.flops for o in self.ops)
-                    else f"the {self.backend} profiler counted no FLOPs per op"
-                )
-                console.print(
-                    f"ops below the roof: {why}; the per-stage roofline is in bench and compare",
-                    highlight=False,
-                    markup=False,
-                )
+    def to_document(self, **extra: Any) -> Document:
+        """The summary as a result document of kind ``profile`` (docs/results.md; ``speechperf.views.profile`` shows
+        it): the category table's rows and counts where the steps were split (what ``profile-compare`` reads), the
+        op table (times in ns), the step timing with paddle's Perf Summary (reader_cost, batch_cost, ips), the
+        trace's path and the notes; ``extra``: what was profiled (the command's own fields)."""
+        body: dict[str, Any] = {"backend": self.backend}
+        rows: list[dict[str, Any]] = []
         if self.categories is not None:
-            console.print(self.categories.table())
-        for line in [*self.timing_lines(), *self.trace_lines(), *self.notes]:
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
-
-
-def below_roof_table(ops: Iterable[OpStat], roof: tuple[float, str] | None, top: int = 10):
-    """The ``top`` ops that lose the most time against the compute ``roof`` (GFLOP/s, what it is): time lost =
-    their time minus the time their FLOPs would take at the roof. None when no op has a FLOP count or no roof is
-    known."""
-    from rich.table import Table
-
-    counted = [(o, o.flops) for o in ops if o.flops and o.total_ns]
-    if not counted or roof is None:
-        return None
-    peak, what = roof  # GFLOP/s = FLOPs per ns
-
-    def lost(item: tuple[OpStat, int]) -> float:
-        return item[0].total_ns - item[1] / peak
-
-    table = Table(
-        title=f"ops furthest below the roof ({peak:.1f} GFLOP/s, {what})",
-        caption="estimate: the profiler's FLOPs per op over its host time; time lost = time - FLOPs / roof",
-    )
-    table.add_column("op")
-    for column in ("calls", f"total {UNIT}", "GFLOP", "GFLOP/s", "% of roof", f"lost {UNIT}"):
-        table.add_column(column, justify="right")
-    for o, flops in sorted(counted, key=lost, reverse=True)[:top]:
-        rate = flops / o.total_ns  # GFLOP/s
-        table.add_row(
-            o.name,
-            str(o.calls),
-            _fmt(o.total_ns),
-            f"{flops / 1e9:.4f}",
-            f"{rate:.1f}",
-            f"{100 * rate / peak:.1f}",
-            _fmt(lost((o, flops))),
+            table = self.categories
+            rows = [{"category": c, "ms_per_step": round(ms, 6), "share": round(sh, 6)} for c, ms, sh in table.rows()]
+            body.update(steps=table.steps, step_ns=table.step_ns, by_category=dict(table.by_category))
+            body["source"] = table.source
+        t = self.timing
+        body.update(
+            sorted_key=self.sorted_key,
+            op_source=self.source,
+            ops=[
+                {"op": o.name, "calls": o.calls, "total_ns": o.total_ns, "max_ns": o.max_ns, "min_ns": o.min_ns}
+                | ({"flops": o.flops} if o.flops is not None else {})
+                for o in self.ops
+            ],
+            recorded_steps=list(self.steps),
+            timing={
+                "steps": t.steps,
+                "step_ns": list(t.step_ns),
+                "samples": list(t.samples),
+                "reader_ns": list(t.reader_ns),
+            },
+            step_time_ms=t.stats_ms() if t.steps else None,
+            ips=t.ips,
+            ips_unit=t.ips_unit,
+            perf_summary=t.perf_summary() if t.steps else {},
+            trace_path=None if self.trace_path is None else str(self.trace_path),
+            raw_path=None if self.raw_path is None else str(self.raw_path),
+            categories_path=None if self.categories_path is None else str(self.categories_path),
+            roof=None if self.roof is None else list(self.roof),
+            summary_notes=list(self.notes),
+            **extra,
         )
-    return table
+        return Document("profile", rows=rows, complete=True, body=body)
 
-
-def _perf_row(*cells: str) -> str:
-    return "| " + " | ".join(c.center(15) for c in cells) + " |"
-
-
-def _fmt(ns: float) -> str:
-    return f"{ns / _NS_PER_UNIT:.3f}"
+    def render(self, out: IO[str] | None = None) -> None:
+        """Print the op table (when ops were recorded), the step by category, the timing and where the trace is:
+        the profile document's console view (``speechperf.views.profile``), as ``speechperf profile`` prints it."""
+        out = out or sys.stdout
+        doc = self.to_document()
+        out.write(views.view_of("profile").console(doc, views.Shown(width=tables.terminal_width(out))))

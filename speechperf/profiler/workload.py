@@ -54,14 +54,16 @@ def profile_stages(
     stages: Sequence[ProfileStage],
     options: ProfilerOptions | str | None,
     roof: tuple[float, str] | None = None,
+    echo: bool = True,
 ) -> ProfileSummary:
-    """Run the stages step after step until ``batch_range`` has ended; return the summary (also printed). ``roof``:
-    the compute roof (GFLOP/s, what it is) the ops with FLOPs are listed against."""
+    """Run the stages step after step until ``batch_range`` has ended; return the summary (printed when ``echo``).
+    ``roof``: the compute roof (GFLOP/s, what it is) the ops with FLOPs are listed against."""
     options = ProfilerOptions.coerce(options)
     if not stages or any(not stage.inputs for stage in stages):
         raise SpeechperfError("nothing to profile: every stage needs at least one input")
     prof = backend.step_profiler(options)
     prof.roof = roof
+    prof.echo = echo
     prof.ends_loop_when_finished = True  # the loop below stops at prof.finished: exit_on_finished is honoured
     with prof:
         # a backend that profiles sessions rather than the process (onnxruntime) hands back stand-ins to call

@@ -30,7 +30,14 @@ HEADLINE: dict[str, tuple[str, ...]] = {
 V1_HEADLINE = {"bench": ("runtime_mean_ms",), "compare": ("mean_ms",), "optimize": ("latency_ms",)}
 TOTAL = "total"
 #: The key naming a row (a cell, a variant) in each kind's rows; bench's rows are named by their stage.
-CELL_KEY = {"compare": "cell", "compare-best": "cell", "serving": "cell", "optimize": "variant", "tune": "candidate"}
+CELL_KEY = {
+    "compare": "cell",
+    "compare-best": "cell",
+    "serving": "cell",
+    "optimize": "variant",
+    "tune": "candidate",
+    "profile": "category",
+}
 
 
 def row_name(kind: str, row: dict[str, Any]) -> str | None:

@@ -89,7 +89,11 @@ GENERIC = View()
 
 #: kind -> the module of this package that defines its ``VIEW``; a kind not listed is shown by ``GENERIC``.
 MODULES: dict[str, str] = {
+    "check": "check",
+    "diff": "diff",
+    "history": "history",
     "loadgen": "loadgen",
+    "profile": "profile",
 }
 
 

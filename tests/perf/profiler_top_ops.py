@@ -14,6 +14,7 @@ import tempfile
 import numpy as np
 
 from speechperf import get_backend
+from speechperf.views.profile import timing_lines
 
 
 def torch_step(x, y):
@@ -81,7 +82,7 @@ def main() -> None:
         print(f"  {'op':<60} {'calls':>5} {'total ms':>9} {'avg ms':>8}")
         for o in s.top(args.top):
             print(f"  {o.name:<60} {o.calls:>5} {o.total_ns / 1e6:>9.3f} {o.avg_ns / 1e6:>8.3f}")
-        print("  " + "; ".join(s.timing_lines()[1:]))
+        print("  " + "; ".join(timing_lines(s.to_document())[1:]))
 
 
 if __name__ == "__main__":
