@@ -76,7 +76,7 @@ def title(doc: Document) -> str:
     return f"speechperf optimize: {what} on {doc.get('backend')}"
 
 
-def _display(p: dict) -> list[str]:
+def _display(p: dict) -> list[Any]:
     """One row as the console and the Markdown show it."""
     size = (
         "-"
@@ -91,8 +91,8 @@ def _display(p: dict) -> list[str]:
     diff = p.get("graph_max_rel_diff")
     peak = p.get("peak_rss_mib")
     return [
-        p["variant"],
-        p["status"],
+        p.get("variant"),
+        p.get("status"),
         size,
         latency,
         speed,
