@@ -38,6 +38,7 @@ from typing import Any
 
 import attrs
 
+from speechperf.backend.quantization import check_methods
 from speechperf.benchmark import plan as run_plan
 from speechperf.cache import cache_dir
 from speechperf.config.schema import BenchConfig
@@ -83,34 +84,19 @@ class OptimizeOptions:
     workdir: Path = attrs.Factory(cache_dir)  #: where a backend's derived files and the reference models are made
 
 
-def check_methods(backend, methods) -> tuple[str, ...]:
-    from speechperf.backend import check_method
-
-    if not methods:
-        raise SpeechperfError(
-            f"no --method given; backend {backend.name!r} offers: "
-            f"{', '.join(backend.capabilities.quantization) or 'none'}"
-        )
-    for m in methods:
-        check_method(backend, m)
-    if len(set(methods)) != len(methods):
-        raise SpeechperfError(f"--method lists a method twice: {','.join(methods)}")
-    return tuple(methods)
-
-
 class _Study:
     """The table's rows, every run and the result document, written through the run's lifecycle each time
     something new is known."""
 
-    def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict, run: Lifecycle):
+    def __init__(self, opts: OptimizeOptions, plan: run_plan.Plan, run: Lifecycle):
         self.opts = opts
         self.run = run
         self.rows: dict[str, Row] = {}
         self.runs: list[dict[str, Any]] = []
         self.doc = Document(
             kind="optimize",
-            config=json.loads(json.dumps(cfg.to_dict())),
-            environment=env,
+            environment=_environment(plan),
+            config=json.loads(json.dumps(plan.cfg.to_dict())),
             body={
                 "backend": opts.backend,
                 "methods": list(opts.methods),
@@ -154,7 +140,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, out=None) -> int:
         check_methods(plan.backend, opts.methods)
         if plan.size_note:
             log.info("note: %s", plan.size_note)
-        study = _Study(opts, plan.cfg, _environment(plan), run)
+        study = _Study(opts, plan, run)
         try:
             code = _run(study, plan, out_dir)
         except KeyboardInterrupt:
@@ -208,11 +194,12 @@ def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
     """Quantize, then measure; the rows filled. Returns the exit code."""
     from speechperf.benchmark import build
     from speechperf.config import write_config
-    from speechperf.optimize.variants import config_dict
+    from speechperf.optimize.variants import variant_config
 
-    opts, cfg, backend = study.opts, plan.cfg, plan.backend
+    opts = study.opts
+    cfg, backend = plan.cfg, plan.backend
     general = cfg.general
-    base = config_dict(cfg, backend.name)
+    base = variant_config(study.doc.config or {}, backend.name)  # the document's copy: the config made plain once
     stages, plans, calibration, held_out = calibrate(cfg, backend, plan.dataset, opts.workdir, opts.calibration_size)
     study.doc.body["stage_labels"] = " + ".join(p.label for p in plans)
 
