@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from speechperf.lifecycle import Lifecycle
 from speechperf.optimize.fidelity import Fidelity, QualityBudget
 from speechperf.optimize.run import OptimizeOptions, _Study, exports
 from speechperf.optimize.table import Row
@@ -26,8 +27,14 @@ def study(tmp_path) -> _Study:
         budget=QualityBudget(1.0, 1.0, 0.98),
         exports=exports(tmp_path / "o.json", tmp_path / "o.csv", tmp_path / "o.md"),
     )
-    config = SimpleNamespace(to_dict=lambda: {"general": {"threads": 1}})  # all the document takes of a config
-    got = _Study(opts, config, {"cpu_count": 2}, Collected(notes=["a note"], warnings=["a warning"]))
+    # all the document takes of a plan: its config (as a dict, and its threads and device) and its backend
+    config = SimpleNamespace(
+        to_dict=lambda: {"general": {"threads": 1, "device": "cpu"}}, general=SimpleNamespace(threads=1, device="cpu")
+    )
+    backend = SimpleNamespace(name="onnxruntime", availability=lambda: SimpleNamespace(version="1.2.3"))
+    plan = SimpleNamespace(cfg=config, backend=backend)
+    said = Collected(notes=["a note"], warnings=["a warning"])  # what the lifecycle collected from the log
+    got = _Study(opts, plan, Lifecycle(opts.exports, said, io.StringIO(), wide=False))
     got.rows["fp32"] = Row("fp32", "baseline", 2_000_000, 2_000_000, [10.0, 12.0], fidelity=Fidelity("tokens", 1.0))
     got.rows["ort-dynamic"] = Row(
         "ort-dynamic", "ok", 1_000_000, 2_000_000, [5.0, 6.0], 2.0, 0.2, 0.01, 150.0, Fidelity("tokens", 0.97),
@@ -42,8 +49,10 @@ def test_the_document_has_the_envelope_and_optimize_fields(tmp_path):
     s.write()
     doc = loads((tmp_path / "o.json").read_text())
     assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 3, False)
-    assert doc.config == {"general": {"threads": 1}}
-    assert doc.environment == {"cpu_count": 2} and doc.notes == ["a note"] and doc.warnings == ["a warning"]
+    assert doc.config == {"general": {"threads": 1, "device": "cpu"}}
+    env = doc.environment
+    assert (env["backend"], env["backend_version"], env["threads"], env["device"]) == ("onnxruntime", "1.2.3", 1, "cpu")
+    assert env["cpu_count"] >= 1 and doc.notes == ["a note"] and doc.warnings == ["a warning"]
     assert doc["backend"] == "onnxruntime" and doc["methods"] == ["ort-dynamic", "ort-static-qdq"]
     assert (doc["runs_per_variant"], doc["calibration_size"]) == (3, 2)
     assert doc["quality_budget"] == {
@@ -69,7 +78,7 @@ def test_the_document_has_the_envelope_and_optimize_fields(tmp_path):
 
 def test_csv_and_markdown_hold_the_rows_and_ctrl_c_marks_the_unfinished(tmp_path):
     s = study(tmp_path)
-    s.opts.exports.write(s.interrupted())
+    s.run.write(s.interrupted())
     doc = loads((tmp_path / "o.json").read_text())
     assert doc.complete is False
     assert [r["status"] for r in doc.rows] == ["baseline", "ok", "interrupted"]

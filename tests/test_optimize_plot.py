@@ -11,7 +11,7 @@ from click.testing import CliRunner
 pytest.importorskip("matplotlib")
 
 from speechperf.cli import main  # noqa: E402
-from speechperf.optimize.plot import BUDGET_GID, plot_tradeoff, quality_of, tradeoff_figure  # noqa: E402
+from speechperf.views.optimize_plot import BUDGET_GID, plot_tradeoff, quality_of, tradeoff_figure  # noqa: E402
 
 BUDGET = {"max_wer_increase": 1.0, "max_bleu_drop": 1.0, "min_agreement": None}
 

@@ -263,7 +263,7 @@ def test_the_winners_score_is_read_against_the_fp32_all_default_pipeline_of_the_
 
 def test_the_markdown_ends_with_the_answer_and_the_notes():
     from speechperf.results import Document
-    from speechperf.tune import report
+    from speechperf.views import tune as report
 
     row = {c: None for c in report.COLUMNS} | {"candidate": "reference (fp32, default paths)", "mean_ms": 12.5}
     doc = Document("tune", rows=[row], notes=["a note"], body={"answer": ["winner: x: out/winner.yaml", "x ran 2x"]})

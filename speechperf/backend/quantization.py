@@ -1,4 +1,4 @@
-"""The check of a quantization method name against what a backend offers (``Capabilities.quantization``)."""
+"""The check of quantization method names against what a backend offers (``Capabilities.quantization``)."""
 
 from __future__ import annotations
 
@@ -14,3 +14,17 @@ def check_method(backend, method: str) -> str:
             f"unknown quantization method {method!r} for backend {backend.name!r}; its methods: {offered}"
         )
     return method
+
+
+def check_methods(backend, methods) -> tuple[str, ...]:
+    """``methods`` (a command's --method list) if ``backend`` offers each, once; else a one-line error."""
+    if not methods:
+        raise SpeechperfError(
+            f"no --method given; backend {backend.name!r} offers: "
+            f"{', '.join(backend.capabilities.quantization) or 'none'}"
+        )
+    for method in methods:
+        check_method(backend, method)
+    if len(set(methods)) != len(methods):
+        raise SpeechperfError(f"--method lists a method twice: {','.join(methods)}")
+    return tuple(methods)

@@ -64,13 +64,19 @@ def check(cfg: BenchConfig, backend: str | None, workdir: Path | None = None) ->
     """The checking half, no data read and no model loaded: the config for ``backend`` (None: the pinned stages
     alone), the pinned backends installed (returned), and with ``workdir`` the backend's derived files made."""
     from speechperf.benchmark.derive import config_for_backend
-    from speechperf.benchmark.validate import check_config, require_pinned_backends
 
-    check_config(cfg, backend)
-    pinned = require_pinned_backends(cfg, backend)
+    pinned = _refuse(cfg, backend)
     if backend is not None and workdir is not None:
         config_for_backend(cfg, backend, workdir)  # a derived file is exported and gated here, once
     return pinned
+
+
+def _refuse(cfg: BenchConfig, backend: str | None) -> dict[str, Backend]:
+    """The config as bench would refuse it, then the pinned backends installed (returned)."""
+    from speechperf.benchmark.validate import check_config, require_pinned_backends
+
+    check_config(cfg, backend)
+    return require_pinned_backends(cfg, backend)
 
 
 def resolve(cfg: BenchConfig, backend: str | None = None, *, workdir: Path, quality: str = "meters") -> Plan:
@@ -83,7 +89,7 @@ def resolve(cfg: BenchConfig, backend: str | None = None, *, workdir: Path, qual
     if quality not in QUALITY:
         raise ValueError(f"quality={quality!r}; allowed: {', '.join(QUALITY)}")
     name = backend_name(cfg, backend)
-    pinned = check(cfg, name)
+    pinned = _refuse(cfg, name)  # derived last, below: the cheap refusals first
     general = cfg.general
     dataset = load_dataset(general, cfg.roles[0])
     references = load_references(general, dataset, cfg.roles)  # one that does not fit the dataset fails here

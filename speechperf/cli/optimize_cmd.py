@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +22,10 @@ from speechperf.cli.options import (
     threads_option,
 )
 from speechperf.values import RUNS_MAX, split_items
+
+if TYPE_CHECKING:
+    from speechperf.config.schema import BenchConfig
+    from speechperf.optimize.run import OptimizeOptions
 
 
 def _methods_table(backend_name: str | None) -> str:
@@ -71,7 +76,7 @@ def _methods_table(backend_name: str | None) -> str:
     "speed-up and against its size, fp32 marked, the quality budget as a line. Needs the plot extra.",
 )
 @keep_options("study (with the trade-off plot)")
-def optimize(backend_name, methods, threads, **options) -> None:
+def optimize(**params) -> None:
     """Post-training int8 quantization of every stage, judged against fp32 by file size, latency (speed-up ± σ
     over fresh processes), peak memory and fidelity (WER / token, VAD agreement / SNR).
 
@@ -83,54 +88,57 @@ def optimize(backend_name, methods, threads, **options) -> None:
     1 a method failed to quantize or to run (its row says why); 2 bad input; 130 interrupted (the JSON, CSV
     and Markdown keep the finished variants, the JSON marked complete: false).
     """
-    if methods == "list":
-        click.echo(_methods_table(backend_name))
+    if params["methods"] == "list":
+        click.echo(_methods_table(params["backend_name"]))
         return
-    study = {name: options.pop(name) for name in STUDY}
-    cfg = config_from_args(options, backend=backend_name, threads=threads)  # what is left: the config options
     from speechperf.optimize.run import run_optimize
 
-    sys.exit(run_optimize(cfg, _options(cfg.general.backend, methods, **study), workdir=cache_dir()))
+    sys.exit(run_optimize(*optimize_options(params)))
 
 
-#: optimize's options that describe the study (``_options``'s keywords), not the config.
-STUDY = (
-    "runs",
-    "calibration_size",
-    "out_dir",
-    "timeout_s",
-    *QUALITY_BUDGET,
-    "output",
-    "csv_path",
-    "md_path",
-    "plot_path",
-    "keep",
-)
-
-
-def _options(backend, methods, out_dir, **study):
-    """The study as ``run_optimize`` takes it, checked: no backend or no method is one line (exit 2)."""
+def optimize_options(p: dict[str, Any]) -> tuple[BenchConfig, OptimizeOptions]:
+    """The config and the study as ``run_optimize`` takes them, checked: no backend or no method is one line (exit
+    2) before anything runs."""
     from speechperf.errors import SpeechperfError
     from speechperf.optimize.run import OptimizeOptions, exports
     from speechperf.registry import known_backends
 
+    study = {name: p.pop(name) for name in (*QUALITY_BUDGET, *STUDY)}
+    cfg = config_from_args(p, backend=p.pop("backend_name"), threads=p.pop("threads"))  # left: the config options
+    backend = cfg.general.backend
     if not backend:
         raise SpeechperfError(
             f"no backend given: pass --backend NAME (or general.backend); known backends: {', '.join(known_backends())}"
         )
-    names = split_items(methods or "", "--method")
+    names = split_items(study["methods"] or "", "--method")
     if not names:
         raise SpeechperfError(
             f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} (see --method list)"
         )
-    return OptimizeOptions(
+    return cfg, OptimizeOptions(
         backend=backend,
         methods=names,
-        out_dir=out_dir or cache_dir() / "optimize" / backend,
+        out_dir=study["out_dir"] or cache_dir() / "optimize" / backend,
         runs=study["runs"],
         calibration_size=study["calibration_size"],
         timeout_s=study["timeout_s"],
         budget=quality_budget(study),
         exports=exports(study["output"], study["csv_path"], study["md_path"], study["keep"]),
         plot=study["plot_path"],
+        workdir=cache_dir(),
     )
+
+
+#: optimize's options that describe the study, not the config.
+STUDY = (
+    "methods",
+    "runs",
+    "calibration_size",
+    "out_dir",
+    "timeout_s",
+    "output",
+    "csv_path",
+    "md_path",
+    "plot_path",
+    "keep",
+)

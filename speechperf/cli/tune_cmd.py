@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +22,10 @@ from speechperf.cli.options import (
     seconds_option,
 )
 from speechperf.values import RUNS_MAX
+
+if TYPE_CHECKING:
+    from speechperf.config.schema import BenchConfig
+    from speechperf.tune.run import TuneOptions
 
 
 @click.command()
@@ -106,30 +111,38 @@ from speechperf.values import RUNS_MAX
     help="The Pareto plot (.png or .svg): quality and peak memory against the objective. Needs the plot extra.",
 )
 @keep_options("tune (with the Pareto plot)")
-def tune(backends, precisions, threads, objective, batch_sizes, budget, **options) -> None:
+def tune(**params) -> None:
     """Search backends x execution variants x precisions x threads, stage by stage, for the fastest pipeline
     within a quality budget; write it as a bench config and compare it with each framework at its best.
 
     Exit codes: 0 a winner within the quality budget was found; 1 none was; 2 bad input; 130 interrupted (a
     rerun with the same --out-dir resumes, reusing every finished process).
     """
-    from speechperf.errors import SpeechperfError
-    from speechperf.tune.run import TuneOptions, run_tune
+    from speechperf.tune.run import run_tune
 
-    study = {name: options.pop(name) for name in (*QUALITY_BUDGET, *STUDY)}
-    kinds, sizes = _precisions(precisions), _batch_sizes(batch_sizes)
-    if objective != "throughput" and sizes != [1]:
+    sys.exit(run_tune(*tune_options(click.get_current_context(), params)))
+
+
+def tune_options(ctx: click.Context, p: dict[str, Any]) -> tuple[BenchConfig, TuneOptions]:
+    """The config and the search as ``run_tune`` takes them, checked: bad input is one line (exit 2)."""
+    from speechperf.errors import SpeechperfError
+    from speechperf.tune.run import TuneOptions
+
+    study = {name: p.pop(name) for name in (*QUALITY_BUDGET, *STUDY)}
+    kinds, sizes = _precisions(study["precisions"]), _batch_sizes(study["batch_sizes"])
+    if study["objective"] != "throughput" and sizes != [1]:
         raise SpeechperfError(
-            f"--batch-sizes {batch_sizes}: only with --objective throughput (latency and memory are per sample)"
+            f"--batch-sizes {study['batch_sizes']}: only with --objective throughput (latency and memory are per "
+            "sample)"
         )
-    cfg = config_from_args(options)
-    out_dir = study["out_dir"] or cache_dir() / "tune" / _config_name(options.get("config_path"))
-    opts = TuneOptions(
-        backends=tuple(_backends(backends)),
+    cfg = config_from_args(p)  # what is left: the config options
+    out_dir = study["out_dir"] or cache_dir() / "tune" / _config_name(p.get("config_path"))
+    return cfg, TuneOptions(
+        backends=tuple(_backends(study["backends"])),
         precisions=tuple(kinds),
-        threads=tuple(threads),
-        objective=objective,
-        budget_s=budget,
+        threads=tuple(study["threads"]),
+        objective=study["objective"],
+        budget_s=study["budget"],
         budget=quality_budget(study),
         out_dir=out_dir,
         exports=_exports(study),
@@ -140,12 +153,19 @@ def tune(backends, precisions, threads, objective, batch_sizes, budget, **option
         executor=study["executor"],
         jobs=study["jobs"],
         plot=study["plot_path"],
-        options={k: str(v) if isinstance(v, Path) else v for k, v in click.get_current_context().params.items()},
+        options={k: str(v) if isinstance(v, Path) else v for k, v in ctx.params.items()},
+        workdir=cache_dir(),
     )
-    sys.exit(run_tune(cfg, opts, workdir=cache_dir()))
 
 
+#: tune's options that describe the search, not the config.
 STUDY = (
+    "backends",
+    "precisions",
+    "threads",
+    "objective",
+    "batch_sizes",
+    "budget",
     "executor",
     "jobs",
     "calibration_size",

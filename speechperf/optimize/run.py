@@ -32,22 +32,24 @@ import logging
 import math
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from speechperf.backend.quantization import check_methods
+from speechperf.benchmark import plan as run_plan
+from speechperf.cache import cache_dir
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError, first_line
 from speechperf.exports import Exports
+from speechperf.lifecycle import Lifecycle, lifecycle
 from speechperf.optimize import fidelity as fid
-from speechperf.optimize.table import COLUMNS, Row, print_table, to_csv, to_markdown
+from speechperf.optimize.table import Row
 from speechperf.outputs import check_output_folder
 from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, machine
-from speechperf.results.notes import Collected, collect
 from speechperf.stats import SIGNIFICANCE
 
 log = logging.getLogger(__name__)
@@ -62,18 +64,10 @@ UNFINISHED = ("quantizing", "measuring")
 
 
 def exports(output=None, csv=None, markdown=None, keep=None) -> Exports:
-    """optimize's exports: the JSON document, its own CSV columns and Markdown table (speechperf.optimize.table)."""
+    """optimize's exports: the JSON document, and its CSV and Markdown through its view (speechperf.views.optimize)."""
     from speechperf.store.keep import Keep
 
-    return Exports(
-        json=output,
-        csv=csv,
-        markdown=markdown,
-        keep=keep or Keep(),
-        columns=COLUMNS,
-        csv_text=to_csv,
-        markdown_text=to_markdown,
-    )
+    return Exports(json=output, csv=csv, markdown=markdown, keep=keep or Keep())
 
 
 @attrs.frozen
@@ -86,144 +80,131 @@ class OptimizeOptions:
     timeout_s: float | None = None
     budget: fid.QualityBudget = fid.QualityBudget()
     exports: Exports = attrs.Factory(exports)  #: -o, --csv, --markdown, --html and the store
-    plot: Path | None = None  #: --plot: the quality / speed-up / size trade-off (speechperf.optimize.plot)
-
-
-def check_methods(backend, methods) -> tuple[str, ...]:
-    from speechperf.backend import check_method
-
-    if not methods:
-        raise SpeechperfError(
-            f"no --method given; backend {backend.name!r} offers: "
-            f"{', '.join(backend.capabilities.quantization) or 'none'}"
-        )
-    for m in methods:
-        check_method(backend, m)
-    if len(set(methods)) != len(methods):
-        raise SpeechperfError(f"--method lists a method twice: {','.join(methods)}")
-    return tuple(methods)
+    plot: Path | None = None  #: --plot: the quality / speed-up / size trade-off (speechperf.views.optimize_plot)
+    workdir: Path = attrs.Factory(cache_dir)  #: where a backend's derived files and the reference models are made
 
 
 class _Study:
-    """The table's rows, every run and the result document, written through the exports each time something new
-    is known."""
+    """The table's rows, every run and the result document, written through the run's lifecycle each time
+    something new is known."""
 
-    def __init__(self, opts: OptimizeOptions, cfg: BenchConfig, env: dict, collected: Collected):
+    def __init__(self, opts: OptimizeOptions, plan: run_plan.Plan, run: Lifecycle):
         self.opts = opts
-        self.collected = collected
+        self.run = run
         self.rows: dict[str, Row] = {}
         self.runs: list[dict[str, Any]] = []
-        self.labels = ""  #: the stages, for the titles ("s2t/tiny")
         self.doc = Document(
             kind="optimize",
-            config=json.loads(json.dumps(cfg.to_dict())),
-            environment=env,
+            environment=_environment(plan),
+            config=json.loads(json.dumps(plan.cfg.to_dict())),
             body={
                 "backend": opts.backend,
                 "methods": list(opts.methods),
                 "runs_per_variant": opts.runs,
                 "calibration_size": opts.calibration_size,
                 "quality_budget": attrs.asdict(opts.budget),
+                "stage_labels": "",  #: the stages, for the titles ("s2t/tiny")
                 "variant_notes": {},
                 "runs": self.runs,
             },
         )
 
-    def document(self, complete: bool = False) -> Document:
+    def document(self) -> Document:
         doc = self.doc
-        doc.complete = complete
         doc.rows = [r.plain() for r in self.rows.values()]
         doc.body["variant_notes"] = {name: r.notes for name, r in self.rows.items() if r.notes}
-        doc.notes, doc.warnings = list(self.collected.notes), list(self.collected.warnings)
         return doc
 
-    def write(self, complete: bool = False) -> None:
-        self.opts.exports.write(self.document(complete))
+    def write(self) -> None:
+        self.run.write(self.document())
 
     def interrupted(self) -> Document:
-        """Ctrl-C: the finished variants as they are, the others marked (the exports then write this)."""
+        """Ctrl-C: the finished variants as they are, the others marked."""
         for row in self.rows.values():
             if row.status in UNFINISHED:
                 row.status = "interrupted"
-        return self.document(complete=False)
+        return self.document()
 
 
-def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=None) -> int:
-    from speechperf.benchmark.derive import config_for_backend
-    from speechperf.benchmark.validate import check_config
-    from speechperf.registry import require_backend
+def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, out=None) -> int:
+    """The whole study through the command lifecycle; returns the exit code."""
+    with lifecycle(opts.exports, out=out or sys.stdout) as run:  # the exports checked before quantizing
+        if opts.plot is not None:
+            from speechperf.views.optimize_plot import check_plot_path
 
-    out = out or sys.stdout
-    opts.exports.check()  # before quantizing: a bad path must not cost the whole study
-    if opts.plot is not None:
-        from speechperf.optimize.plot import check_plot_path
+            check_plot_path(opts.plot)
+        out_dir = check_output_folder(opts.out_dir, "--out-dir")
+        # as bench would: the config checked, the references read against the dataset, the stage's file of this
+        # backend, before the first quantization
+        plan = run_plan.resolve(cfg, opts.backend, workdir=opts.workdir, quality="asked")
+        check_methods(plan.backend, opts.methods)
+        if plan.size_note:
+            log.info("note: %s", plan.size_note)
+        study = _Study(opts, plan, run)
+        try:
+            code = _run(study, plan, out_dir)
+        except KeyboardInterrupt:
+            run.write(study.interrupted())  # the unfinished variants say so; the lifecycle marks it incomplete
+            raise
+        doc = study.document()
+        if opts.plot is not None:
+            from speechperf.views.optimize import draw
 
-        check_plot_path(opts.plot)
-    check_output_folder(opts.out_dir, "--out-dir")
-    check_config(cfg, opts.backend)  # as bench would, before the first quantization
-    cfg = config_for_backend(cfg, opts.backend, workdir)  # the stage's file of this backend
-    backend = require_backend(opts.backend)
-    check_methods(backend, opts.methods)
-    with collect() as collected:
-        env = {
-            **machine(),
-            "threads": cfg.general.threads,
-            "device": cfg.general.device,
-            "backend": backend.name,
-            "backend_version": backend.availability().version,
-        }
-        study = _Study(opts, cfg, env, collected)
-        with opts.exports.interrupted(study.interrupted):
-            code = _run(study, cfg, backend, workdir)
-            title, tables = _report(study, cfg, out)
-            with tempfile.TemporaryDirectory(prefix="speechperf-optimize-") as folder:  # --html's plot, drawn for it
-                images = _plots(study, title, Path(folder))
-                opts.exports.finish(study.document(complete=True), code, tables=tables, images=images, title=title)
-    return code
+            if draw(doc, opts.plot) is not None:
+                log.info("trade-off plot %s", opts.plot)
+        log.info("variants and their bench configs are in %s", opts.out_dir)
+        return run.finish(doc, code)
 
 
-def calibrate(cfg: BenchConfig, backend, workdir: Path, calibration_size: int):
+def _environment(plan: run_plan.Plan) -> dict[str, Any]:
+    general, backend = plan.cfg.general, plan.backend
+    return {
+        **machine(),
+        "threads": general.threads,
+        "device": general.device,
+        "backend": backend.name,
+        "backend_version": backend.availability().version,
+    }
+
+
+def calibrate(cfg: BenchConfig, backend, dataset: list, workdir: Path, calibration_size: int):
     """The fp32 stages opened on ``backend``, each stage's graphs, and the feeds they were called with on the
-    first ``calibration_size`` samples (calibration) and on the next one (the held-out graph check); returns
-    (dataset, stages, plans, calibration, held_out)."""
+    first ``calibration_size`` samples of ``dataset`` (calibration) and on the next one (the held-out graph check);
+    returns (stages, plans, calibration, held_out)."""
     from speechperf.benchmark import build
-    from speechperf.data import load_dataset
-    from speechperf.data.references import load_references
     from speechperf.optimize.calibration import record_feeds
     from speechperf.optimize.variants import plan_stage
 
-    general = cfg.general
-    dataset = load_dataset(general, cfg.roles[0])
     if len(dataset) < 2:
         raise SpeechperfError(
             f"the dataset has {len(dataset)} sample(s); quantizing needs at least 2 (one is left out "
             "of calibration to check each graph on)"
         )
     calibration_size = min(calibration_size, len(dataset) - 1)
-    load_references(general, dataset, cfg.roles)  # a reference file that does not fit fails here, before quantizing
     (stages,) = build.open_stages(cfg, backend, workdir)
     with build.stdout_to_stderr():
         plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
         log.info("recording calibration feeds on %d sample(s) ...", calibration_size)
         calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
         held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
-    return dataset, stages, plans, calibration, held_out
+    return stages, plans, calibration, held_out
 
 
-def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
+def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
     """Quantize, then measure; the rows filled. Returns the exit code."""
     from speechperf.benchmark import build
     from speechperf.config import write_config
-    from speechperf.optimize.variants import config_dict
+    from speechperf.optimize.variants import variant_config
 
-    opts, general = study.opts, cfg.general
-    out_dir = check_output_folder(opts.out_dir, "--out-dir")
-    base = config_dict(cfg, backend.name)
-    dataset, stages, plans, calibration, held_out = calibrate(cfg, backend, workdir, opts.calibration_size)
-    study.labels = " + ".join(p.label for p in plans)
+    opts = study.opts
+    cfg, backend = plan.cfg, plan.backend
+    general = cfg.general
+    base = variant_config(study.doc.config or {}, backend.name)  # the document's copy: the config made plain once
+    stages, plans, calibration, held_out = calibrate(cfg, backend, plan.dataset, opts.workdir, opts.calibration_size)
+    study.doc.body["stage_labels"] = " + ".join(p.label for p in plans)
 
     speech_out = cfg.stages[-1].output_kind_as(cfg.roles[-1]) == "waveform"  # a mask is no audio to dump
-    fp32_size = sum(p.stat().st_size for plan in plans for p in plan.fp32_files)
+    fp32_size = sum(p.stat().st_size for stage_plan in plans for p in stage_plan.fp32_files)
     configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
     study.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
     shown_notes: set[str] = set()
@@ -267,7 +248,7 @@ def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
         ", ".join(c.label for c in cells),
         opts.runs,
     )
-    rows = _Rows(study, cfg, dataset, out_dir, speech_out)
+    rows = _Rows(study, plan, out_dir, speech_out)
     probe = LoadProbe().start()
     try:
         results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, rows.on_result)
@@ -276,43 +257,6 @@ def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
     rows.finish_rest(results)
     failed = [r for r in study.rows.values() if r.status.startswith("failed")]
     return 1 if failed else 0
-
-
-def _report(study: _Study, cfg: BenchConfig, out) -> tuple[str, list[str]]:
-    """The console's table; returns the title and the HTML table."""
-    from speechperf.store.html import table_html
-
-    opts, general = study.opts, cfg.general
-    title = f"speechperf optimize: {general.model_type} {study.labels} on {opts.backend}"
-    rows = study.document().rows
-    print_table(rows, f"{title}, {general.threads} thread(s), {opts.runs} run(s) per variant", file=out)
-    log.info("variants and their bench configs are in %s", opts.out_dir)
-    return title, [table_html(title, COLUMNS, rows)]
-
-
-def _plots(study: _Study, title: str, folder: Path) -> list[Path]:
-    """--plot FILE, and the same figure for --html (drawn into ``folder`` when --plot is not given)."""
-    opts = study.opts
-    path = opts.plot or (folder / "optimize.png" if opts.exports.keep.html is not None else None)
-    if path is None:
-        return []
-    from speechperf.extras import MissingExtraError, require
-    from speechperf.optimize.plot import plot_tradeoff
-
-    if opts.plot is None:  # --html alone: the page goes without its plot rather than fail at the end
-        try:
-            require("matplotlib", "the --html page's trade-off plot")
-        except MissingExtraError as exc:
-            log.warning("%s", exc)
-            return []
-    doc = study.document(complete=True)
-    drawn = plot_tradeoff(doc.rows, doc["quality_budget"], path, title)
-    if drawn is None:
-        log.warning("--plot: no variant has a quality figure (WER, BLEU, agreement, SNR); nothing drawn")
-        return []
-    if opts.plot is not None:
-        log.info("trade-off plot %s", drawn)
-    return [drawn]
 
 
 def _with_dumps(data: dict, out_dir: Path, name: str, speech_out: bool) -> dict:
@@ -385,12 +329,11 @@ class _Rows:
     """Each variant's row, filled as soon as its last run is in (fp32's first: it leads every round), so that the
     exports hold every finished variant while the others still run, and after a Ctrl-C."""
 
-    def __init__(self, study: _Study, cfg: BenchConfig, dataset, out_dir: Path, speech_out: bool):
-        from speechperf.data.references import load_references
-
+    def __init__(self, study: _Study, plan: run_plan.Plan, out_dir: Path, speech_out: bool):
+        cfg, dataset = plan.cfg, plan.dataset
         self.study, self.cfg, self.out_dir, self.speech_out = study, cfg, out_dir, speech_out
         self.by_cell: dict[str, list] = {}
-        self.references = load_references(cfg.general, dataset, cfg.roles)
+        self.references = plan.references
         self.seconds = {s.id: len(s.audio) / s.sample_rate for s in dataset if s.audio is not None}
         # The clean recordings (enhancement) by the name each run dumps the sample's speech as
         clean = self.references.clean if self.references is not None else {}

@@ -1,5 +1,5 @@
-"""The optimize table: one row per variant (fp32 first), the rows of its result document (``kind: optimize``),
-and its CSV, Markdown and console renderings.
+"""The optimize table: one row per variant (fp32 first), the rows of its result document (``kind: optimize``);
+speechperf.views.optimize shows them.
 
 Latency is the benchmark's total runtime per sample (mean over the dataset) of each process run; the row shows the
 mean ± sample standard deviation of those per-run values, and the speed-up is ``fp32 mean / variant mean`` with the
@@ -13,42 +13,11 @@ and ``stdev_ms`` for the latency, ``wer`` / ``cer`` as fractions, ``bleu`` in po
 from __future__ import annotations
 
 import math
-import sys
 
 import attrs
 
-from speechperf import stats, tables
+from speechperf import stats
 from speechperf.optimize.fidelity import Fidelity
-
-COLUMNS = (
-    "variant",
-    "status",
-    "size_mb",
-    "size_ratio",
-    "mean_ms",
-    "stdev_ms",
-    "speedup",
-    "speedup_sigma",
-    "p_value",
-    "runs",
-    "peak_rss_mib",
-    "fidelity",
-    "fidelity_kind",
-    "wer",
-    "cer",
-    "bleu",
-    "normalizer",
-    "agreement_or_snr",
-    "dnsmos_ovrl",
-    "mos_drop",
-    "mcd_db",
-    "pesq",
-    "stoi",
-    "min_snr_db",
-    "graph_max_rel_diff",
-    "float_outputs",
-    "fp32_ops",
-)
 
 
 @attrs.define
@@ -145,67 +114,3 @@ def _round(value, digits):
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return None if value is None or math.isnan(value) else ("inf" if value > 0 else "-inf")
     return round(value, digits)
-
-
-def _cell(value) -> str:
-    return "-" if value is None else str(value)
-
-
-def to_csv(doc) -> str:
-    """The document's rows (speechperf.results.Document) as the JSON has them: fractions stay fractions."""
-    return tables.to_csv(COLUMNS, doc.rows)
-
-
-def _display(p: dict) -> list[str]:
-    """One row (``Row.plain()``, as the document keeps it) as the console and the Markdown show it."""
-    size = (
-        "-"
-        if p.get("size_mb") is None
-        else f"{p['size_mb']:.2f}" + (f" ({p['size_ratio']:.2f}x)" if p.get("size_ratio") is not None else "")
-    )
-    latency = stats.mean_sigma(p.get("mean_ms"), p.get("stdev_ms"))
-    speed = "-"
-    if p.get("speedup") is not None:
-        speed = stats.Ratio(p["speedup"], p.get("speedup_sigma")).text()
-        speed += f" ({stats.p_text(p['p_value'])})" if p.get("p_value") is not None else ""
-    diff = p.get("graph_max_rel_diff")
-    return [
-        p["variant"],
-        p["status"],
-        size,
-        latency,
-        speed,
-        _cell(p.get("peak_rss_mib")),
-        p.get("fidelity") or "-",
-        "-" if diff is None else (str(diff) if isinstance(diff, str) else f"{diff:.2g}"),
-        p.get("float_outputs") or "-",
-        p.get("fp32_ops") or "-",
-    ]
-
-
-HEADERS = (
-    "variant",
-    "status",
-    "size MB (x fp32)",
-    "latency ms mean ± σ",
-    "speed-up vs fp32",
-    "peak RSS MiB",
-    "fidelity vs fp32",
-    "graph max rel diff",
-    "float outputs vs fp32",
-    "ops not int8 (share of op time)",
-)
-
-
-def to_markdown(doc) -> str:
-    return tables.to_markdown(HEADERS, (_display(row) for row in doc.rows))
-
-
-def print_table(rows: list[dict], title: str, file=None) -> None:
-    tables.print_table(
-        title,
-        HEADERS,
-        (_display(row) for row in rows),
-        file or sys.stdout,
-        left=("variant", "status", "fidelity vs fp32", "float outputs vs fp32", "ops not int8 (share of op time)"),
-    )

@@ -190,7 +190,12 @@ def _write_model_folder(
 def config_dict(cfg: BenchConfig, backend_name: str) -> dict:
     """The merged config as plain YAML-able data, with the backend fixed, no FLOPs meter, and paths made absolute
     (the variant configs live elsewhere than the user's)."""
-    data = json.loads(json.dumps(cfg.to_dict()))
+    return variant_config(cfg.to_dict(), backend_name)
+
+
+def variant_config(config: dict, backend_name: str) -> dict:
+    """``config_dict`` of a config already plain (``BenchConfig.to_dict``, as a result document keeps it)."""
+    data = json.loads(json.dumps(config))
     data["general"]["backend"] = backend_name
     # The table has no FLOPs column (an analytic count ignores the int8 arithmetic anyway), and counting them
     # through a decoding loop costs each run more than its timed passes.
@@ -198,8 +203,7 @@ def config_dict(cfg: BenchConfig, backend_name: str) -> dict:
     for key in ("dataset_path", "reference_path", "clean_reference_dir", "dump_speech_waveforms_dir"):
         if data["general"].get(key):
             data["general"][key] = str(Path(data["general"][key]).resolve())
-    for i in range(1, len(cfg.stages) + 1):
-        stage = data[f"stage{i}"]
+    for stage in (section for name, section in data.items() if name != "general"):  # stage1, stage2, ...
         for key in ("path", "model_dir"):
             if stage.get(key):
                 stage[key] = str(Path(stage[key]).resolve())

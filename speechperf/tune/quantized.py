@@ -52,9 +52,8 @@ def int8_variants(
     """``{(backend, method, stage): the stage keys that load its int8 files, or the failure}`` for every int8
     method of every backend and every stage, and how many came from the cache. Each stage is quantized on its
     own: a method that finds nothing to quantize in one stage (a decoder without MatMul) still serves the others."""
-    from speechperf.benchmark.derive import config_for_backend
+    from speechperf.benchmark import plan as run_plan
     from speechperf.optimize.variants import config_dict
-    from speechperf.registry import require_backend
     from speechperf.tune.space import int8_methods
 
     out: dict[tuple[str, str, int], dict | BaseException] = {}
@@ -63,10 +62,9 @@ def int8_variants(
         methods = int8_methods(name)
         if not methods:
             continue
-        backend = require_backend(name)
-        bcfg = config_for_backend(cfg, name, workdir)
-        base = config_dict(bcfg, name)
-        version = backend.availability().version
+        plan = run_plan.resolve(cfg, name, workdir=workdir, quality="off")  # the backend's config, its dataset
+        base = config_dict(plan.cfg, name)
+        version = plan.backend.availability().version
         folders = {
             (m, i): root / digest(base, version, m, calibration_size) / m / f"stage{i}"
             for m in methods
@@ -81,18 +79,19 @@ def int8_variants(
                 out[(name, method, index)] = found
                 reused += 1
         if todo:
-            out.update(_quantize(bcfg, backend, base, todo, workdir, calibration_size))
+            out.update(_quantize(plan, base, todo, workdir, calibration_size))
     return out, reused
 
 
-def _quantize(cfg, backend, base, folders: dict[tuple[str, int], Path], workdir: Path, calibration_size: int):
-    """Calibrate ``backend``'s fp32 stages once, then each (method, stage) into its folder."""
+def _quantize(plan, base, folders: dict[tuple[str, int], Path], workdir: Path, calibration_size: int):
+    """Calibrate the plan's fp32 stages once on its backend, then each (method, stage) into its folder."""
     from speechperf.benchmark import build
     from speechperf.optimize.run import calibrate, make_variant
 
+    cfg, backend = plan.cfg, plan.backend
     out: dict[tuple[str, str, int], dict | BaseException] = {}
     try:
-        _, stages, plans, calibration, held_out = calibrate(cfg, backend, workdir, calibration_size)
+        stages, plans, calibration, held_out = calibrate(cfg, backend, plan.dataset, workdir, calibration_size)
     except Exception as exc:  # the backend cannot run the stages: every method of it is dropped with the reason
         reason = f"calibration failed: {_reason(exc)}"
         return {(backend.name, m, i): SpeechperfError(reason) for m, i in folders}

@@ -1,5 +1,6 @@
-"""What ``speechperf tune`` shows: every candidate and pipeline as rows of its result document, the console's
-tables, the Pareto plot, and the figures the tables need (a pipeline's model size, a backend's own pipeline)."""
+"""What ``speechperf tune`` records: every candidate and pipeline as rows of its result document (shown by
+speechperf.views.tune), the answer's lines, and the figures the rows need (a pipeline's model size, a backend's own
+pipeline)."""
 
 from __future__ import annotations
 
@@ -8,33 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from speechperf import stats, tables
-from speechperf.exports import to_markdown
 from speechperf.tune.combine import Pipeline, record
 from speechperf.tune.screen import Screened, Screening
 from speechperf.tune.space import FP32, LOAD_KEYS, StageCandidate
 
 log = logging.getLogger(__name__)
-
-COLUMNS = (
-    "phase",
-    "candidate",
-    "stage",
-    "backend",
-    "variant",
-    "precision",
-    "threads",
-    "rung",
-    "mean_ms",
-    "stdev_ms",
-    "samples_per_s",
-    "peak_rss_mib",
-    "size_mb",
-    "quality",
-    "parity",
-    "front",
-    "status",
-)
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -82,6 +61,8 @@ def pipeline_row(p: Pipeline) -> dict[str, Any]:
         "peak_rss_mib": p.peak_mib,
         "size_mb": rec["size_mb"],
         "quality": p.quality,
+        "metric": p.metric,  # the quality's figure, for the Pareto plot: "WER" in %, "BLEU" in points
+        "value": p.value,
         "front": p.front if p.stages else None,
         "status": p.status if p.stages else "reference",
     }
@@ -165,41 +146,6 @@ def stage_size(cfg, c: StageCandidate) -> int | None:
         return None
 
 
-def render(state, title: str) -> str:
-    """The console's report: the stage tables, the pipelines, the winner and the final compare's sentences."""
-    lines = []
-    screening = state.screening
-    if screening is not None:
-        for stage in sorted({r.candidate.stage for r in screening.rows.values()}):
-            body = [
-                (r.candidate.backend, r.candidate.variant, r.candidate.precision, r.candidate.threads, r.rung or "-",
-                 stats.mean_sigma(_ms(_mean(r.times)), _ms(stats_stdev(r.times))), _mib(r.peak_mib), r.status)
-                for r in screening.rows.values() if r.candidate.stage == stage
-            ]  # fmt: skip
-            body += [(d.backend, "*", d.precision, "-", "-", "-", "-", f"dropped: {d.reason}")
-                     for d in screening.dropped if d.stage == stage]  # fmt: skip
-            lines.append(tables.render_table(
-                f"{title}: stage{stage} ({state.cfg.stages[stage - 1].model or state.cfg.stages[stage - 1].path})",
-                ("backend", "variant", "precision", "threads", "rung", "stage mean ± σ (ms)", "peak RSS", "status"),
-                body, left=("backend", "variant", "precision", "status"),
-            ))  # fmt: skip
-    everyone = ([state.reference] if state.reference is not None and state.reference.runs else []) + state.pipelines
-    if everyone:
-        body = [
-            (p.name, stats.mean_sigma(_ms(p.mean_s), _ms(p.stdev_s)),
-             "-" if p.samples_per_s is None else f"{p.samples_per_s:.2f}", _mib(p.peak_mib),
-             "-" if p.size_bytes is None else f"{p.size_bytes / 1e6:.1f}", p.quality or "-",
-             "yes" if p.front else "", p.status if p.stages else "reference")
-            for p in everyone
-        ]  # fmt: skip
-        lines.append(tables.render_table(
-            f"{title}: end to end",
-            ("pipeline", "mean ± σ (ms)", "samples/s", "peak RSS", "size MB", "quality", "front", "status"),
-            body, left=("pipeline", "quality", "status"),
-        ))  # fmt: skip
-    return "\n".join(lines + answer(state))
-
-
 def answer(state) -> list[str]:
     """The winner, the processes and the final compare: the console's last lines, the Markdown's and the HTML's
     last section."""
@@ -213,72 +159,7 @@ def answer(state) -> list[str]:
         lines.append(f"processes: {runner.ran} run, {runner.reused} reused from an earlier run of this tune; "
                      f"{state.budget.elapsed:.0f} s of the {state.opts.budget_s:.0f} s budget")  # fmt: skip
     if state.final:
+        lines += state.final.get("left_out") or []
         lines += state.final.get("sentences") or [state.final.get("skipped", "")]
         lines.append(state.final.get("quality_vs_fp32") or "")
     return [line for line in lines if line]
-
-
-def markdown(doc) -> str:
-    """Every candidate and pipeline, then the answer and the notes."""
-    text = to_markdown(doc, COLUMNS)
-    said = [*(doc.get("answer") or []), *doc.notes]
-    return f"{text}\n## The answer\n\n" + "".join(f"- {line}\n" for line in said) if said else text
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _mib(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f} MiB"
-
-
-def budget_line(state) -> float | None:
-    """The worst quality the budget allows, in the plot's unit: the reference's WER + --max-wer-increase, or its
-    (ASR-)BLEU - --max-bleu-drop; None where the reference has no score or the budget sets no limit on it."""
-    ref, budget = state.reference, state.opts.budget
-    if ref is None or ref.value is None:
-        return None
-    if ref.metric == "WER" and budget.max_wer_increase is not None:
-        return ref.value + budget.max_wer_increase
-    if ref.metric in ("BLEU", "ASR-BLEU") and budget.max_bleu_drop is not None:
-        return ref.value - budget.max_bleu_drop
-    return None
-
-
-def html_tables(doc, title: str) -> list[str]:
-    from speechperf.store.html import table_html
-
-    tables = [table_html(title, COLUMNS, doc.rows)]
-    final = doc.get("final_compare") or {}
-    if final.get("rows"):
-        tables.append(table_html("the final compare (interleaved runs)", ("cell", "mean_ms", "stdev_ms", "quality"),
-                                 final["rows"]))  # fmt: skip
-    said = [*(doc.get("answer") or []), *doc.notes]
-    if said:
-        tables.append(table_html("the answer", ("line",), [{"line": line} for line in said]))
-    return tables
-
-
-def plots(state, title: str, folder: Path) -> list[Path]:
-    """--plot FILE, and the same figure for --html (drawn into ``folder`` when --plot is not given)."""
-    opts = state.opts
-    path = opts.plot or (folder / "tune.png" if opts.exports.keep.html is not None else None)
-    measured = [p for p in state.pipelines if p.mean_s is not None]
-    if path is None or not measured:
-        return []
-    from speechperf.extras import MissingExtraError, require
-
-    try:
-        require("matplotlib", "the Pareto plot of speechperf tune")
-    except MissingExtraError as exc:
-        if opts.plot is not None:
-            raise
-        log.warning("%s", exc)
-        return []
-    from speechperf.tune.plot import plot_front
-
-    drawn = plot_front(state.reference, measured, state.opts.objective, path, title, budget_line(state))
-    if opts.plot is not None:
-        log.info("Pareto plot %s", drawn)
-    return [drawn]

@@ -13,28 +13,30 @@ Every process's result is kept as it finishes (speechperf.tune.runs): a rerun re
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import platform
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from speechperf.cache import cache_dir
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError
 from speechperf.exports import Exports
+from speechperf.lifecycle import Lifecycle, lifecycle
 from speechperf.optimize.fidelity import QualityBudget
 from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, machine
-from speechperf.results.notes import collect
 from speechperf.tune import combine, report
 from speechperf.tune.combine import Pipeline
 from speechperf.tune.runs import Budget, Runner, state_digest
 from speechperf.tune.screen import Screening, ScreenPlan, rungs, screen
 from speechperf.tune.space import INT8, cpu_has_bf16, float_candidates, int8_candidates
+from speechperf.views import tune as tune_view
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,7 @@ class TuneOptions:
     jobs: int = 1
     plot: Path | None = None
     options: dict[str, Any] = attrs.Factory(dict)  #: the command's options as given, kept in the document
+    workdir: Path = attrs.Factory(cache_dir)  #: where derived files, reference models and the int8 cache are made
 
 
 @attrs.define
@@ -87,11 +90,11 @@ class _Tune:
     winner: Pipeline | None = None
     winner_config: Path | None = None
     final: dict[str, Any] | None = None
+    run: Lifecycle | None = None  #: where the document is written as the phases end
     reused_int8: int = 0
     environment: dict[str, Any] = attrs.Factory(machine)
-    notes: list[str] = attrs.Factory(list)
 
-    def document(self, complete: bool = False) -> Document:
+    def document(self) -> Document:
         o = self.opts
         rows = report.rows(self.screening, self.reference, self.pipelines, o.objective)
         runner = self.runner
@@ -123,44 +126,47 @@ class _Tune:
             config=self.cfg.to_dict(),
             environment=self.environment,
             rows=rows,
-            notes=list(self.notes),
-            complete=complete,
             body=body,
         )
 
     def write(self) -> None:
-        self.opts.exports.write(self.document())
+        if self.run is not None:
+            self.run.write(self.document())
 
 
-def run_tune(cfg: BenchConfig, opts: TuneOptions, workdir: Path, out=None) -> int:
-    """The whole tune; returns the exit code: 0 a winner within the budget, 1 none (every pipeline over the quality
-    budget or failed, or the time budget spent before one finished)."""
+def run_tune(cfg: BenchConfig, opts: TuneOptions, out=None) -> int:
+    """The whole tune through the command lifecycle; returns the exit code: 0 a winner within the budget, 1 none
+    (every pipeline over the quality budget or failed, or the time budget spent before one finished)."""
     from speechperf.outputs import check_output_folder
 
-    out = out or sys.stdout
-    opts = attrs.evolve(opts, exports=attrs.evolve(opts.exports, columns=report.COLUMNS, markdown_text=report.markdown))
-    opts.exports.check()
-    if opts.plot is not None:
-        from speechperf.optimize.plot import check_plot_path
+    with lifecycle(opts.exports, out=out or sys.stdout) as run:  # the exports checked before any process
+        if opts.plot is not None:
+            from speechperf.views.optimize_plot import check_plot_path
 
-        check_plot_path(opts.plot)
-    check_output_folder(opts.out_dir, "--out-dir")
-    _check(cfg, opts, workdir)
-    state = _Tune(opts, cfg, Budget(opts.budget_s))
-    with collect() as got, opts.exports.interrupted(state.document):
+            check_plot_path(opts.plot)
+        check_output_folder(opts.out_dir, "--out-dir")
+        workdir = opts.workdir
+        _check(cfg, opts, workdir)
+        state = _Tune(opts, cfg, Budget(opts.budget_s), run=run)
         probe = LoadProbe().start()
         try:
-            code = _search(state, workdir)
-        finally:
-            state.environment["load"] = probe.stop()
-        state.notes += got.notes
-        _finish(state, code, out)
-    return code
+            try:
+                code = _search(state, workdir)
+            finally:
+                state.environment["load"] = probe.stop()
+        except KeyboardInterrupt:
+            state.write()  # what was measured, as it stands; the lifecycle marks it incomplete
+            raise
+        doc = state.document()
+        if opts.plot is not None and tune_view.draw(doc, opts.plot) is not None:
+            log.info("Pareto plot %s", opts.plot)
+        return run.finish(doc, code)
 
 
 def _check(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
-    from speechperf.benchmark.derive import config_for_backend
-    from speechperf.benchmark.validate import check_config
+    """What can be refused before any process: the objective, and the config for every backend searched (the
+    backend installed, a derived file exported once, here, for every child)."""
+    from speechperf.benchmark import plan
     from speechperf.registry import require_backend
 
     if opts.objective not in OBJECTIVES:
@@ -169,8 +175,7 @@ def _check(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
         log.warning("--objective throughput with --batch-sizes 1: samples one at a time; give --batch-sizes 1,8")
     for name in opts.backends:
         require_backend(name)
-        check_config(cfg, name)
-        config_for_backend(cfg, name, workdir)  # a derived file is exported once, here, for every child
+        plan.check(cfg, name, workdir)
 
 
 def _search(state: _Tune, workdir: Path) -> int:
@@ -351,8 +356,10 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
     for backend in opts.backends:
         best = report.single_framework(state.screening, backend, len(state.cfg.stages))
         if best is None:
-            state.notes.append(
-                f"final compare: no {backend}-only pipeline: a stage has no {backend} fp32 candidate that passed"
+            log.info(
+                "note: final compare: no %s-only pipeline: a stage has no %s fp32 candidate that passed",
+                backend,
+                backend,
             )
             continue
         sets = tuple(s for c in best for s in c.sets)
@@ -362,15 +369,14 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
         rows = [state.screening.rows[c.key] for c in best]
         walls.append(wall + sum(max(0.0, r.extra_wall_s or 0.0) for r in rows))
         speeds.append(sum(r.mean or 0.0 for r in rows))
-    for line in _fit_final_cells(cells, walls, speeds, opts.final_runs, runs_left):
+    left_out = _fit_final_cells(cells, walls, speeds, opts.final_runs, runs_left)  # in the answer, and said now
+    for line in left_out:
         log.warning("tune: %s", line)
-        state.notes.append(line)
     need = sum(walls) * opts.final_runs
     if need and need > runs_left:
         line = f"final compare not run: it needs about {need:.0f} s, {runs_left:.0f} s of --budget are left"
         log.warning("tune: %s", line)
-        state.notes.append(line)
-        return {"skipped": line}
+        return {"skipped": line, "left_out": left_out}
     path = opts.out_dir / "final-compare.json"
     compare = CompareOptions(
         base=state.cfg,
@@ -385,11 +391,13 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
         paths_searched=True,
     )
     log.info("tune: final compare: %d pipeline(s), %d interleaved run(s) each", len(cells), opts.final_runs)
-    code = run_compare(compare)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the tune's report alone; its answer has the sentences
+        code = run_compare(compare)
     doc = read(path)
     comparisons = [c for ranking in doc.get("comparisons") or [] for c in ranking]
     quality = doc.get("quality") or {}
     return {
+        "left_out": left_out,
         "exit_code": code,
         "json": str(path),
         "sentences": [c["sentence"] for c in comparisons],
@@ -427,13 +435,3 @@ def _quality_vs_fp32(winner: dict | None, fp32: dict | None) -> str | None:
         f"final compare: the winner's {metric} {value:.2f} against all default (fp32) {ref:.2f}: "
         f"{value - ref:+.2f} points"
     )
-
-
-def _finish(state: _Tune, code: int, out) -> None:
-    title = f"speechperf tune: {state.cfg.general.model_type}, objective {state.opts.objective}"
-    doc = state.document(complete=True)
-    text = report.render(state, title)
-    out.write(text + "\n")
-    with tempfile.TemporaryDirectory(prefix="speechperf-tune-") as folder:
-        images = report.plots(state, title, Path(folder))
-        state.opts.exports.finish(doc, code, tables=report.html_tables(doc, title), images=images, title=title)

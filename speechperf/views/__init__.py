@@ -93,7 +93,9 @@ MODULES: dict[str, str] = {
     "diff": "diff",
     "history": "history",
     "loadgen": "loadgen",
+    "optimize": "optimize",
     "profile": "profile",
+    "tune": "tune",
 }
 
 

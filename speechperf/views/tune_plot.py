@@ -1,27 +1,33 @@
 """The Pareto plot of ``speechperf tune``: every pipeline run whole, its quality and its peak memory against the
-objective, the front marked and joined, the winner starred, the reference in black."""
+objective, the front marked and joined, the winner starred, the reference in black. Drawn from the document's end to
+end rows (``mean_ms``, ``samples_per_s``, ``peak_rss_mib``, ``metric``, ``value``, ``front``, ``status``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from speechperf.tune.combine import Pipeline
+Row = Mapping[str, Any]
 
 AXIS = {"latency": "latency per sample (ms)", "throughput": "samples / s", "memory": "peak RSS (MiB)"}
 
 
-def _x(p: Pipeline, objective: str) -> float | None:
+def _x(p: Row, objective: str) -> float | None:
     if objective == "throughput":
-        return p.samples_per_s
+        return p.get("samples_per_s")
     if objective == "memory":
-        return p.peak_mib
-    return None if p.mean_s is None else p.mean_s * 1e3
+        return p.get("peak_rss_mib")
+    return p.get("mean_ms")
+
+
+def _y(p: Row, kind: str) -> float | None:
+    return p.get("value") if kind == "quality" else p.get("peak_rss_mib")
 
 
 def plot_front(
-    reference: Pipeline | None,
-    pipelines: Sequence[Pipeline],
+    reference: Row | None,
+    pipelines: Sequence[Row],
     objective: str,
     path: Path,
     title: str,
@@ -34,35 +40,32 @@ def plot_front(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    metric = next((p.metric for p in pipelines if p.metric), None)
+    metric = next((p.get("metric") for p in pipelines if p.get("metric")), None)
     panels = [("quality", f"{metric} ({'%' if metric == 'WER' else 'points'})" if metric else None),
               ("memory", "peak RSS (MiB)")]  # fmt: skip
     panels = [(k, label) for k, label in panels if label is not None]
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5), squeeze=False)
     for ax, (kind, label) in zip(axes[0], panels):
-        for p in [*pipelines, *([reference] if reference is not None and reference.mean_s is not None else [])]:
-            x = _x(p, objective)
-            y = p.value if kind == "quality" else p.peak_mib
+        for p in [*pipelines, *([reference] if reference is not None and reference.get("mean_ms") is not None else [])]:
+            x, y = _x(p, objective), _y(p, kind)
             if x is None or y is None:
                 continue
             is_ref = p is reference
             style = dict(marker="o", color="tab:gray", alpha=0.6, s=30)
-            if p.front:
+            if p.get("front"):
                 style = dict(marker="o", color="tab:blue", s=50)
-            if p.status == "winner":
+            if p.get("status") == "winner":
                 style = dict(marker="*", color="tab:red", s=220)
             if is_ref:
                 style = dict(marker="s", color="black", s=50)
             ax.scatter([x], [y], zorder=3, **style)
-            if p.front or is_ref or p.status == "winner":
-                name = "reference (fp32)" if is_ref else p.name
+            if p.get("front") or is_ref or p.get("status") == "winner":
+                name = "reference (fp32)" if is_ref else p["candidate"]
                 ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
         pts = sorted(
             (x, y)
             for p in pipelines
-            if p.front
-            and (x := _x(p, objective)) is not None
-            and (y := p.value if kind == "quality" else p.peak_mib) is not None
+            if p.get("front") and (x := _x(p, objective)) is not None and (y := _y(p, kind)) is not None
         )
         if len(pts) > 1:
             ax.plot(*zip(*pts), color="tab:blue", linewidth=1, zorder=2, label="Pareto front")
