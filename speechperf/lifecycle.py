@@ -84,7 +84,8 @@ def lifecycle(exports: Exports, out: IO[str] | None = None, wide: bool = False) 
                 run.write(run.doc)
             if isinstance(exc, Interrupted):
                 raise
-            written = [str(path) for _, path in exports.paths()]
+            # Nothing written yet (interrupted while loading): no file holds a measurement to point to.
+            written = [str(path) for _, path in exports.paths()] if run.doc is not None else []
             raise Interrupted(f"what was measured is in {', '.join(written)}" if written else "") from None
 
 

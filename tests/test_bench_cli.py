@@ -254,13 +254,13 @@ def test_wide_reaches_the_run(monkeypatch):
 
     seen = {}
 
-    def fake_run(cfg, **kw):
-        seen.update(kw)
+    def fake_run(cfg, options):
+        seen["options"] = options
         return 0
 
     monkeypatch.setattr(runner, "run_benchmark", fake_run)
-    assert bench("-b", "onnxruntime", "--wide", "--no-store").exit_code == 0 and seen["wide"] is True
-    assert bench("-b", "onnxruntime", "--no-store").exit_code == 0 and seen["wide"] is False
+    assert bench("-b", "onnxruntime", "--wide", "--no-store").exit_code == 0 and seen["options"].wide is True
+    assert bench("-b", "onnxruntime", "--no-store").exit_code == 0 and seen["options"].wide is False
 
 
 def test_no_backend_is_a_clear_error():

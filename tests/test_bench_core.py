@@ -187,7 +187,7 @@ def test_reports_json_csv_markdown(tmp_path):
     env = report.environment(1, "cpu", "fake", "0")
     doc = report.document(result, {"general": {"model_type": "2StageS2ST"}}, env)
     path, csv_path, md_path = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.md"
-    Exports(json=path, csv=csv_path, markdown=md_path, columns=report.COLUMNS).write(doc)
+    Exports(json=path, csv=csv_path, markdown=md_path).write(doc)  # CSV and Markdown: the bench view's
     loaded = json.loads(path.read_text())
     assert loaded["kind"] == "bench" and loaded["schema_version"] == 3 and loaded["complete"] is True
     assert set(loaded["environment"]) >= {"packages", "cpu", "threads", "device", "backend", "git_commit"}
@@ -208,6 +208,7 @@ def test_reports_json_csv_markdown(tmp_path):
 def test_interrupt_keeps_what_was_measured(tmp_path, monkeypatch):
     from speechperf.benchmark import build, runner
     from speechperf.config import default_config
+    from speechperf.exports import Exports
     from speechperf.registry import register_backend, unregister_backend
 
     register_backend("fake", FakeBackend)
@@ -216,8 +217,9 @@ def test_interrupt_keeps_what_was_measured(tmp_path, monkeypatch):
     cfg = default_config({"backend": "fake", "dataset_size": 3, "generated_seconds": [0.25, 0.5]})
     out, csv_path, md_path = tmp_path / "partial.json", tmp_path / "partial.csv", tmp_path / "partial.md"
     try:
+        exports = Exports(json=out, csv=csv_path, markdown=md_path)
         with pytest.raises(KeyboardInterrupt, match=r"what was measured is in .*partial.json, .*partial.csv"):
-            runner.run_benchmark(cfg, output=out, csv_path=csv_path, md_path=md_path, workdir=tmp_path, progress=False)
+            runner.run_benchmark(cfg, runner.BenchOptions(workdir=tmp_path, exports=exports, progress=False))
     finally:
         unregister_backend("fake")
     data = json.loads(out.read_text())

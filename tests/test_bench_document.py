@@ -10,10 +10,13 @@ from pathlib import Path
 import attrs
 import pytest
 
-from speechperf.benchmark import console, report
+from speechperf.benchmark import report
+from speechperf.meters import roofline
 from speechperf.meters.quality import QualityResult, QualityScore
 from speechperf.results import read
 from speechperf.results.figures import BY_NAME
+from speechperf.views import Shown, bench_plots, view_of
+from speechperf.views import bench as view
 from tests.test_bench_core import FakeBackend, FakeStage, run
 
 V1 = Path(__file__).parent / "data" / "v1" / "bench.json"
@@ -30,6 +33,12 @@ def cascade():
     return attrs.evolve(result, quality=QualityResult((SCORE,), 0.1, "refs.txt"))
 
 
+@pytest.fixture(scope="module")
+def doc(cascade):
+    """The cascade's document, as the views and the plots take it."""
+    return report.document(cascade, {"general": {"model_type": "3StageS2ST"}}, {"backend": "fake"})
+
+
 def test_rows_name_the_shared_figures_and_keep_wer_as_a_fraction(cascade):
     rows = report.rows(cascade)
     total = rows[-1]
@@ -41,20 +50,22 @@ def test_rows_name_the_shared_figures_and_keep_wer_as_a_fraction(cascade):
         assert old not in total
     # Every figure a row shares with the other kinds is named as speechperf.results.figures names it.
     assert {"mean_ms", "stdev_ms", "median_ms", "p90_ms", "rtf", "peak_rss_mib", "wer", "cer", "bleu"} <= set(BY_NAME)
-    assert set(report.KEY_COLUMNS) <= set(report.COLUMNS) and set(rows[0]) == set(report.COLUMNS)
+    assert set(view.KEY_COLUMNS) <= set(view.COLUMNS) and set(rows[0]) == set(view.COLUMNS)
+    assert view.ROOFLINE_COLUMNS == roofline.COLUMNS  # the view's copy of the meter's names
+    assert view_of("bench") is view.VIEW
 
 
 def test_html_rows_are_rounded_as_the_console_shows_them(cascade):
-    shown = report.shown_rows(report.rows(cascade))[-1]
+    shown = view.shown_rows(report.rows(cascade))[-1]
     assert shown["wer"] == "6.25%" and shown["bleu"] == "23.46" and shown["rtf"].count(".") == 1
     assert shown["peak_rss_mib"] is None  # not measured here: left for the table to drop, not shown as "None"
-    assert report.HTML_COLUMNS[: len(report.KEY_COLUMNS)] == report.KEY_COLUMNS
-    assert sorted(report.HTML_COLUMNS) == sorted(report.COLUMNS)
+    assert view.HTML_COLUMNS[: len(view.KEY_COLUMNS)] == view.KEY_COLUMNS
+    assert sorted(view.HTML_COLUMNS) == sorted(view.COLUMNS)
 
 
 @pytest.mark.parametrize("width", [100, 120])
-def test_the_table_fits_the_terminal(cascade, width):
-    text = console.render(cascade, width=width)
+def test_the_table_fits_the_terminal(doc, width):
+    text = view.console(doc, Shown(width=width))
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= width, "\n" + text
     for key in ("stage", "model", "mean ± σ", "p90", "RTF", "peak RSS", "GFLOPs", "quality", "stage3 tts"):
@@ -62,8 +73,8 @@ def test_the_table_fits_the_terminal(cascade, width):
     assert "footprint" not in text and "samples/s" not in text  # the rest is --wide's
 
 
-def test_wide_shows_every_column_unwrapped(cascade):
-    text = console.render(cascade, wide=True)
+def test_wide_shows_every_column_unwrapped(doc):
+    text = view.console(doc, Shown(wide=True))
     header = next(line for line in text.splitlines() if "footprint" in line)
     for column in ("median", "ms/batch", "samples/s", "audio s/s", "1st call, new shape", "GFLOP/s (roofline)"):
         assert column in header
@@ -71,36 +82,39 @@ def test_wide_shows_every_column_unwrapped(cascade):
     assert sum("stage3 tts" in line for line in text.splitlines()) == 1
 
 
-def test_the_table_fits_a_pipe_at_100_columns(cascade):
+def test_the_table_fits_a_pipe_at_100_columns(doc):
     import io
 
     from speechperf import tables
 
     out = io.StringIO()  # no terminal: 100 columns
-    console.print_table(cascade, file=out)
-    assert tables.terminal_width(out) == 100 and max(map(len, out.getvalue().splitlines())) <= 100
+    text = view.console(doc, Shown(width=tables.terminal_width(out)))
+    assert tables.terminal_width(out) == 100 and max(map(len, text.splitlines())) <= 100
+
+
+def test_the_title_says_how_it_was_measured(doc):
+    title = view.console(doc, Shown()).splitlines()[0].strip()
+    assert title.startswith("speechperf bench: 3StageS2ST on fake/cpu, 1 thread(s), warmup")
+    assert view.title(doc) == "speechperf bench: 3StageS2ST on fake"
 
 
 @pytest.mark.slow  # matplotlib's import alone takes about 2 s
-def test_plots_of_the_length_fit_and_the_per_sample_runtimes(cascade, tmp_path):
+def test_plots_of_the_length_fit_and_the_per_sample_runtimes(doc, tmp_path):
     pytest.importorskip("matplotlib")
-    from speechperf.benchmark import plots
-
-    drawn = plots.draw(cascade, tmp_path)
+    drawn = bench_plots.draw(doc, tmp_path)
     assert [p.name for p in drawn] == ["bench-length.png", "bench-runtime.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in drawn)
 
 
-def test_plots_without_matplotlib_are_a_note(cascade, tmp_path, monkeypatch, caplog):
-    from speechperf.benchmark import plots
+def test_plots_without_matplotlib_are_a_note(doc, tmp_path, monkeypatch, caplog):
     from speechperf.extras import MissingExtraError
 
     def missing(module, what):
         raise MissingExtraError(f"{what} needs the matplotlib package, which is not installed")
 
-    monkeypatch.setattr(plots, "require", missing)
+    monkeypatch.setattr(bench_plots, "require", missing)
     caplog.set_level("INFO", logger="speechperf")
-    assert plots.draw(cascade, tmp_path) == [] and list(tmp_path.iterdir()) == []
+    assert bench_plots.draw(doc, tmp_path) == [] and list(tmp_path.iterdir()) == []
     assert "note: the plots of --html needs the matplotlib package" in caplog.text
 
 
@@ -108,6 +122,7 @@ def test_plots_without_matplotlib_are_a_note(cascade, tmp_path, monkeypatch, cap
 def test_a_run_writes_one_bench_document_with_notes_load_and_plots(tmp_path, monkeypatch):
     from speechperf.benchmark import build, runner
     from speechperf.config import default_config
+    from speechperf.exports import Exports
     from speechperf.registry import register_backend, unregister_backend
     from speechperf.store.keep import Keep
 
@@ -120,9 +135,10 @@ def test_a_run_writes_one_bench_document_with_notes_load_and_plots(tmp_path, mon
     )
     out, page = tmp_path / "r.json", tmp_path / "r.html"
     try:
-        code = runner.run_benchmark(
-            cfg, output=out, keep=Keep(None, page), workdir=tmp_path, progress=False, out=open(tmp_path / "t", "w")
+        options = runner.BenchOptions(
+            workdir=tmp_path, exports=Exports(json=out, keep=Keep(None, page)), progress=False
         )
+        code = runner.run_benchmark(cfg, options, out=open(tmp_path / "t", "w"))
     finally:
         unregister_backend("fake")
     assert code == 0

@@ -2,8 +2,8 @@
 
 The rows are the table of the run, one per stage and a ``total`` row, with the figures named as every command names
 them (``speechperf.results.figures``: ``mean_ms``, ``p90_ms``, ``wer`` as a fraction, ...); the document's body keeps
-``result`` (every raw timing) and ``length_fit``. The exports over it are ``speechperf.exports``; the terminal table
-is ``speechperf.benchmark.console``.
+``result`` (every raw timing) and ``length_fit``. Its console table, exports and page are its view's
+(``speechperf.views.bench``), from the document alone.
 """
 
 from __future__ import annotations
@@ -22,65 +22,8 @@ from speechperf.meters import first_call, roofline
 from speechperf.outputs import write_text_atomic
 from speechperf.results import Document
 from speechperf.results.environment import machine
-from speechperf.results.figures import shown
 from speechperf.results.notes import Collected
-
-#: The speech quality figures of a row (speechperf.meters.speech_quality), by their names in results/figures.py.
-SPEECH_COLUMNS = ("dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "mcd_db", "pesq", "stoi")
-
-
-COLUMNS = (
-    "backend",
-    "stage",
-    "model",
-    "ok",
-    "failed",
-    "mean_ms",
-    "stdev_ms",
-    "median_ms",
-    "p90_ms",
-    "batch_size",
-    "batch_latency_mean_ms",
-    "batch_latency_p90_ms",
-    "samples_per_s",
-    "audio_s_per_s",
-    "first_call_new_shape_extra",
-    "first_call_new_shape_detected",
-    "rtf",
-    "rtf_audio",
-    "peak_rss_mib",
-    "footprint_mib",
-    "gflops_per_sample",
-    "flops_source",
-    *roofline.COLUMNS,
-    "quality",
-    "wer",
-    "cer",
-    "bleu",
-    "chrf",
-    *SPEECH_COLUMNS,
-    # the run's context, so that an exported row stands on its own
-    "threads",
-    "warmup",
-    "repeat",
-    "load_s",
-    "first_call_s",
-    "flops_uncounted",
-)
-#: The columns a reader needs first: the console's default table (``--wide`` shows every column) and the first
-#: columns of the HTML table.
-KEY_COLUMNS = (
-    "backend",
-    "stage",
-    "model",
-    "mean_ms",
-    "stdev_ms",
-    "p90_ms",
-    "rtf",
-    "peak_rss_mib",
-    "gflops_per_sample",
-    "quality",
-)
+from speechperf.views.bench import SPEECH_COLUMNS
 
 
 def environment(threads: int, device: str, backend_name: str, backend_version: str | None) -> dict[str, Any]:
@@ -336,13 +279,3 @@ def speech_columns(speech) -> dict[str, Any]:
     """A SpeechQuality's figures, or Nones."""
     values = {name: None if speech is None else getattr(speech, name) for name in SPEECH_COLUMNS}
     return {name: None if v is None else round(v, 4) for name, v in values.items()}
-
-
-#: The HTML table's columns: the key ones first, so that they are seen without scrolling.
-HTML_COLUMNS = KEY_COLUMNS + tuple(c for c in COLUMNS if c not in KEY_COLUMNS)
-
-
-def shown_rows(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with each figure as the console shows it (rounded, a fraction in percent), for the HTML table; a
-    missing value stays None."""
-    return [{c: None if v is None else shown(c, v) for c, v in row.items()} for row in table]

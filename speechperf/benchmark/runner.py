@@ -1,225 +1,259 @@
-"""One benchmark run from a merged config: data, backend, stages, measurement, reports, waveform dump.
+"""One benchmark run from a merged config: the plan, the stages, the measurement, the saved outputs.
 
-The CLI's ``bench`` calls ``run_benchmark``; tests and notebooks can too. Its result is one document
-(``Document(kind="bench")``, ``speechperf.benchmark.report``) written through ``speechperf.exports``: JSON, CSV and
-Markdown are rewritten after each stage-meter pass, and on Ctrl-C the measurements so far are written (``"complete":
-false``); the HTML page and the store come last.
+The CLI's ``bench`` calls ``run_benchmark``; tests and notebooks can too. Everything before the measurement is the
+plan's (``speechperf.benchmark.plan.resolve``), the run's sequence the lifecycle's (``speechperf.lifecycle``): the
+exports are checked first, JSON, CSV and Markdown rewritten after each stage-meter pass, and on Ctrl-C the
+measurements so far are written (``"complete": false``); the table, the HTML page and the store come from the
+document through its view (``speechperf.views.bench``), so ``speechperf show`` gives the same again.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import tempfile
 from pathlib import Path
+from typing import IO, Any
 
 import attrs
 
-from speechperf.benchmark.validate import check_config, require_backend_name
+from speechperf.benchmark.plan import Plan, resolve
 from speechperf.config.schema import BenchConfig
-from speechperf.errors import Interrupted, SpeechperfError
+from speechperf.errors import SpeechperfError
 from speechperf.exports import Exports
+from speechperf.lifecycle import Lifecycle, lifecycle
 from speechperf.outputs import check_output_folder, check_output_path, write_text_atomic
-from speechperf.results import notes
+from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, busy_warning
-from speechperf.store import html as html_report
-from speechperf.store.keep import Keep
 
 log = logging.getLogger(__name__)
 
 
+@attrs.frozen
+class BenchOptions:
+    """How one bench run is measured and where it goes (the config says what runs)."""
+
+    #: Where reference models are built and derived files exported (``speechperf.cache.cache_dir``).
+    workdir: Path
+    exports: Exports = Exports()
+    #: ``hwm``: the exact per-call RSS peak (Linux); ``memory_profiler``: fairseq's sampling.
+    memory_method: str = "hwm"
+    #: ``--save-outputs``: every stage's output per sample, as .npz.
+    outputs_path: Path | None = None
+    #: ``--save-text``: the scored texts as TSV (needs the quality meter).
+    text_path: Path | None = None
+    #: A live bar on a terminal, a line per finished pass otherwise; False: nothing (``--quiet``).
+    progress: bool = True
+    #: Every column of the table, not only the key ones fitted to the terminal.
+    wide: bool = False
+
+
+@attrs.define
+class Measured:
+    """What the measurement left: the benchmark (its kept outputs), its result, and what the document needs."""
+
+    bench: Any  # speechperf.benchmark.core.Benchmark
+    result: Any  # speechperf.benchmark.results.BenchResult
+    env: dict[str, Any]
+    config: dict[str, Any]
+    quality_note: str | None
+
+    def document(self) -> Document:
+        from speechperf.benchmark import report
+
+        return report.document(self.result, self.config, self.env)
+
+
 def run_benchmark(
-    cfg: BenchConfig,
-    *,
-    memory_method: str = "hwm",
-    output: Path | None = None,
-    csv_path: Path | None = None,
-    md_path: Path | None = None,
-    outputs_path: Path | None = None,
-    text_path: Path | None = None,
-    workdir: Path,
-    keep: Keep | None = None,
-    progress: bool = True,
-    wide: bool = False,
-    out=None,
-    err=None,
+    cfg: BenchConfig, options: BenchOptions, out: IO[str] | None = None, err: IO[str] | None = None
 ) -> int:
-    """Run ``cfg``; print the table to ``out`` (the key columns fitted to its width; ``wide``: every column);
+    """Run ``cfg``; print the table to ``out`` (the key columns fitted to its width; ``options.wide``: every column);
     return the exit code (0 all measured, 1 a sample failed).
 
     Notes, warnings and the per-pass progress lines are logged (``speechperf.logs``) and the notes and warnings
     kept in the document; ``err`` is only where the live progress bar is drawn when it is a terminal."""
-    from speechperf.benchmark import build, report
-    from speechperf.benchmark.core import benchmark_for
-    from speechperf.data import load_dataset, size_note
-    from speechperf.meters.memory import rss_mib
-    from speechperf.registry import require_backend
+    with lifecycle(options.exports, out=out, wide=options.wide) as run:
+        options = _checked(options)
+        dump_dir = _dump_folder(cfg)
+        plan = resolve(cfg, workdir=options.workdir)
+        _check_saves(plan, options, dump_dir)
+        if plan.size_note:
+            log.info("note: %s", plan.size_note)
+        measured = _measure(plan, options, run, err or sys.stderr)
+        doc = measured.document()
+        _save(options, measured)
+        run.show(doc)  # the table first, then what it leaves out (logged: it reaches the document's notes)
+        _log_notes(measured.result, measured.env.get("load"))
+        _dump(plan, measured, dump_dir)
+        _log_roofs(plan, measured.result)
+        _log_quality(measured.result.quality, measured.quality_note)
+        for message in measured.result.failed.values():
+            log.error("failed: %s", message)
+        return run.finish(doc, 1 if measured.result.failed else 0, show=False)
 
-    out, err = out or sys.stdout, err or sys.stderr
-    general = cfg.general
-    backend_name = require_backend_name(cfg)
-    check_config(cfg)  # everything `speechperf config check` checks, before anything is loaded
-    from speechperf.benchmark.validate import require_pinned_backends
 
-    # A stage pinned to a backend that is not installed costs nothing: refused before any data or model is loaded.
-    pinned = require_pinned_backends(cfg, general.backend)
-    # Every export, the store and --html: before anything is loaded, a bad path must not cost a whole run.
-    exports = Exports(json=output, csv=csv_path, markdown=md_path, keep=keep or Keep(), columns=report.COLUMNS).check()
-    if outputs_path is not None:
-        outputs_path = check_output_path(outputs_path, "--save-outputs")
-    if text_path is not None:
-        text_path = check_output_path(text_path, "--save-text")
-    dump_dir = (
-        check_output_folder(general.dump_speech_waveforms_dir, "--dump-speech-waveforms-dir")
-        if general.dump_speech_waveforms_dir
-        else None
+def _checked(options: BenchOptions) -> BenchOptions:
+    """The files a run saves besides its exports, refused before anything is loaded."""
+    return attrs.evolve(
+        options,
+        outputs_path=options.outputs_path and check_output_path(options.outputs_path, "--save-outputs"),
+        text_path=options.text_path and check_output_path(options.text_path, "--save-text"),
     )
-    dataset = load_dataset(general, cfg.roles[0])
-    if dump_dir:  # each file it may write, now that the samples are known (dump_final_speech_output names them)
-        for i in range(len(dataset)):
+
+
+def _dump_folder(cfg: BenchConfig) -> Path | None:
+    folder = cfg.general.dump_speech_waveforms_dir
+    return check_output_folder(folder, "--dump-speech-waveforms-dir") if folder else None
+
+
+def _check_saves(plan: Plan, options: BenchOptions, dump_dir: Path | None) -> None:
+    """Now that the samples are known and what is scored is decided: each waveform file the dump may write
+    (``dump_final_speech_output`` names them), and a --save-text that has something to save."""
+    general = plan.cfg.general
+    if dump_dir:
+        for i in range(len(plan.dataset)):
             check_output_path(
                 dump_dir / f"{general.dump_waveform_file_prefix}_{i}_pred.wav", "--dump-speech-waveforms-dir"
             )
-    from speechperf.benchmark import quality as quality_pass
-    from speechperf.benchmark import text_reference
-    from speechperf.data.references import load_references
-    from speechperf.meters import quality as quality_meter
-
-    # Read (and checked) before anything is loaded: a reference file that does not fit the dataset costs nothing.
-    references = load_references(general, dataset, cfg.roles)
-    score_quality, quality_note = quality_pass.wanted(general, references, cfg.roles)
-    if score_quality:
-        quality_meter.check_references(references, general)
-        try:  # the run's text output has references of its kind (a transcript's src_text, a translation's)
-            text_reference.check(cfg, references)
-        except SpeechperfError as exc:
-            if "quality" in general.meters:
-                raise SpeechperfError(f"{cfg.source}: quality: {exc}") from None
-            score_quality, quality_note = False, f"quality not scored: {exc}"
-    if text_path is not None and not score_quality:
+    if options.text_path is not None and not plan.score_quality:
         raise SpeechperfError(
-            f"--save-text {text_path}: nothing is scored in this run ({quality_note or 'add quality to --meters'})"
-        )
-    from speechperf.benchmark.derive import config_for_backend
-
-    # What the console says from here on is kept in the document (its notes and warnings).
-    with notes.collect() as said:
-        if cut := size_note(general, len(dataset)):
-            log.info("note: %s", cut)
-        # The file this backend runs of a stage with a file per backend; a derived file is exported and checked in
-        # a child process (it imports the source framework, which must not sit in the measured one).
-        cfg = config_for_backend(cfg, backend_name, workdir)
-        backend = require_backend(backend_name)  # imports the framework
-        preload: list[float] = []  # the RSS with the framework imported and no model loaded yet
-        (stages,) = build.open_stages(
-            cfg, backend, workdir, also=pinned.values(), before_load=lambda: preload.append(rss_mib())
+            f"--save-text {options.text_path}: nothing is scored in this run "
+            f"({plan.quality_note or 'add quality to --meters'})"
         )
 
-        env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
-        if pinned:  # the frameworks of the stages pinned elsewhere, and their versions
-            env["pinned_backends"] = {name: each.availability().version for name, each in pinned.items()}
-        config_dict = cfg.to_dict()
-        show = _Progress(err) if progress else None
 
-        def partial():
-            return report.document(bench.snapshot(complete=False), config_dict, env, said)
+def _environment(plan: Plan) -> dict[str, Any]:
+    from speechperf.benchmark import report
 
-        def on_progress(label, meter, done, total):
+    general, backend = plan.cfg.general, plan.backend
+    env = report.environment(general.threads, general.device, backend.name, backend.availability().version)
+    if plan.pinned:  # the frameworks of the stages pinned elsewhere, and their versions
+        env["pinned_backends"] = {name: each.availability().version for name, each in plan.pinned.items()}
+    return env
+
+
+def _measure(plan: Plan, options: BenchOptions, run: Lifecycle, err: IO[str]) -> Measured:
+    """The stages opened and measured, every measured pass written as it ends; then quality, untimed, and the
+    roofs."""
+    from speechperf.benchmark import build, report
+    from speechperf.benchmark.core import benchmark_for
+    from speechperf.meters.memory import rss_mib
+
+    general = plan.cfg.general
+    preload: list[float] = []  # the RSS with the framework imported and no model loaded yet
+    (stages,) = build.open_stages(
+        plan.cfg,
+        plan.backend,
+        options.workdir,
+        also=plan.pinned.values(),
+        before_load=lambda: preload.append(rss_mib()),
+    )
+    env, config = _environment(plan), plan.cfg.to_dict()
+    show = _Progress(err) if options.progress else None
+
+    def partial() -> Document:
+        return report.document(bench.snapshot(complete=False), config, env)
+
+    def on_progress(label, meter, done, total):
+        if show:
+            show(label, meter, done, total)
+        if done == total and total:
+            run.write(partial())
+
+    bench = benchmark_for(
+        general.model_type,
+        stages,
+        plan.backend,
+        device=general.device,
+        threads=general.threads,
+        meters=tuple(m for m in general.meters if m != "quality"),
+        warmup=general.warmup,
+        repeat=general.repeat,
+        warmup_per_shape=general.warmup_per_shape,
+        memory_method=options.memory_method,
+        preload_mib=preload[0],
+        progress=on_progress,
+        batch_size=general.batch_size,
+    )
+    try:
+        result = _timed(bench, plan, env, run, partial)
+        measured = Measured(bench, result, env, config, plan.quality_note)
+        if plan.score_quality:  # its own pass, after every measured one: never weighs on a timing or memory figure
             if show:
-                show(label, meter, done, total)
-            if done == total and total:
-                exports.write(partial())
-
-        bench = benchmark_for(
-            general.model_type,
-            stages,
-            backend,
-            device=general.device,
-            threads=general.threads,
-            meters=tuple(m for m in general.meters if m != "quality"),
-            warmup=general.warmup,
-            repeat=general.repeat,
-            warmup_per_shape=general.warmup_per_shape,
-            memory_method=memory_method,
-            preload_mib=preload[0],
-            progress=on_progress,
-            batch_size=general.batch_size,
-        )
-        probe = LoadProbe()
-        try:
-            with exports.interrupted(partial):
-                probe.start()  # the load other processes put on the machine while it timed
-                try:
-                    result = bench.gather_all_metrics(dataset)
-                finally:
-                    env["load"] = probe.stop()
-                busy = busy_warning(env["load"])
-                if busy:  # logged inside notes.collect: the document's warnings mark the figures too
-                    log.warning("%s", busy)
-                if score_quality:  # its own pass, after every measured one: never weighs on a timing or memory figure
-                    if show:
-                        show("quality", "scoring the outputs (untimed)", 0, 0)
-                    try:
-                        quality = quality_pass.measure(bench, dataset, references, general, backend, workdir)
-                        result = attrs.evolve(result, quality=quality)
-                    except SpeechperfError as exc:  # what was measured is kept and written; the reason is said
-                        quality_note = f"quality not scored: {exc}"
-        except KeyboardInterrupt:
-            if show:
-                show.close()
-            # The CLI prints "interrupted" and this note on one line; printing it here too would say it twice.
-            written = [str(path) for _, path in exports.paths()]
-            raise Interrupted(f"what was measured is in {', '.join(written)}" if written else "") from None
+                show("quality", "scoring the outputs (untimed)", 0, 0)
+            _score(measured, plan, options.workdir)
+    finally:
         if show:
             show.close()
-        if "flops" in general.meters and "runtime" in general.meters:  # after every measurement: it runs GEMMs
-            from speechperf.meters.roofs import roofs_for
+    if "flops" in general.meters and "runtime" in general.meters:  # after every measurement: it runs GEMMs
+        from speechperf.meters.roofs import roofs_for
 
-            result = attrs.evolve(result, roofs=roofs_for(general.threads))
-        exports.write(report.document(result, config_dict, env, said))
-        if text_path is not None and result.quality is not None:
-            write_text_atomic(text_path, quality_meter.save_text(result.quality), "--save-text")
-        if outputs_path is not None:
-            from speechperf.benchmark.saved_outputs import save_stage_outputs
+        measured.result = attrs.evolve(measured.result, roofs=roofs_for(general.threads))
+    return measured
 
-            save_stage_outputs(outputs_path, bench.stage_outputs())
-        from speechperf.benchmark import console
 
-        console.print_table(result, file=out, wide=wide)
-        _log_notes(result, env.get("load"))
-        if dump_dir:
-            written_waves = bench.dump_final_speech_output(
-                dump_dir, general.dump_waveform_file_prefix, general.target_sr
-            )
-            if written_waves:
-                log.info(
-                    "wrote %d waveform(s) at %d Hz to %s",
-                    len(written_waves),
-                    general.target_sr,
-                    general.dump_speech_waveforms_dir,
-                )
-            else:
-                log.warning("note: model_type %s produced no waveform; nothing was dumped", general.model_type)
-        if "flops" in general.meters and "runtime" in general.meters:
-            from speechperf.meters import roofline
+def _timed(bench, plan: Plan, env: dict[str, Any], run: Lifecycle, partial) -> Any:
+    """Every measured pass, with the load other processes put on the machine meanwhile; on Ctrl-C the samples
+    measured so far are written, not only the passes finished."""
+    probe = LoadProbe().start()
+    try:
+        try:
+            result = bench.gather_all_metrics(plan.dataset)
+        finally:
+            env["load"] = probe.stop()
+    except KeyboardInterrupt:
+        run.write(partial())
+        raise
+    if busy := busy_warning(env["load"]):  # logged inside the lifecycle: the document's warnings mark it too
+        log.warning("%s", busy)
+    return result
 
-            log.info("note: %s", roofline.describe(result.roofs, general.threads))
-        _log_quality(result.quality, quality_note)
-        for message in result.failed.values():
-            log.error("failed: %s", message)
-        code = 1 if result.failed else 0
-        with tempfile.TemporaryDirectory(prefix="speechperf-bench-") as folder:
-            images = []
-            if exports.keep.html is not None:  # the page's plots; nothing else shows them
-                from speechperf.benchmark import plots
 
-                images = plots.draw(result, Path(folder))
-            doc = report.document(result, config_dict, env, said)
-            # After the exports and the table: a store that cannot be written now costs nothing that was measured.
-            name = f"{general.model_type} on {backend.name}"
-            table = html_report.table_html(name, report.HTML_COLUMNS, report.shown_rows(doc.rows))
-            exports.finish(doc, code, tables=[table], images=images, title=f"speechperf bench: {name}")
-    return code
+def _score(measured: Measured, plan: Plan, workdir: Path) -> None:
+    """Quality scored on the kept outputs; a failure is said in a note, and what was measured is kept."""
+    from speechperf.benchmark import quality as quality_pass
+
+    try:
+        quality = quality_pass.measure(
+            measured.bench, plan.dataset, plan.references, plan.cfg.general, plan.backend, workdir
+        )
+        measured.result = attrs.evolve(measured.result, quality=quality)
+    except SpeechperfError as exc:
+        measured.quality_note = f"quality not scored: {exc}"
+
+
+def _save(options: BenchOptions, measured: Measured) -> None:
+    """--save-text and --save-outputs."""
+    from speechperf.meters import quality as quality_meter
+
+    quality = measured.result.quality
+    if options.text_path is not None and quality is not None:
+        write_text_atomic(options.text_path, quality_meter.save_text(quality), "--save-text")
+    if options.outputs_path is not None:
+        from speechperf.benchmark.saved_outputs import save_stage_outputs
+
+        save_stage_outputs(options.outputs_path, measured.bench.stage_outputs())
+
+
+def _dump(plan: Plan, measured: Measured, dump_dir: Path | None) -> None:
+    """--dump-speech-waveforms-dir: each final waveform, resampled to --target-sr."""
+    if not dump_dir:
+        return
+    general = plan.cfg.general
+    written = measured.bench.dump_final_speech_output(dump_dir, general.dump_waveform_file_prefix, general.target_sr)
+    if written:
+        log.info(
+            "wrote %d waveform(s) at %d Hz to %s", len(written), general.target_sr, general.dump_speech_waveforms_dir
+        )
+    else:
+        log.warning("note: model_type %s produced no waveform; nothing was dumped", general.model_type)
+
+
+def _log_roofs(plan: Plan, result) -> None:
+    general = plan.cfg.general
+    if "flops" in general.meters and "runtime" in general.meters:
+        from speechperf.meters import roofline
+
+        log.info("note: %s", roofline.describe(result.roofs, general.threads))
 
 
 def _log_notes(result, load: dict | None = None) -> None:

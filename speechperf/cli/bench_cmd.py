@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,6 +12,10 @@ from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_args, config_options
 from speechperf.cli.options import export_options, keep_options, optional_backend_option, seed_option, threads_option
 from speechperf.config.schema import DEVICES
+
+if TYPE_CHECKING:
+    from speechperf.benchmark.runner import BenchOptions
+    from speechperf.config.schema import BenchConfig
 
 #: bench's options that are general config keys (None: the config's value).
 SETTINGS = (
@@ -24,8 +29,6 @@ SETTINGS = (
     "dump_waveform_file_prefix",
     "target_sr",
 )
-#: bench's options that say how the run is measured and where it goes (``run_benchmark``'s keywords).
-RUN = ("memory_method", "output", "csv_path", "md_path", "outputs_path", "text_path", "keep", "wide")
 
 
 @click.command()
@@ -89,7 +92,7 @@ RUN = ("memory_method", "output", "csv_path", "md_path", "outputs_path", "text_p
     "on each side).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def bench(backend_name, quiet, runs, **options) -> None:
+def bench(backend_name, quiet, runs, **params) -> None:
     """Measure runtime, RTF, peak memory and FLOPs of a model (or a cascade) on one backend.
 
     Exit codes: 0 every sample measured; 1 some sample failed (the others are reported); 2 bad input (a --store
@@ -97,17 +100,14 @@ def bench(backend_name, quiet, runs, **options) -> None:
     interrupted (--output, --csv and --markdown keep what was measured). Each finished run is appended to the
     results store unless --no-store (`speechperf history`). With --runs N, 1 also when a process run failed.
     """
-    settings = {name: options.pop(name) for name in SETTINGS}
-    run = {name: options.pop(name) for name in RUN}
-    cfg = config_from_args(options, backend=backend_name, **settings)  # what is left: the config options
-    from speechperf.benchmark.runner import run_benchmark
-    from speechperf.errors import SpeechperfError
+    cfg, options = bench_options(params, backend_name, quiet, runs)
+    if runs > 1:  # N child processes (speechperf.compare.bench_runs), each a `speechperf bench`
+        from speechperf.compare.bench_runs import run_bench
 
-    if run["outputs_path"] is not None and run["outputs_path"].suffix != ".npz":
-        raise SpeechperfError(f"--save-outputs {run['outputs_path']}: the file must end in .npz")
-    if runs > 1:
-        return _runs(cfg, runs, run)
-    sys.exit(run_benchmark(cfg, workdir=cache_dir(), progress=not quiet, **run))
+        sys.exit(run_bench(cfg, runs, options.exports, memory_method=options.memory_method))
+    from speechperf.benchmark.runner import run_benchmark
+
+    sys.exit(run_benchmark(cfg, options))
 
 
 #: bench's options that save what one process produced: one run's, not N processes'.
@@ -118,18 +118,32 @@ ONE_PROCESS = {
 }
 
 
-def _runs(cfg, runs: int, run: dict) -> None:
-    """``--runs N``: N child processes (speechperf.compare.bench_runs)."""
-    from speechperf.benchmark.report import COLUMNS
-    from speechperf.compare.bench_runs import run_bench
+def bench_options(
+    p: dict[str, Any], backend_name: str | None, quiet: bool, runs: int
+) -> tuple[BenchConfig, BenchOptions]:
+    """The command line as ``run_benchmark`` takes it: the merged config and how it is measured; bad input is one
+    line (exit 2) before anything is loaded."""
+    from speechperf.benchmark.runner import BenchOptions
     from speechperf.errors import SpeechperfError
     from speechperf.exports import Exports
 
-    given = {**run, "dump_speech_waveforms_dir": cfg.general.dump_speech_waveforms_dir}
-    for key, option in ONE_PROCESS.items():
-        if given.get(key):
-            raise SpeechperfError(f"{option} with --runs {runs}: it saves one process's outputs; run it without --runs")
-    exports = Exports(
-        json=run["output"], csv=run["csv_path"], markdown=run["md_path"], keep=run["keep"], columns=COLUMNS
+    settings = {name: p.pop(name) for name in SETTINGS}
+    cfg = config_from_args(p, backend=backend_name, **settings)  # the config options, read by their names
+    if p["outputs_path"] is not None and p["outputs_path"].suffix != ".npz":
+        raise SpeechperfError(f"--save-outputs {p['outputs_path']}: the file must end in .npz")
+    if runs > 1:
+        given = {**p, "dump_speech_waveforms_dir": cfg.general.dump_speech_waveforms_dir}
+        for key, option in ONE_PROCESS.items():
+            if given.get(key):
+                raise SpeechperfError(
+                    f"{option} with --runs {runs}: it saves one process's outputs; run it without --runs"
+                )
+    return cfg, BenchOptions(
+        workdir=cache_dir(),
+        exports=Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"]),
+        memory_method=p["memory_method"],
+        outputs_path=p["outputs_path"],
+        text_path=p["text_path"],
+        progress=not quiet,
+        wide=p["wide"],
     )
-    sys.exit(run_bench(cfg, runs, exports, memory_method=run["memory_method"]))

@@ -17,7 +17,6 @@ FLOPs, quality, notes), with:
 from __future__ import annotations
 
 import logging
-import statistics
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -26,13 +25,14 @@ from typing import IO, Any
 
 import attrs
 
-from speechperf import stats, tables
+from speechperf import stats, tables, views
 from speechperf.benchmark.report import unit_seconds
 from speechperf.compare.child import RunResult
 from speechperf.compare.plan import Cell
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError
 from speechperf.exports import Exports
+from speechperf.lifecycle import keep
 from speechperf.results import Document, DocumentError, read
 from speechperf.results.environment import LoadProbe, busy_warning
 
@@ -97,20 +97,21 @@ def run_bench(
     if refused is not None:
         raise SpeechperfError(f"bench --runs {runs}: run {refused.run + 1} was refused its input: {refused.reason}")
     finished.sort(key=lambda f: f.process.run)
-    (out or sys.stdout).write(render(finished))
+    doc = current()
+    if doc is not None:  # the runs' table: the bench view of a document of N process runs (speechperf.views.bench)
+        out = out or sys.stdout
+        out.write(views.view_of(doc.kind).console(doc, views.Shown(width=tables.terminal_width(out))))
     for f in finished:  # each child's own warning, already among the document's warnings
         line = busy_warning(f.doc.environment.get("load") if f.doc else None)
         if line:
             log.warning("run %d: %s", f.process.run + 1, line)
-    doc = current()
     failed = [f for f in finished if not f.ok]
     for f in failed:
         log.error("failed: run %d: %s", f.process.run + 1, f.process.reason or "no result document")
     if doc is None:
         raise SpeechperfError(f"bench --runs {runs}: no run finished, so there is nothing to report")
     code = 1 if failed or any(r.get("failed") for r in doc.rows) else 0
-    name = f"{cfg.general.model_type} on {backend}"
-    exports.finish(doc, code, title=f"speechperf bench --runs {runs}: {name}")
+    keep(exports, doc, code)  # the exports, the page and the store, through the view
     return code
 
 
@@ -165,37 +166,3 @@ def pooled_rows(docs: Sequence[Document]) -> list[dict[str, Any]]:
         if peaks:
             row["peak_rss_mib"] = max(peaks)
     return rows
-
-
-def render(finished: Sequence[Finished]) -> str:
-    """Per run: each stage's and the total's mean per-sample runtime and the load while it timed; then the mean ±
-    σ over the runs, the unit diff tests over."""
-    records = [f.record() for f in finished]
-    names = list(next((r["per_sample_s"] for r in records if r["per_sample_s"]), {}))
-    headers = ("run", *(f"{n}\nmean (ms)" for n in names), "other processes\n(busy cores)", "busy machine")
-    table = []
-    for r in records:
-        if r["per_sample_s"] is None:
-            failed = [f"FAILED: {r['reason']}"] + [""] * (len(names) - 1) if names else []
-            table.append((str(r["run"] + 1), *failed, None, "-"))
-            continue
-        load = r["load"] or {}
-        means = [statistics.fmean(r["per_sample_s"][n].values()) if r["per_sample_s"].get(n) else None for n in names]
-        busy = "yes" if load.get("busy") else "no" if load else "-"
-        table.append(
-            (
-                str(r["run"] + 1),
-                *(None if m is None else f"{m * 1e3:.3f}" for m in means),
-                load.get("busy_cores_others"),
-                busy,
-            )
-        )
-    text = tables.render_table(
-        f"speechperf bench: {len(records)} process runs", headers, table, left=("run", "busy machine")
-    )
-    ok = [r for r in records if r["per_sample_s"]]
-    for n in names:
-        values = [statistics.fmean(r["per_sample_s"][n].values()) * 1e3 for r in ok if r["per_sample_s"].get(n)]
-        sigma = stats.stdev(values)
-        text += f"{n}: {stats.mean_sigma(stats.mean(values), sigma, 'ms')} over {len(values)} runs (σ between runs)\n"
-    return text

@@ -11,10 +11,10 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from speechperf.benchmark.plots import draw_fit
 from speechperf.compare import summary as summ
 from speechperf.compare.plot import length_plot_path
 from speechperf.outputs import save_figure
+from speechperf.views.bench_plots import draw_fit
 
 
 def _points(s: summ.CellSummary) -> dict[str, tuple[list[float], list[float]]]:
