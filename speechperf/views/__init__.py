@@ -89,7 +89,6 @@ GENERIC = View()
 
 #: kind -> the module of this package that defines its ``VIEW``; a kind not listed is shown by ``GENERIC``.
 MODULES: dict[str, str] = {
-MODULES: dict[str, str] = {
     "bench": "bench",
     "check": "check",
     "diff": "diff",
@@ -98,7 +97,6 @@ MODULES: dict[str, str] = {
     "optimize": "optimize",
     "profile": "profile",
     "tune": "tune",
-}
 }
 
 
