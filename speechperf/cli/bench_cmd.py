@@ -119,11 +119,11 @@ ONE_PROCESS = {
 
 
 def _runs(cfg, runs: int, run: dict) -> None:
-    """``--runs N``: N child processes (speechperf.compare.bench_runs)."""
+    """``--runs N``: N child processes (speechperf.launch.bench_runs)."""
     from speechperf.benchmark.report import COLUMNS
-    from speechperf.compare.bench_runs import run_bench
     from speechperf.errors import SpeechperfError
     from speechperf.exports import Exports
+    from speechperf.launch.bench_runs import run_bench
 
     given = {**run, "dump_speech_waveforms_dir": cfg.general.dump_speech_waveforms_dir}
     for key, option in ONE_PROCESS.items():

@@ -84,6 +84,8 @@ class OptimizeOptions:
     runs: int = 5
     calibration_size: int = 4
     timeout_s: float | None = None
+    executor: str = "local"  #: where the bench processes run (speechperf.launch.executors)
+    jobs: int = 1
     budget: fid.QualityBudget = fid.QualityBudget()
     exports: Exports = attrs.Factory(exports)  #: -o, --csv, --markdown, --html and the store
     plot: Path | None = None  #: --plot: the quality / speed-up / size trade-off (speechperf.optimize.plot)
@@ -151,10 +153,12 @@ class _Study:
 def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, workdir: Path, out=None) -> int:
     from speechperf.benchmark.derive import config_for_backend
     from speechperf.benchmark.validate import check_config
+    from speechperf.launch.executors import get_executor
     from speechperf.registry import require_backend
 
     out = out or sys.stdout
     opts.exports.check()  # before quantizing: a bad path must not cost the whole study
+    get_executor(opts.executor, opts.jobs)  # ray installed, jobs the executor can run
     if opts.plot is not None:
         from speechperf.optimize.plot import check_plot_path
 
@@ -270,7 +274,7 @@ def _run(study: _Study, cfg: BenchConfig, backend, workdir: Path) -> int:
     rows = _Rows(study, cfg, dataset, out_dir, speech_out)
     probe = LoadProbe().start()
     try:
-        results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, rows.on_result)
+        results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, rows.on_result, opts.executor, opts.jobs)
     finally:  # on Ctrl-C too: the load seen while timing is part of what was measured
         study.doc.environment["load"] = probe.stop()
     rows.finish_rest(results)

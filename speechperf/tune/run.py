@@ -161,8 +161,10 @@ def run_tune(cfg: BenchConfig, opts: TuneOptions, workdir: Path, out=None) -> in
 def _check(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
     from speechperf.benchmark.derive import config_for_backend
     from speechperf.benchmark.validate import check_config
+    from speechperf.launch.executors import get_executor
     from speechperf.registry import require_backend
 
+    get_executor(opts.executor, opts.jobs)  # ray installed, jobs the executor can run: before any quantizing
     if opts.objective not in OBJECTIVES:
         raise SpeechperfError(f"--objective {opts.objective}: unknown; allowed: {', '.join(OBJECTIVES)}")
     if opts.objective == "throughput" and opts.batch_sizes == (1,):
@@ -330,8 +332,8 @@ def _plain(config: dict[str, Any]) -> dict[str, Any]:
 
 def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, Any] | None:
     """An interleaved compare of the winner, each backend's single-framework best and the all-default pipeline."""
-    from speechperf.compare.plan import Cell
     from speechperf.compare.run import CompareOptions, run_compare
+    from speechperf.launch.cell import Cell
     from speechperf.results import read
 
     opts = state.opts
