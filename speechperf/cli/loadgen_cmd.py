@@ -57,7 +57,8 @@ TEST = {
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Where LoadGen's own logs are kept (one folder per test); must be empty unless --force. "
-    "Default: a fresh folder per run under loadgen-logs/.",
+    "Default: a fresh folder per run under <cache>/loadgen-logs/ (as every command's work files), never the "
+    "working folder.",
 )
 @click.option("--force", is_flag=True, help="Write into a --log-dir that is not empty (replacing what is there).")
 @mlperf_conf_options()
@@ -92,7 +93,7 @@ def loadgen(
         cfg,
         opts,
         exports,
-        log_dir=log_dir if log_dir is not None else fresh_log_dir(Path("loadgen-logs")),
+        log_dir=log_dir if log_dir is not None else fresh_log_dir(cache_dir() / "loadgen-logs"),
         workdir=cache_dir(),
         force=force,
         find_peak=find_peak,
