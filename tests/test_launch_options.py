@@ -41,3 +41,22 @@ def test_every_executor_s_summary_is_in_the_help(command):
 def test_tune_s_help_says_why_it_refuses_inprocess():
     help_text = _param("tune", "executor").help or ""
     assert "inprocess: each child" not in help_text and "Not inprocess: its runs share this process" in help_text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "--backends", "onnxruntime", "--workdir", "{o}"],
+        ["optimize", "-b", "onnxruntime", "--method", "ort-dynamic", "--out-dir", "{o}"],
+    ],
+)
+def test_jobs_the_executor_cannot_run_are_refused_before_any_work(tmp_path, args):
+    from click.testing import CliRunner
+
+    from tests.test_outputs import one_line_error
+
+    out = tmp_path / "o"
+    given = [a.format(o=out) for a in args]
+    result = CliRunner().invoke(main, [*given, "--executor", "inprocess", "--jobs", "2"])
+    assert one_line_error(result) == "Error: --executor inprocess runs one child at a time; got --jobs 2"
+    assert not out.exists()
