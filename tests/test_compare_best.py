@@ -14,11 +14,11 @@ import pytest
 
 from speechperf.backend import Variant
 from speechperf.compare import best
-from speechperf.compare.child import RunResult
 from speechperf.compare.parity import CellParity, OutputDiff
-from speechperf.compare.plan import Cell
 from speechperf.compare.scaling import oversubscription_warning, scaling
 from speechperf.compare.summary import summarize
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -167,10 +167,10 @@ def test_exports_json_csv_markdown_and_plot(three_backends):
 @pytest.mark.slow
 def test_svg_plot_parses(three_backends, tmp_path):
     """The plot from saved results: the same summaries drawn as SVG."""
-    from speechperf.compare.child import RunResult
-    from speechperf.compare.plan import Cell
     from speechperf.compare.plot import plot_latency
     from speechperf.compare.report import CompareReport
+    from speechperf.launch.cell import Cell
+    from speechperf.launch.result import RunResult
 
     _, _, data = three_backends
     cells = [Cell(label, label) for label in ("torch", "paddle", "onnxruntime")]

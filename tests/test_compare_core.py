@@ -11,10 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speechperf.compare.child import RunResult, run_child
 from speechperf.compare.parity import compare_outputs
-from speechperf.compare.plan import Cell, PlanError, build_cells, parse_sweep
+from speechperf.compare.plan import build_cells, parse_sweep
 from speechperf.compare.summary import check_threads
+from speechperf.launch.cell import Cell
+from speechperf.launch.child import run_child
+from speechperf.launch.lists import PlanError
+from speechperf.launch.result import RunResult
 
 
 def test_cells_are_sweep_then_threads_then_backends_with_the_sets_that_make_them():
@@ -67,7 +70,7 @@ def test_a_merged_config_is_written_once_however_many_runs_read_it(tmp_path, mon
     """The children of every run (``--jobs N``: at once) read the cell's config file: it is written once, atomically,
     before the first child, never rewritten while one may be reading it."""
     from speechperf import outputs
-    from speechperf.compare.launch import run_cells
+    from speechperf.launch.launcher import run_cells
 
     writes = []
     atomic = outputs.write_text_atomic
@@ -201,8 +204,8 @@ def test_group_parity_reads_saved_outputs_and_names_an_unreadable_file(tmp_path)
 
 
 def test_an_unknown_executor_or_jobs_it_cannot_run_is_one_line(tmp_path):
-    from speechperf.compare.launch import run_cells
     from speechperf.errors import SpeechperfError
+    from speechperf.launch.launcher import run_cells
 
     with pytest.raises(SpeechperfError, match=r"^--executor 'threads': allowed: local, ray, inprocess$"):
         run_cells([Cell("torch", "torch")], 1, tmp_path, executor="threads")
@@ -216,7 +219,7 @@ def test_inprocess_runs_each_child_command_here_and_records_how_it_ended(tmp_pat
     import json
     import os
 
-    from speechperf.compare.launch import run_cells
+    from speechperf.launch.launcher import run_cells
 
     repo = Path(__file__).resolve().parents[1]
     fast = ["general.dataset_size=1", "general.repeat=1", "general.warmup=1", "general.meters=[runtime]"]
@@ -270,7 +273,7 @@ def test_after_a_child_exits_2_its_remaining_runs_are_not_launched(tmp_path, cap
     be refused on every later run too: those runs are recorded, not launched, with the child's line."""
     import logging
 
-    from speechperf.compare.launch import run_cells
+    from speechperf.launch.launcher import run_cells
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("general: {model_type: S2T, warmpu: 1}\n")

@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
-from speechperf.compare.executors.ray import claim_cores
-from speechperf.compare.launch import run_cells
 from speechperf.compare.plan import build_cells
 from speechperf.errors import SpeechperfError
+from speechperf.launch.executors.ray import claim_cores
+from speechperf.launch.launcher import run_cells
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["general.dataset_size=1", "general.repeat=1", "general.warmup=1", "general.meters=[runtime]"]

@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from speechperf.compare.launch import run_cells
-from speechperf.compare.plan import Cell
+from speechperf.launch.cell import Cell
+from speechperf.launch.launcher import run_cells
 
 FAST = "general: {model_type: S2T, dataset_size: 1, warmup: 0, repeat: 1, meters: [runtime]}\n"
 ENDLESS = "general: {model_type: S2T, dataset_size: 1, warmup: 0, repeat: 1000000, meters: [runtime]}\n"

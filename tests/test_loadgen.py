@@ -375,3 +375,32 @@ def test_the_rows_of_a_run_are_those_its_version_1_form_is_read_with():
     assert v1.kind == "loadgen" and v1.rows == rows([run], peak)
     assert [r["mode"] for r in v1.rows] == ["performance", "peak"] and v1.rows[1]["peak_qps"] == 9.0
     assert v1.rows[0]["trial"] == 1 and v1.rows[1]["p99_ms"] == 3.0 and v1.rows[0]["audio_s_per_s"] == 5.0
+
+
+@pytest.mark.slow
+def test_a_run_from_any_folder_writes_nothing_there_unless_asked(tmp_path):
+    """LoadGen's logs default to a fresh folder under the cache: a run started in a folder leaves it as it was (a
+    run from the checkout once committed its loadgen-logs/); a relative --log-dir or -o is written where asked."""
+    pytest.importorskip("onnxruntime")
+    from speechperf.cache import cache_dir
+
+    here = tmp_path / "here"
+    here.mkdir()
+    exe = shutil.which("speechperf", path=str(Path(sys.executable).parent))
+    args = ["-b", "onnxruntime", "--dataset-size", "2", "--scenario", "SingleStream", "--duration", "1", "--no-store"]
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [exe, "loadgen", *args, "-o", str(out)], cwd=here, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(here.iterdir()) == []
+    logs = Path(json.loads(out.read_text())["runs"][0]["log_dir"])
+    try:
+        assert logs.parent.parent == cache_dir() / "loadgen-logs"  # <cache>/loadgen-logs/<run>/<test>
+        assert (logs / "mlperf_log_summary.txt").is_file()
+    finally:
+        shutil.rmtree(logs.parent, ignore_errors=True)
+    asked = [exe, "loadgen", *args, "--log-dir", "logs", "-o", "out.json"]
+    done = subprocess.run(asked, cwd=here, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in here.iterdir()) == ["logs", "out.json"]

@@ -236,8 +236,8 @@ def test_optimize_marks_a_variant_over_its_quality_budget():
 
 
 def test_compare_flags_a_backend_whose_quality_differs(tmp_path):
-    from speechperf.compare.launch import RunResult
     from speechperf.compare.quality import group_quality
+    from speechperf.launch.result import RunResult
 
     def run(label, wer_value):
         path = tmp_path / f"{label}.json"

@@ -97,6 +97,7 @@ def test_tune_interrupted_then_resumed_writes_a_winner_that_bench_runs(tmp_path)
         (["--batch-sizes", "4"], "Error: --batch-sizes 4: only with --objective throughput (latency and memory are per sample)"),
         (["--batch-sizes", "0", "--objective", "throughput"], "Error: --batch-sizes 0: expected whole numbers from 1 to 4096, comma-separated"),
         (["--backends", "tensorflow"], "Error: --backends: unknown backend 'tensorflow'; known backends:"),
+        (["--executor", "inprocess"], "Error: --executor inprocess: tune cannot use it (its runs share this process, so their timings are not measurements, and no timeout stops them at --budget); allowed: local, ray"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):

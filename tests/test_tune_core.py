@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from speechperf.compare.child import RunResult
-from speechperf.compare.plan import Cell
 from speechperf.config import load_config
 from speechperf.errors import SpeechperfError
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 from speechperf.optimize.fidelity import QualityBudget
 from speechperf.tune import combine
 from speechperf.tune.combine import Pipeline
@@ -144,8 +144,8 @@ def test_no_process_of_a_rung_starts_when_the_references_time_at_that_rung_no_lo
 
 
 def test_a_rerun_reuses_what_finished_and_nothing_of_another_digest(tmp_path, monkeypatch):
-    from speechperf.compare import launch
-    from speechperf.compare.plan import Cell
+    from speechperf.launch import launcher
+    from speechperf.launch.cell import Cell
 
     launched = []
 
@@ -161,7 +161,7 @@ def test_a_rerun_reuses_what_finished_and_nothing_of_another_digest(tmp_path, mo
             )
         ]
 
-    monkeypatch.setattr(launch, "run_cells", fake_run_cells)
+    monkeypatch.setattr(launcher, "run_cells", fake_run_cells)
     first = Runner(tmp_path, "d1", Budget(100))
     assert first.run(Cell("a", "onnxruntime"), 0, "a run0").ok
     assert not first.run(Cell("broken", "onnxruntime"), 0, "broken run0").ok
@@ -220,8 +220,8 @@ def test_combinations_take_each_stages_best_and_its_fastest_fp32_within_the_pipe
 
 
 def test_with_jobs_the_processes_go_out_together_and_one_timed_on_another_kind_of_machine_fails(tmp_path, monkeypatch):
-    from speechperf.compare import launch
-    from speechperf.compare.plan import Cell
+    from speechperf.launch import launcher
+    from speechperf.launch.cell import Cell
     from speechperf.results.environment import cpu_model
 
     calls = []
@@ -238,7 +238,7 @@ def test_with_jobs_the_processes_go_out_together_and_one_timed_on_another_kind_o
             out.append(RunResult(cell.label, 0, True, 0, None, None, str(path), "", "", node=f"node-{cell.label}"))
         return out
 
-    monkeypatch.setattr(launch, "run_cells", fake_run_cells)
+    monkeypatch.setattr(launcher, "run_cells", fake_run_cells)
     runner = Runner(tmp_path, "d", Budget(100), executor="ray", jobs=2)
     runner.known["c run0"] = RunResult("c", 0, True, 0, None, None, str(tmp_path / "c.json"), "", "")
     got = runner.run_many([(Cell(x, "onnxruntime"), 0, f"{x} run0") for x in ("a", "b", "c")])

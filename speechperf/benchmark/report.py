@@ -82,7 +82,7 @@ def document(
         warnings=list(said.warnings) if said else [],
         complete=result.complete,
         body={
-            "process_runs": 1,  # bench --runs N: N (speechperf.compare.bench_runs)
+            "process_runs": 1,  # bench --runs N: N (speechperf.launch.bench_runs)
             "result": _plain(result),
             "length_fit": {name: length_cost.to_json(f) for name, f in length_fits(result).items()},
         },

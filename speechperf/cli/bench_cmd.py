@@ -101,8 +101,8 @@ def bench(backend_name, quiet, runs, **params) -> None:
     results store unless --no-store (`speechperf history`). With --runs N, 1 also when a process run failed.
     """
     cfg, options = bench_options(params, backend_name, quiet, runs)
-    if runs > 1:  # N child processes (speechperf.compare.bench_runs), each a `speechperf bench`
-        from speechperf.compare.bench_runs import run_bench
+    if runs > 1:  # N child processes (speechperf.launch.bench_runs), each a `speechperf bench`
+        from speechperf.launch.bench_runs import run_bench
 
         sys.exit(run_bench(cfg, runs, options.exports, memory_method=options.memory_method))
     from speechperf.benchmark.runner import run_benchmark

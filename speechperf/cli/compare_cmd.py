@@ -11,11 +11,11 @@ import click
 
 from speechperf.cli.config_options import config_from_options, config_options, config_overrides
 from speechperf.cli.options import (
-    TIMEOUT_MAX,
     FiniteFloatRange,
     budget_option,
     instances_option,
     keep_options,
+    launch_options,
     mlperf_conf_options,
     scenario_option,
     scenario_run_options,
@@ -23,9 +23,8 @@ from speechperf.cli.options import (
     thread_counts_option,
 )
 from speechperf.compare.best import DEFAULT_BUDGET_S, DEFAULT_SEARCH_RUNS
-from speechperf.compare.executors import EXECUTORS
 from speechperf.config.schema import METERS
-from speechperf.values import JOBS_MAX, RUNS_MAX
+from speechperf.values import RUNS_MAX
 
 if TYPE_CHECKING:
     from speechperf.compare.run import CompareOptions
@@ -59,28 +58,7 @@ def _path_option(*names, help):
     metavar="KEY=V1,V2",
     help="Vary a config key: preset, a general or stage key, or SECTION.KEY (repeatable).",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(tuple(EXECUTORS)),
-    default="local",
-    show_default=True,
-    help="local: child processes here; ray: Ray tasks pinned to their cores (speechperf[ray]); "
-    "inprocess: each child in this process, for debugging (timings not comparable).",
-)
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1, max=JOBS_MAX),
-    default=1,
-    show_default=True,
-    help=f"Children at once, at most {JOBS_MAX}; more than 1 makes them share cores (a warning says so).",
-)
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=FiniteFloatRange(min=0, min_open=True, max=TIMEOUT_MAX),
-    default=None,
-    help="Seconds after which a child is killed and reported as timed out.",
-)
+@launch_options()
 @click.option("--warmup", type=click.IntRange(min=0), default=None, help="Untimed forwards per stage before timing.")
 @click.option("--repeat", type=click.IntRange(min=1), default=None, help="Timed forwards per sample.")
 @seed_option(None)
@@ -154,9 +132,10 @@ def compare_options(ctx: click.Context, p: dict[str, Any]) -> CompareOptions:
     from speechperf.compare import plan
     from speechperf.compare.run import BestOptions, CompareOptions
     from speechperf.exports import Exports
+    from speechperf.launch.lists import backend_names
 
     check_scenario_use(ctx, p["scenario"])
-    backends = _backends(p["backends_text"])
+    backends = backend_names(p["backends_text"])
     threads = list(p["threads"])
     serving = None if p["scenario"] is None else scenario_options(ctx.params, threads)
     sweeps = [plan.parse_sweep(item) for item in p["sweeps"]]
@@ -186,18 +165,6 @@ def compare_options(ctx: click.Context, p: dict[str, Any]) -> CompareOptions:
         serving=serving,
         options=_given(p),
     )
-
-
-def _backends(text: str | None) -> list[str]:
-    from speechperf.compare import plan
-    from speechperf.registry import known_backends
-
-    known = known_backends()
-    backends = known if text is None else plan.split_list(text, "--backends")  # '' is refused
-    unknown = [b for b in backends if b not in known]
-    if unknown:
-        raise plan.PlanError(f"--backends: unknown backend {unknown[0]!r}; known backends: {', '.join(known)}")
-    return backends
 
 
 def _cells(p: dict[str, Any], backends, threads, sweeps, overrides: dict, stage_count: int, serving: bool) -> list:

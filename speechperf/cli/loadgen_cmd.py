@@ -61,7 +61,8 @@ TEST = {
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Where LoadGen's own logs are kept (one folder per test); must be empty unless --force. "
-    "Default: a fresh folder per run under loadgen-logs/.",
+    "Default: a fresh folder per run under <cache>/loadgen-logs/ (as every command's work files), never the "
+    "working folder.",
 )
 @click.option("--force", is_flag=True, help="Write into a --log-dir that is not empty (replacing what is there).")
 @mlperf_conf_options()
@@ -93,7 +94,7 @@ def loadgen_options(p: dict[str, Any]) -> LoadgenOptions:
     return LoadgenOptions(
         scenario=ScenarioOptions(scenario=p.pop("scenario"), mode=mode, threads=threads, **test),
         exports=exports,
-        log_dir=log_dir if log_dir is not None else fresh_log_dir(Path("loadgen-logs")),
+        log_dir=log_dir if log_dir is not None else fresh_log_dir(cache_dir() / "loadgen-logs"),
         force=p.pop("force"),
         find_peak=p.pop("find_peak"),
         budget_s=p.pop("budget"),

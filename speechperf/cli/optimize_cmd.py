@@ -11,12 +11,13 @@ import click
 from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_args, config_options
 from speechperf.cli.options import (
+    LAUNCH,
     QUALITY_BUDGET,
     calibration_size_option,
     export_options,
     keep_options,
+    launch_options,
     optional_backend_option,
-    process_timeout_option,
     quality_budget,
     quality_budget_options,
     threads_option,
@@ -64,7 +65,7 @@ def _methods_table(backend_name: str | None) -> str:
     help="Where the variants, their bench configs and the runs go (default: <cache>/optimize/<backend>).",
 )
 @threads_option(help="Threads, pinned the same on every run.")
-@process_timeout_option()
+@launch_options("Bench processes")
 @quality_budget_options()
 @export_options("JSON result document (docs/results.md) with every run and the table, rewritten as results come in.")
 @click.option(
@@ -122,6 +123,8 @@ def optimize_options(p: dict[str, Any]) -> tuple[BenchConfig, OptimizeOptions]:
         runs=study["runs"],
         calibration_size=study["calibration_size"],
         timeout_s=study["timeout_s"],
+        executor=study["executor"],
+        jobs=study["jobs"],
         budget=quality_budget(study),
         exports=exports(study["output"], study["csv_path"], study["md_path"], study["keep"]),
         plot=study["plot_path"],
@@ -135,7 +138,7 @@ STUDY = (
     "runs",
     "calibration_size",
     "out_dir",
-    "timeout_s",
+    *LAUNCH,
     "output",
     "csv_path",
     "md_path",

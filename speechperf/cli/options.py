@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -299,14 +300,57 @@ def calibration_size_option():
     )
 
 
-def process_timeout_option():
-    """--timeout S: how long one bench process may take (optimize, tune)."""
-    return click.option(
-        "--timeout",
-        "timeout_s",
-        type=FiniteFloatRange(min=1, max=TIMEOUT_MAX),
-        default=None,
-        help="Seconds one bench process may take before it counts as failed.",
+#: The options of launch_options, as the command's function receives them.
+LAUNCH = ("executor", "jobs", "timeout_s")
+
+
+def launch_options(children: str = "Children", refuse: Mapping[str, str] | None = None, executor_note: str = ""):
+    """--executor, --jobs and --timeout: where a command's child processes run, how many at once and how long one
+    may take (compare, optimize, tune; speechperf.launch). The choices are the executors registry's
+    (``speechperf.launch.executors.EXECUTORS``), so a new executor is a choice of every such command. ``refuse``:
+    executor -> why this command cannot use it, refused in one line naming the value and what is allowed."""
+    from speechperf.launch.executors import EXECUTORS, executor_help
+    from speechperf.values import JOBS_MAX
+
+    refused = dict(refuse or {})
+    allowed = [name for name in EXECUTORS if name not in refused]
+
+    def check_executor(ctx, param, value):
+        if value in refused:
+            from speechperf.errors import SpeechperfError
+
+            raise SpeechperfError(
+                f"--executor {value}: {ctx.info_name} cannot use it ({refused[value]}); allowed: {', '.join(allowed)}"
+            )
+        return value
+
+    return stacked(
+        [
+            click.option(
+                "--executor",
+                type=click.Choice(tuple(EXECUTORS)),
+                default="local",
+                show_default=True,
+                callback=check_executor,
+                help=f"Where the {children.lower()} run: {executor_help(allowed)}{executor_note}"
+                + "".join(f" Not {name}: {why}." for name, why in refused.items()),
+            ),
+            click.option(
+                "--jobs",
+                type=click.IntRange(min=1, max=JOBS_MAX),
+                default=1,
+                show_default=True,
+                help=f"{children} at once, at most {JOBS_MAX}; more than 1 on one machine makes them share its cores "
+                "(a warning says so).",
+            ),
+            click.option(
+                "--timeout",
+                "timeout_s",
+                type=FiniteFloatRange(min=0, min_open=True, max=TIMEOUT_MAX),
+                default=None,
+                help="Seconds one child process may take before it is killed and counts as failed (timed out).",
+            ),
+        ]
     )
 
 

@@ -16,7 +16,7 @@ from speechperf.cli.options import (
     calibration_size_option,
     export_options,
     keep_options,
-    process_timeout_option,
+    launch_options,
     quality_budget,
     quality_budget_options,
     seconds_option,
@@ -86,21 +86,14 @@ if TYPE_CHECKING:
     help="Where the winner's config and model files, the final compare and the search's state go (default: "
     "<cache>/tune/<config name>); a rerun with the same folder resumes.",
 )
-@process_timeout_option()
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where the candidates' processes run: here, or as Ray tasks (RAY_ADDRESS, or a local Ray), spread over the "
-    "cluster's nodes with --jobs; a run timed on a node with another CPU than this machine's fails.",
-)
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1, max=256),
-    default=1,
-    show_default=True,
-    help="Candidates' processes at once (screening): more than 1 on one machine shares its cores (a warning says so).",
+@launch_options(
+    "Candidates' processes",
+    refuse={
+        "inprocess": "its runs share this process, so their timings are not measurements, and no timeout stops them "
+        "at --budget"
+    },
+    executor_note=" Ray spreads the processes over the cluster's nodes with --jobs; a run timed on a node with "
+    "another CPU than this machine's fails.",
 )
 @export_options("JSON result document (docs/results.md) with every candidate, rewritten as each phase ends.")
 @click.option(
@@ -192,10 +185,10 @@ def _exports(study):
 
 
 def _backends(text: str | None) -> list[str]:
-    from speechperf.cli.compare_cmd import _backends as compare_backends
+    from speechperf.launch.lists import backend_names
     from speechperf.registry import get_backend
 
-    names = compare_backends(text)
+    names = backend_names(text)
     if text is None:  # the default: every installed one
         names = [n for n in names if get_backend(n).availability().ok]
     return list(names)

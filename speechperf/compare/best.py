@@ -3,7 +3,7 @@
 A comparison of one framework's deployment path against another's debug path measures our choice of path, not
 the frameworks. So, per backend, every variant it declares (``variants()``: speechperf.backend.variants.Variant, a
 zoo format and options) is measured on the config's data, in fresh processes as every compare run is (the same
-launcher, ``speechperf.compare.launch``); a variant whose outputs fail parity with the reference (the first
+launcher, ``speechperf.launch.launcher``); a variant whose outputs fail parity with the reference (the first
 variant of the first backend, the compare's own rule) is dropped with the reason; each backend's fastest
 remaining variant is its winner; and the command then runs the usual interleaved comparison of the winners.
 
@@ -28,11 +28,12 @@ import attrs
 
 from speechperf import stats, tables
 from speechperf.backend import Variant, hooks
-from speechperf.compare.child import RunResult
-from speechperf.compare.launch import run_cells
 from speechperf.compare.parity import CellParity, group_parity
-from speechperf.compare.plan import Cell, PlanError
 from speechperf.compare.summary import CellSummary, summarize
+from speechperf.launch.cell import Cell
+from speechperf.launch.launcher import run_cells
+from speechperf.launch.lists import PlanError
+from speechperf.launch.result import RunResult
 
 log = logging.getLogger(__name__)
 

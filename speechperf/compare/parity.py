@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 import numpy as np
 
-from speechperf.compare.child import RunResult
+from speechperf.launch.result import RunResult
 from speechperf.meters.fidelity import FloatMeter, tolerance_for
 
 EXACT_NAMES = ("segments",)  # float arrays that must still match exactly

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.compare.launch import RunResult
+from speechperf.launch.result import RunResult
 
 #: Figures are compared at the precision they are printed with (0.01 points): equal transcripts score equal.
 TOLERANCE_POINTS = 0.005

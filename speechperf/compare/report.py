@@ -10,12 +10,12 @@ import attrs
 
 from speechperf import length_cost, stats, tables
 from speechperf.compare import summary as summ
-from speechperf.compare.child import RunResult
 from speechperf.compare.parity import CellParity, batch_parity, group_parity
-from speechperf.compare.plan import Cell
 from speechperf.compare.quality import CellQuality, group_quality
 from speechperf.compare.scaling import Scaling
 from speechperf.compare.scaling import scaling as cell_scaling
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 from speechperf.meters import first_call, roofline
 from speechperf.meters.fidelity import json_number
 from speechperf.results import Document

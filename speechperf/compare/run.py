@@ -3,7 +3,7 @@
 
 - the checks before any child (every export, the plot, the executor, the work folder, each backend's files);
 - with ``--best``, the search over each backend's variants (``speechperf.compare.best``);
-- the children (``speechperf.compare.launch``; with ``--scenario`` the loadgen children of
+- the children (``speechperf.launch.launcher``; with ``--scenario`` the loadgen children of
   ``speechperf.compare.serving``), the result document rewritten as each finishes (``compare``, ``compare-best``
   or ``serving``, docs/results.md), Ctrl-C keeping every export of what was measured;
 - the console's report, the plots, then the exports: JSON, CSV, Markdown, the HTML page and the store, all through
@@ -26,13 +26,13 @@ import attrs
 
 from speechperf.compare import best as best_search
 from speechperf.compare.best import DEFAULT_BUDGET_S, DEFAULT_SEARCH_RUNS, SEARCH_COLUMNS, BestSearch
-from speechperf.compare.child import RunResult
-from speechperf.compare.plan import Cell
 from speechperf.compare.report import COLUMNS, CompareReport, document, render, sentences
 from speechperf.compare.serving import ServingOptions, ServingRow
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import Interrupted
 from speechperf.exports import Exports, to_markdown
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, machine
 from speechperf.results.notes import Collected, collect
@@ -89,7 +89,7 @@ def _check(o: CompareOptions) -> Path:
     from speechperf.benchmark.derive import config_for_backend
     from speechperf.benchmark.validate import check_config, require_pinned_backends
     from speechperf.cache import cache_dir
-    from speechperf.compare.executors import get_executor
+    from speechperf.launch.executors import get_executor
     from speechperf.outputs import check_output_folder
 
     o.exports.check()  # a bad path must not cost the whole comparison
@@ -222,7 +222,7 @@ class _Compare:
             self.report = None
             return 1
         self.announce()
-        from speechperf.compare.launch import run_cells
+        from speechperf.launch.launcher import run_cells
 
         done = run_cells(
             self.cells,

@@ -6,7 +6,7 @@ the latency percentile (lower first).
 
 A child is ``python -m speechperf loadgen ... --output <workdir>/<cell>/run.json --log-dir
 <workdir>/<cell>/loadgen-logs/<start time>`` (a fresh folder, so that a reused --workdir keeps earlier logs)
-(``speechperf.compare.child.run_child``: its own session, its exit classified as every compare child's). Ctrl-C
+(``speechperf.launch.child.run_child``: its own session, its exit classified as every compare child's). Ctrl-C
 reaches this process only; the running child is sent SIGINT, so that it writes what it measured and LoadGen's logs
 before it ends (``speechperf.loadgen.run``), and its partial row is kept.
 """
@@ -22,8 +22,9 @@ from typing import Any
 
 import attrs
 
-from speechperf.compare.child import RunResult, run_child
-from speechperf.compare.plan import Cell
+from speechperf.launch.cell import Cell
+from speechperf.launch.child import run_child
+from speechperf.launch.result import RunResult
 from speechperf.results import DocumentError
 from speechperf.results import read as read_document
 from speechperf.tables import significant

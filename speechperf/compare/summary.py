@@ -24,8 +24,8 @@ import attrs
 import numpy as np
 
 from speechperf import length_cost, stats
-from speechperf.compare.child import RunResult
-from speechperf.compare.plan import Cell
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 from speechperf.meters import first_call, roofline
 from speechperf.results import DocumentError
 from speechperf.results import read as read_document

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.compare.child import RunResult
-from speechperf.compare.plan import Cell
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 
 
 def variant_cell(name: str, config: Path, backend: str, threads: int = 1) -> Cell:
@@ -62,9 +62,11 @@ def measure(
     workdir: Path,
     timeout_s: float | None = None,
     on_result: Callable[[VariantRun], None] | None = None,
+    executor: str = "local",
+    jobs: int = 1,
 ) -> list[VariantRun]:
     """``runs`` interleaved rounds over ``cells`` (``variant_cell``), one fresh process per cell per round."""
-    from speechperf.compare import launch
+    from speechperf.launch import launcher
 
     def view(result: RunResult) -> VariantRun:
         path = Path(result.json_path)
@@ -85,7 +87,14 @@ def measure(
     # The variants are made from one config: a child refused its input (exit 2) means every one would be.
     return [
         view(r)
-        for r in launch.run_cells(
-            cells, runs, Path(workdir), timeout_s=timeout_s, on_result=report, bad_input_stops="all"
+        for r in launcher.run_cells(
+            cells,
+            runs,
+            Path(workdir),
+            executor=executor,
+            timeout_s=timeout_s,
+            on_result=report,
+            jobs=jobs,
+            bad_input_stops="all",
         )
     ]

@@ -78,6 +78,8 @@ class OptimizeOptions:
     runs: int = 5
     calibration_size: int = 4
     timeout_s: float | None = None
+    executor: str = "local"  #: where the bench processes run (speechperf.launch.executors)
+    jobs: int = 1
     budget: fid.QualityBudget = fid.QualityBudget()
     exports: Exports = attrs.Factory(exports)  #: -o, --csv, --markdown, --html and the store
     plot: Path | None = None  #: --plot: the quality / speed-up / size trade-off (speechperf.views.optimize_plot)
@@ -128,7 +130,10 @@ class _Study:
 
 def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, out=None) -> int:
     """The whole study through the command lifecycle; returns the exit code."""
+    from speechperf.launch.executors import get_executor
+
     with lifecycle(opts.exports, out=out or sys.stdout) as run:  # the exports checked before quantizing
+        get_executor(opts.executor, opts.jobs)  # ray installed, jobs the executor can run
         if opts.plot is not None:
             from speechperf.views.optimize_plot import check_plot_path
 
@@ -251,7 +256,7 @@ def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
     rows = _Rows(study, plan, out_dir, speech_out)
     probe = LoadProbe().start()
     try:
-        results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, rows.on_result)
+        results = measure(cells, opts.runs, out_dir / "runs", opts.timeout_s, rows.on_result, opts.executor, opts.jobs)
     finally:  # on Ctrl-C too: the load seen while timing is part of what was measured
         study.doc.environment["load"] = probe.stop()
     rows.finish_rest(results)

@@ -20,9 +20,9 @@ from typing import Any
 
 import attrs
 
-from speechperf.compare.child import RunResult
 from speechperf.compare.quality import total_score
 from speechperf.compare.summary import summarize
+from speechperf.launch.result import RunResult
 from speechperf.optimize.fidelity import Fidelity, QualityBudget, over_budget
 from speechperf.tune.runs import Runner
 from speechperf.tune.screen import Screened, Screening, ScreenPlan
@@ -165,7 +165,7 @@ def _figures(p: Pipeline) -> None:
 
 
 def _cell(label: str, p: Pipeline):
-    from speechperf.compare.plan import Cell
+    from speechperf.launch.cell import Cell
 
     return Cell(label, p.stages[0].backend if p.stages else "-")
 

@@ -167,8 +167,10 @@ def _check(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
     """What can be refused before any process: the objective, and the config for every backend searched (the
     backend installed, a derived file exported once, here, for every child)."""
     from speechperf.benchmark import plan
+    from speechperf.launch.executors import get_executor
     from speechperf.registry import require_backend
 
+    get_executor(opts.executor, opts.jobs)  # ray installed, jobs the executor can run: before any quantizing
     if opts.objective not in OBJECTIVES:
         raise SpeechperfError(f"--objective {opts.objective}: unknown; allowed: {', '.join(OBJECTIVES)}")
     if opts.objective == "throughput" and opts.batch_sizes == (1,):
@@ -335,8 +337,8 @@ def _plain(config: dict[str, Any]) -> dict[str, Any]:
 
 def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, Any] | None:
     """An interleaved compare of the winner, each backend's single-framework best and the all-default pipeline."""
-    from speechperf.compare.plan import Cell
     from speechperf.compare.run import CompareOptions, run_compare
+    from speechperf.launch.cell import Cell
     from speechperf.results import read
 
     opts = state.opts

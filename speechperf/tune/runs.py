@@ -1,6 +1,6 @@
 """Every bench process of a tune, run one at a time within the time budget, and kept so that a rerun resumes.
 
-Each process is a compare cell run once (``speechperf.compare.launch.run_cells``: a fresh ``speechperf bench``
+Each process is a compare cell run once (``speechperf.launch.launcher.run_cells``: a fresh ``speechperf bench``
 child, its JSON and outputs in a folder of its own). As it finishes, its ``RunResult`` is appended to
 ``runs.jsonl`` in the tune's state folder under a key naming what it measured (the candidate, the rung, the run)
 and the digest of everything its figures depend on (the config, the search's settings, the machine). A rerun of
@@ -21,8 +21,8 @@ from typing import Any
 
 import attrs
 
-from speechperf.compare.child import RunResult
-from speechperf.compare.plan import Cell
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class Runner:
         return out
 
     def _launch(self, items: Sequence[tuple[Cell, int, str]], left: float) -> list[RunResult]:
-        from speechperf.compare.launch import run_cells
+        from speechperf.launch.launcher import run_cells
 
         timeout = self.timeout_s
         if timeout is None and self.typical_wall_s is not None:

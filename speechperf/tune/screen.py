@@ -23,9 +23,9 @@ from typing import Any
 
 import attrs
 
-from speechperf.compare.child import RunResult
 from speechperf.compare.parity import group_parity
-from speechperf.compare.plan import Cell
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 from speechperf.tune.runs import Runner, stage_figures
 from speechperf.tune.space import Dropped, StageCandidate
 

@@ -19,10 +19,13 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from speechperf.compare.child import ChildRun, RunResult, Skip, child_command, last_line, wrote_complete_json
 from speechperf.errors import SpeechperfError
+from speechperf.launch.child import ChildRun, Skip, child_command, last_line, wrote_complete_json
+from speechperf.launch.result import RunResult
 
 log = logging.getLogger(__name__)
+
+SUMMARY = "each child in this process, for debugging (timings not comparable, no timeout)"
 
 
 def check(jobs: int) -> None:

@@ -6,9 +6,12 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from speechperf.compare.child import ChildRun, RunResult, Skip, child_command, run_child
+from speechperf.launch.child import ChildRun, Skip, child_command, run_child
+from speechperf.launch.result import RunResult
 
 log = logging.getLogger(__name__)
+
+SUMMARY = "child processes here"
 
 
 def check(jobs: int) -> None:

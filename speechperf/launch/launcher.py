@@ -2,8 +2,8 @@
 
 The order is interleaved, run 1 of A B C, then run 2 of A B C, ..., so that a drift of the machine (thermal, another
 program) hits every cell alike. One child runs at a time unless ``jobs`` > 1: two measured children sharing cores
-slow each other down. Where the children run is the executor's business (``speechperf.compare.executors``); what a
-child is and how its end is classified is ``speechperf.compare.child``'s. A failed child does not stop the others.
+slow each other down. Where the children run is the executor's business (``speechperf.launch.executors``); what a
+child is and how its end is classified is ``speechperf.launch.child``'s. A failed child does not stop the others.
 After each child, ``runs.json`` in the work folder is rewritten atomically.
 """
 
@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from speechperf.benchmark.report import write_json_atomic
-from speechperf.compare.child import ChildRun, RunResult, check_run_files, not_run, run_dir_of
-from speechperf.compare.executors import get_executor
-from speechperf.compare.plan import Cell
 from speechperf.errors import SpeechperfError
+from speechperf.launch.cell import Cell
+from speechperf.launch.child import ChildRun, check_run_files, not_run, run_dir_of
+from speechperf.launch.executors import get_executor
+from speechperf.launch.result import RunResult
 from speechperf.values import check_range
 
 log = logging.getLogger(__name__)

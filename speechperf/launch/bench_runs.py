@@ -1,5 +1,5 @@
 """``speechperf bench --runs N``: one config measured by N fresh ``speechperf bench`` processes, one after the other,
-through compare's launcher (``speechperf.compare.launch``), kept as one bench document.
+through the launcher (``speechperf.launch.launcher``), kept as one bench document.
 
 The process run is the unit of every significance statement (docs/compare.md, "Regression gate"): the samples of
 one process share its allocator, its thread pools and the load the machine had while it ran, so only the spread
@@ -27,11 +27,11 @@ import attrs
 
 from speechperf import stats, tables, views
 from speechperf.benchmark.report import unit_seconds
-from speechperf.compare.child import RunResult
-from speechperf.compare.plan import Cell
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError
 from speechperf.exports import Exports
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 from speechperf.lifecycle import keep
 from speechperf.results import Document, DocumentError, read
 from speechperf.results.environment import LoadProbe, busy_warning
@@ -71,7 +71,7 @@ def run_bench(
     """Measure ``cfg`` in ``runs`` fresh processes; write the exports after each run; print the runs' table.
     Returns 0 when every run finished, 1 when one failed; a run refused its input stops the rest (exit 2)."""
     from speechperf.benchmark.validate import check_config, require_backend_name
-    from speechperf.compare import launch
+    from speechperf.launch import launcher
 
     backend = require_backend_name(cfg)
     check_config(cfg)
@@ -92,7 +92,7 @@ def run_bench(
 
     with tempfile.TemporaryDirectory(prefix="speechperf-bench-runs-") as folder:
         with exports.interrupted(current):
-            launch.run_cells([cell], runs, Path(folder), on_result=on_result, bad_input_stops="all")
+            launcher.run_cells([cell], runs, Path(folder), on_result=on_result, bad_input_stops="all")
     refused = next((f.process for f in finished if f.process.exit_code == 2 and f.process.signal is None), None)
     if refused is not None:
         raise SpeechperfError(f"bench --runs {runs}: run {refused.run + 1} was refused its input: {refused.reason}")

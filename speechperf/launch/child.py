@@ -3,7 +3,7 @@
 Every run is a fresh process (``python -m speechperf bench ... --output run.json --save-outputs outputs.npz``), so
 no run inherits another's imports, allocator state or thread pools. A child that crashes, is killed (SIGKILL: out of
 memory, or a user), segfaults, exits non-zero or runs past the timeout is recorded as failed with its reason and exit
-code (128 + signal number for a signal, as a shell reports it). The executors (``speechperf.compare.executors``)
+code (128 + signal number for a signal, as a shell reports it). The executors (``speechperf.launch.executors``)
 decide where children run; this module is what every one of them runs.
 """
 
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import attrs
 
-from speechperf.compare.plan import Cell
+from speechperf.launch.cell import Cell
+from speechperf.launch.result import RunResult
 from speechperf.outputs import check_output_path
 
 _SIGNAL_REASONS = {
@@ -31,31 +32,6 @@ _SIGNAL_REASONS = {
     "SIGBUS": "bus error",
     "SIGTERM": "terminated (SIGTERM)",
 }
-
-
-@attrs.frozen
-class RunResult:
-    """One child run of one cell. ``run`` counts from 0; ``exit_code`` is 128 + N for signal N."""
-
-    label: str
-    run: int
-    ok: bool
-    exit_code: int | None
-    signal: str | None
-    reason: str | None  # why it failed; None when ok
-    json_path: str
-    outputs_path: str
-    stderr_path: str
-    pid: int | None = None
-    wall_s: float | None = None
-    cpu_s: float | None = None  # the child's user + system CPU time
-    max_rss_mib: float | None = None  # the child's peak RSS over its whole life (import, build, measure)
-    cores: tuple[int, ...] | None = None  # the CPUs the child may run on (its affinity mask when it started)
-    node: str | None = None
-    started_at: float | None = None  # epoch seconds: which children of a --jobs run overlapped in time
-
-    def to_dict(self) -> dict:
-        return attrs.asdict(self)
 
 
 #: Given a child about to be launched, the RunResult to record in its place, or None to launch it.

@@ -30,12 +30,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from speechperf.compare.child import ChildRun, RunResult, Skip, child_command, run_child
 from speechperf.errors import SpeechperfError, decisive_line
+from speechperf.launch.child import ChildRun, Skip, child_command, run_child
+from speechperf.launch.result import RunResult
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = 'pip install "speechperf[ray]"'
+SUMMARY = "Ray tasks pinned to their cores (RAY_ADDRESS, or a local Ray; speechperf[ray])"
 #: How long a task waits for free cores on its node before its run fails (s): Ray schedules by CPU count, so a
 #: wait is normally as short as the end of a task on that node; only a node declaring more CPUs than it lets a
 #: worker use runs out for longer.
