@@ -34,10 +34,15 @@ class Lifecycle:
         self.out = out
         self.wide = wide
         self.doc: Document | None = None
+        #: what Ctrl-C says besides the exports that keep what was measured (compare --scenario: LoadGen's logs)
+        self.interrupted_notes: list[str] = []
 
     def write(self, doc: Document) -> None:
-        """The document as it stands, with what was said so far, to every export; kept for Ctrl-C."""
-        doc.notes, doc.warnings = list(self.said.notes), list(self.said.warnings)
+        """The document as it stands, with what was said so far, to every export; kept for Ctrl-C. The notes and
+        warnings are what was said, then the document's own ones not said (lines a view prints, such as loadgen's
+        under its table), so that writing one document again changes nothing."""
+        doc.notes = _joined(self.said.notes, doc.notes)
+        doc.warnings = _joined(self.said.warnings, doc.warnings)
         self.doc = doc
         self.exports.write(doc)
 
@@ -54,6 +59,10 @@ class Lifecycle:
         self.write(doc)
         keep(self.exports, doc, code)
         return code
+
+
+def _joined(said: list[str], own: list[str]) -> list[str]:
+    return [*said, *(line for line in own if line not in said)]
 
 
 def keep(exports: Exports, doc: Document, code: int | None) -> int | None:
@@ -78,7 +87,8 @@ def lifecycle(exports: Exports, out: IO[str] | None = None, wide: bool = False) 
             if isinstance(exc, Interrupted):
                 raise
             written = [str(path) for _, path in exports.paths()]
-            raise Interrupted(f"what was measured is in {', '.join(written)}" if written else "") from None
+            kept = f"what was measured is in {', '.join(written)}" if written else ""
+            raise Interrupted("; ".join(p for p in (kept, *run.interrupted_notes) if p)) from None
 
 
 def load_result(result: str, store: Path | None = None) -> Document:

@@ -88,7 +88,11 @@ class View:
 GENERIC = View()
 
 #: kind -> the module of this package that defines its ``VIEW``; a kind not listed is shown by ``GENERIC``.
-MODULES: dict[str, str] = {}
+MODULES: dict[str, str] = {
+    "compare": "compare",
+    "compare-best": "compare",
+    "serving": "serving",
+}
 
 
 def view_of(kind: str) -> View:
