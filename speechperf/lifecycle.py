@@ -34,6 +34,8 @@ class Lifecycle:
         self.out = out
         self.wide = wide
         self.doc: Document | None = None
+        #: what Ctrl-C says besides the exports that keep what was measured (compare --scenario: LoadGen's logs)
+        self.interrupted_notes: list[str] = []
 
     def write(self, doc: Document) -> None:
         """The document as it stands, with what was said so far, to every export; kept for Ctrl-C. The notes and
@@ -86,7 +88,8 @@ def lifecycle(exports: Exports, out: IO[str] | None = None, wide: bool = False) 
                 raise
             # Nothing written yet (interrupted while loading): no file holds a measurement to point to.
             written = [str(path) for _, path in exports.paths()] if run.doc is not None else []
-            raise Interrupted(f"what was measured is in {', '.join(written)}" if written else "") from None
+            kept = f"what was measured is in {', '.join(written)}" if written else ""
+            raise Interrupted("; ".join(p for p in (kept, *run.interrupted_notes) if p)) from None
 
 
 def load_result(result: str, store: Path | None = None) -> Document:

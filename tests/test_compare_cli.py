@@ -166,17 +166,13 @@ def test_exports_json_csv_markdown_and_plot(three_backends):
 
 @pytest.mark.slow
 def test_svg_plot_parses(three_backends, tmp_path):
-    """The plot from saved results: the same summaries drawn as SVG."""
-    from speechperf.compare.plot import plot_latency
-    from speechperf.compare.report import CompareReport
-    from speechperf.launch.cell import Cell
-    from speechperf.launch.result import RunResult
+    """The plot from the saved document: its cells drawn as SVG."""
+    from speechperf.results import read
+    from speechperf.views.compare_cells import cells
+    from speechperf.views.compare_plots import plot_latency
 
-    _, _, data = three_backends
-    cells = [Cell(label, label) for label in ("torch", "paddle", "onnxruntime")]
-    results = [RunResult(**{k: v for k, v in r.items() if k not in ("environment", "timings")}) for r in data["runs"]]
-    report = CompareReport.build(cells, results)
-    svg = plot_latency(report.summaries, tmp_path / "p.svg")
+    _, paths, _ = three_backends
+    svg = plot_latency(cells(read(paths["json"])), tmp_path / "p.svg")
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     text = svg.read_text()

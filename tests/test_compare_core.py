@@ -247,18 +247,35 @@ def _summary(label: str, run_values: tuple[float, ...]):
     return CellSummary(Cell(label, label), run_values, run_values, None, None, None, None, None, None, (), (), runs)
 
 
-@pytest.mark.slow
-def test_the_table_and_the_summary_sentence_write_one_ratio_the_same_way():
+def _document(run_values: dict[str, tuple[float, ...]], **body):
+    """A compare document as the JSON keeps it: one sample per run, the ranking of ``run_values``."""
     from speechperf import stats
-    from speechperf.compare.report import CompareReport, render
+    from speechperf.results import Document
+
+    ranking = stats.rank(run_values)
+    comparisons = [
+        {"fast": c.fast, "slow": c.slow, "ratio": c.ratio.value, "sigma": c.ratio.sigma, "sentence": c.sentence()}
+        for c in ranking
+    ]
+    runs = [
+        {"label": label, "run": i, "ok": True, "environment": {}, "timings": {"run": i, "per_sample_s": {"s0": v}}}
+        for label, values in run_values.items()
+        for i, v in enumerate(values)
+    ]
+    rows = [{"cell": label, "runs_ok": len(values), "runs_failed": 0} for label, values in run_values.items()]
+    cells = [{"label": label, "backend": label, "threads": 1, "params": {}} for label in run_values]
+    return Document(
+        kind="compare", rows=rows, body={"cells": cells, "runs": runs, "comparisons": [comparisons], **body}
+    )
+
+
+def test_the_table_and_the_summary_sentence_write_one_ratio_the_same_way():
+    from speechperf.views import Shown, view_of
 
     # ratio 0.016949 / 0.010 = 1.6949: "1.69" at 2 decimals; the old table rounded to 1.695 first and showed "1.70".
     # Both sides have s = 0.001 * sqrt(2): sigma = 1.6949 * sqrt((0.0014142 / 0.010)**2 + (0.0014142 / 0.016949)**2)
     # = 1.6949 * sqrt(0.02 + 0.0069619) = 0.2783.
-    fast, slow = _summary("a", (0.009, 0.011)), _summary("b", (0.015949, 0.017949))
-    ranking = stats.rank({"a": fast.run_values, "b": slow.run_values})
-    report = CompareReport((fast.cell, slow.cell), (), (fast, slow), (tuple(ranking),), {}, ())
-    text = render(report)
+    text = view_of("compare").console(_document({"a": (0.009, 0.011), "b": (0.015949, 0.017949)}), Shown())
     assert "a ran 1.69 ± 0.28 times faster than b" in text
     table_row = next(line for line in text.splitlines() if line.strip().startswith("│ b "))
     assert "1.69 ± 0.28x" in table_row and "16.95 ± 1.41" in table_row
@@ -293,13 +310,16 @@ def test_after_a_child_exits_2_its_remaining_runs_are_not_launched(tmp_path, cap
 
 
 def test_the_json_keeps_every_warning_the_console_printed():
-    from speechperf.compare.parity import CellParity, OutputDiff
-    from speechperf.compare.report import CompareReport, document, render
+    from speechperf.views import Shown, compare
 
-    diff = OutputDiff("stage1", "outputs.mask", False, 2, 1, 0.5, 0.5, 6.0, 0.9)
-    report = CompareReport((), (), (), (), {"paddle": CellParity("paddle", "torch", (diff,))}, ("numpy 1.26 vs 2.1",))
-    console = render(report)
-    warnings = document(report, None, {}, 1, True).to_json()["warnings"]
+    doc = _document(
+        {"torch": (0.010, 0.011), "paddle": (0.012, 0.013)},
+        parity={"torch": {"reference": "torch", "mismatch": False}, "paddle": {"reference": "torch", "mismatch": True}},
+    )
+    doc.rows[1]["parity"] = "stage1 outputs.mask max |Δ| 0.5 (DIFFER in 1/2 samples)"
+    doc["runs"][3]["environment"] = {"packages": {"numpy": "2.1"}}  # one run of paddle under another numpy
+    console = compare.console(doc, Shown())
+    warnings = compare.warnings(doc)
     assert len(warnings) == 2 and all(line in console.splitlines() for line in warnings)
-    assert warnings[0].startswith("parity MISMATCH: paddle against torch: stage1 outputs.mask max |Δ| 0.5")
-    assert warnings[1] == "warning: the children's environments differ: numpy 1.26 vs 2.1"
+    assert warnings[0] == f"parity MISMATCH: paddle against torch: {doc.rows[1]['parity']}"
+    assert warnings[1].startswith("warning: the children's environments differ: packages differs between runs: ")

@@ -298,12 +298,12 @@ def summary(label: str, threads: int = 1, **stages):
     """A compare summary as the roofline plot reads it: a label, the cell's threads, the roofline per stage."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(label=label, cell=SimpleNamespace(threads=threads), roofline=stages)
+    return SimpleNamespace(label=label, threads=threads, roofline=stages)
 
 
 def test_the_roofline_plot_spans_whole_decades_and_names_what_it_leaves_out():
     pytest.importorskip("matplotlib")
-    from speechperf.compare.roofline_plot import decades, points_and_gaps, roofline_figure
+    from speechperf.views.roofline_plot import decades, points_and_gaps, roofline_figure
 
     placed = {"gflops_per_s": 30.0, "arithmetic_intensity": 311.4}
     points, gaps = points_and_gaps(

@@ -26,7 +26,6 @@ from typing import Any
 
 import attrs
 
-from speechperf import stats, tables
 from speechperf.backend import Variant, hooks
 from speechperf.compare.parity import CellParity, group_parity
 from speechperf.compare.summary import CellSummary, summarize
@@ -43,7 +42,6 @@ DEFAULT_BUDGET_S = 1800.0
 DEFAULT_SEARCH_RUNS = 2
 #: A backend that declares no variants is searched over its stage's own path, under this name.
 DEFAULT_VARIANT = Variant("default", note="the stage's own format and options")
-SEARCH_COLUMNS = ("backend", "variant", "what", "mean_ms", "stdev_ms", "cold_start_s", "parity", "status")
 
 
 @attrs.frozen
@@ -101,32 +99,6 @@ class BestSearch:
             "winners": {b: c.variant.name for b, c in self.winners.items()},
             "search": [r.record() for r in self.rows],
         }
-
-    def table_rows(self) -> list[tuple]:
-        return [
-            (
-                r.backend,
-                r.variant,
-                stats.mean_sigma(
-                    None if r.mean_s is None else r.mean_s * 1e3, None if r.stdev_s is None else r.stdev_s * 1e3
-                ),
-                None if r.cold_start_s is None else f"{r.cold_start_s:.2f}",
-                r.parity,
-                r.status,
-            )
-            for r in self.rows
-        ]
-
-    HEADERS = ("backend", "variant", "mean ± σ (ms)", "cold start (s)", "parity", "status")
-
-    def render(self) -> str:
-        title = f"compare --best: the search ({self.runs} run(s) per variant, {self.elapsed_s:.0f} s of {self.budget_s:.0f} s)"
-        return tables.render_table(
-            title, self.HEADERS, self.table_rows(), left=("backend", "variant", "parity", "status")
-        )
-
-    def to_markdown(self) -> str:
-        return tables.to_markdown(SEARCH_COLUMNS, ([r.record()[c] for c in SEARCH_COLUMNS] for r in self.rows))
 
 
 def backend_variants(name: str, precision: str | None = "fp32") -> tuple[Variant, ...]:

@@ -1,5 +1,6 @@
-"""What ``speechperf compare`` prints and exports: a hyperfine-style block per cell, the ranking, the parity of
-the outputs, the failed runs with their reasons; JSON (every raw timing), CSV and Markdown with a backend column."""
+"""``speechperf compare``'s result document (docs/results.md): one row per cell, the ranking, the parity of the
+outputs, the quality, the failed runs with their reasons and every raw timing; the console, Markdown, CSV and HTML
+are rendered from it by ``speechperf.views.compare``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from speechperf import length_cost, stats, tables
+from speechperf import length_cost, stats
 from speechperf.compare import summary as summ
 from speechperf.compare.parity import CellParity, batch_parity, group_parity
 from speechperf.compare.quality import CellQuality, group_quality
@@ -19,53 +20,10 @@ from speechperf.launch.result import RunResult
 from speechperf.meters import first_call, roofline
 from speechperf.meters.fidelity import json_number
 from speechperf.results import Document
+from speechperf.views import compare as view
+from speechperf.views.compare import COLUMNS, QUALITY_FIGURES, UNIT_NOTE
 
-UNIT_NOTE = (
-    "statistical unit: one process run (the mean per-sample runtime of the run); mean ± σ, range, ratios "
-    "and Welch's p are over the runs; median / p90 / p99 over every sample of every run"
-)
-#: a cell's headline quality metric -> its figure's name in the rows (speechperf.results.figures: WER and
-#: agreement as fractions, BLEU in points)
-QUALITY_FIGURES = {"WER": "wer", "BLEU": "bleu", "ASR-BLEU": "bleu", "agreement": "agreement"}
-COLUMNS = (
-    "cell",
-    "backend",
-    "threads",
-    "params",
-    "runs_ok",
-    "runs_failed",
-    "mean_ms",
-    "stdev_ms",
-    "min_ms",
-    "max_ms",
-    "median_ms",
-    "p90_ms",
-    "p99_ms",
-    "batch_size",
-    "batch_latency_mean_ms",
-    "samples_per_s",
-    "audio_s_per_s",
-    "first_call_new_shape_extra",
-    "first_call_new_shape_detected",
-    "rtf",
-    "rtf_audio",
-    "peak_rss_mib",
-    "gflops_per_sample",
-    "flops_source",
-    *roofline.COLUMNS,
-    "ratio",
-    "ratio_sigma",
-    "speedup_vs_1t",
-    "efficiency",
-    "p_value",
-    "parity",
-    "batch_parity",
-    "quality",
-    "quality_metric",
-    *dict.fromkeys(QUALITY_FIGURES.values()),
-    "quality_vs_reference",
-    "failure",
-)
+__all__ = ["COLUMNS", "QUALITY_FIGURES", "UNIT_NOTE", "CompareReport", "document", "rows"]
 
 
 @attrs.frozen
@@ -75,7 +33,6 @@ class CompareReport:
     summaries: tuple[summ.CellSummary, ...]
     rankings: tuple[tuple[stats.Comparison, ...], ...]
     parity: dict[str, CellParity]
-    environment_notes: tuple[str, ...]
     quality: dict[str, CellQuality] = attrs.Factory(dict)
     #: a batch_size sweep: each cell against the same cell at the smallest batch size swept
     batch_parity: dict[str, CellParity] = attrs.Factory(dict)
@@ -99,7 +56,6 @@ class CompareReport:
             tuple(summaries),
             tuple(tuple(r) for r in summ.rankings(summaries)),
             parity,
-            tuple(summ.environment_differences(summaries)),
             quality,
             batch_parity(cells, results, tolerances),
             cell_scaling(summaries),
@@ -113,34 +69,6 @@ class CompareReport:
     def mismatched(self) -> list[str]:
         """The cells whose outputs differ from their group's reference: a check that failed (compare exits 1)."""
         return [label for label, p in self.parity.items() if p.mismatch]
-
-    @property
-    def table_warnings(self) -> list[str]:
-        """The lines the console prints under the table: parity mismatches, quality that differs from the
-        reference's and quality notes, differing environments."""
-        lines = [
-            f"parity MISMATCH: {p.label} against {p.reference}: {p.describe()}"
-            for p in self.parity.values()
-            if p.mismatch
-        ]
-        lines += [
-            f"batch parity MISMATCH: {p.label} against {p.reference}: {p.describe()}"
-            for p in self.batch_parity.values()
-            if p.mismatch
-        ]
-        for q in self.quality.values():
-            if q.differs:
-                lines.append(f"quality {q.differs}")
-            if q.note:
-                lines.append(f"quality: {q.label}: {q.note}")
-        return lines + [f"warning: the children's environments differ: {note}" for note in self.environment_notes]
-
-    @property
-    def warnings(self) -> list[str]:
-        """Every warning the console prints (a cell's outliers in its block, then those under the table), for the
-        JSON."""
-        outliers = [f"{s.label}: Warning: {s.outlier_warning}" for s in self.summaries if s.ok and s.outlier_warning]
-        return outliers + self.table_warnings
 
     def comparison_of(self, label: str) -> stats.Comparison | None:
         return next((c for ranking in self.rankings for c in ranking if c.slow == label), None)
@@ -300,123 +228,18 @@ def document(
 ) -> Document:
     """The ``compare`` result document (docs/results.md): the rows of the table, every warning the console
     printed, and the rest in the body; the command adds its environment, notes and, with --best, the search."""
-    return Document(
-        kind="compare",
-        config=config,
-        rows=rows(report),
-        warnings=report.warnings,
-        complete=complete,
-        body=body(report, options, runs),
+    doc = Document(
+        kind="compare", config=config, rows=rows(report), complete=complete, body=body(report, options, runs)
     )
+    doc.warnings = view.warnings(doc)  # as the console prints them, from the document
+    return doc
 
 
 def _run_json(report: CompareReport, result: RunResult) -> dict[str, Any]:
-    """One child run: how it ended, the environment it recorded and its raw timings."""
+    """One child run: how it ended (a run that did not count, such as one whose JSON cannot be read, as the failure
+    it was counted as, with its reason), the environment it recorded and its raw timings (None: it did not count)."""
     summary = next((s for s in report.summaries if s.label == result.label), None)
     placed = [] if summary is None else list(zip(summary.environments, summary.runs, strict=True))
     mine = next(((env, raw) for env, raw in placed if raw["run"] == result.run), (None, None))
-    return {**result.to_dict(), "environment": mine[0], "timings": mine[1]}
-
-
-def sentences(report: CompareReport) -> list[str]:
-    """The Summary sentences the console prints ("a ran 2.31 ± 0.12 times faster than b")."""
-    return [c.sentence() for ranking in report.rankings for c in ranking]
-
-
-def _fmt_ms(seconds: float | None) -> str:
-    return stats.mean_sigma(_ms(seconds, None), None, "ms")
-
-
-def _vs_fastest(report: CompareReport, label: str) -> str:
-    """The table's ratio, written by the same formatter as the Summary sentences (``1.69 ± 0.28x``)."""
-    if report.is_fastest(label):
-        return "fastest"
-    comparison = report.comparison_of(label)
-    return "-" if comparison is None else comparison.ratio.text() + "x"
-
-
-def render(report: CompareReport) -> str:
-    """What the command prints, in hyperfine's layout: a block per cell, then the ranking, then a table with
-    everything, parity and failures."""
-    lines: list[str] = []
-    say = lines.append
-    say(UNIT_NOTE)
-    for s in report.summaries:
-        runs = len(s.run_values) + len(s.failures)
-        say(f"\nCell: {s.label} ({len(s.run_values)} of {runs} runs finished, {s.cell.threads} thread(s))")
-        if not s.ok:
-            say("  no run finished")
-        else:
-            time = stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None), "ms")
-            time += " (one run: no σ)" if s.stdev is None else ""
-            say(f"  Time (mean ± σ):     {time}")
-            say(
-                f"  Range (min … max):   {_fmt_ms(min(s.run_values))} … {_fmt_ms(max(s.run_values))}    "
-                f"{len(s.run_values)} runs"
-            )
-            say(
-                f"  Per sample:          median {_fmt_ms(s.percentile(50))}, p90 {_fmt_ms(s.percentile(90))}, "
-                f"p99 {_fmt_ms(s.percentile(99))}    {len(s.per_sample)} sample timings"
-            )
-        for failure in s.failures:
-            say(
-                f"  run {failure.run + 1} FAILED: {failure.reason} (exit code {failure.exit_code}; "
-                f"stderr: {failure.stderr_path})"
-            )
-        if s.ok and s.outlier_warning:
-            say(f"  Warning: {s.outlier_warning}")
-    for ranking in report.rankings:
-        if ranking:
-            say("\nSummary")
-            for comparison in ranking:
-                say(f"  {comparison.sentence()}")
-    headers = (
-        "cell",
-        "runs ok/failed",
-        "mean ± σ (ms)",
-        "median",
-        "p90",
-        "p99",
-        "batch",
-        "ms/batch",
-        "samples/s",
-        "audio s/s",
-        "1st call, new shape",
-        "RTF",
-        "peak RSS (MiB)",
-        "GFLOPs/sample",
-        "GFLOP/s (roofline)",
-        "vs fastest",
-        *(("speed-up", "efficiency") if report.scaling else ()),
-        "parity",
-        "quality",
-    )
-    table = [
-        (
-            row["cell"],
-            f"{row['runs_ok']}/{row['runs_failed']}",
-            stats.mean_sigma(_ms(s.mean, None), _ms(s.stdev, None)),  # from the unrounded values, like the ratio
-            *(row[k] for k in ("median_ms", "p90_ms", "p99_ms")),
-            *(row[k] for k in ("batch_size", "batch_latency_mean_ms", "samples_per_s", "audio_s_per_s")),
-            first_call.cell(row),
-            *(row[k] for k in ("rtf", "peak_rss_mib", "gflops_per_sample")),
-            roofline.cell(row),
-            _vs_fastest(report, s.label),
-            *((row["speedup_vs_1t"], row["efficiency"]) if report.scaling else ()),
-            "; ".join(p for p in (row["parity"], row["batch_parity"]) if p) or None,
-            report.quality[row["cell"]].describe() if row["cell"] in report.quality else None,
-        )
-        for s, row in zip(report.summaries, rows(report), strict=True)
-    ]
-    # A column no cell has a value in (FLOPs not counted, no quality scored) only takes width from the others.
-    keep = [i for i, h in enumerate(headers) if i < 3 or any(row[i] not in (None, "-", "") for row in table)]
-    shown: tuple[str, ...] = tuple(headers[i] for i in keep)
-    table = [tuple(row[i] for i in keep) for row in table]
-    say("")
-    say(tables.render_table("speechperf compare", shown, table, left=("cell", "parity", "quality")).rstrip("\n"))
-    for line in report.table_warnings:
-        say(line)
-    for s in report.summaries:
-        for name, found in summ.length_fits(s).items() if s.ok else ():
-            say(f"cost against input length, {s.label}, {name}: {found.text()}")
-    return "\n".join(lines) + "\n"
+    failed = [] if summary is None else [f for f in summary.failures if f.run == result.run]
+    return {**(failed[0] if failed else result).to_dict(), "environment": mine[0], "timings": mine[1]}

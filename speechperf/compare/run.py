@@ -5,37 +5,34 @@
 - with ``--best``, the search over each backend's variants (``speechperf.compare.best``);
 - the children (``speechperf.launch.launcher``; with ``--scenario`` the loadgen children of
   ``speechperf.compare.serving``), the result document rewritten as each finishes (``compare``, ``compare-best``
-  or ``serving``, docs/results.md), Ctrl-C keeping every export of what was measured;
-- the console's report, the plots, then the exports: JSON, CSV, Markdown, the HTML page and the store, all through
-  ``speechperf.exports``.
+  or ``serving``, docs/results.md);
+- all of it inside the command lifecycle (``speechperf.lifecycle``): the notes, Ctrl-C keeping every export of what
+  was measured, then the console, the exports, the HTML page and the store, rendered from the document by its
+  kind's view (``speechperf.views.compare``, ``speechperf.views.serving``); ``--plot FILE`` drawn from it too.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from speechperf.compare import best as best_search
-from speechperf.compare.best import DEFAULT_BUDGET_S, DEFAULT_SEARCH_RUNS, SEARCH_COLUMNS, BestSearch
-from speechperf.compare.report import COLUMNS, CompareReport, document, render, sentences
+from speechperf.compare.best import DEFAULT_BUDGET_S, DEFAULT_SEARCH_RUNS, BestSearch
+from speechperf.compare.report import CompareReport, document
 from speechperf.compare.serving import ServingOptions, ServingRow
 from speechperf.config.schema import BenchConfig
-from speechperf.errors import Interrupted
-from speechperf.exports import Exports, to_markdown
+from speechperf.exports import Exports
 from speechperf.launch.cell import Cell
 from speechperf.launch.result import RunResult
+from speechperf.lifecycle import Lifecycle, lifecycle
 from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, machine
-from speechperf.results.notes import Collected, collect
 
 log = logging.getLogger(__name__)
 
@@ -78,31 +75,29 @@ class CompareOptions:
 def run_compare(options: CompareOptions) -> int:
     """Run the comparison; returns the exit code: 0 every run finished (and the outputs agree), 1 a child failed or
     a parity mismatch (or, with --best, no variant passed); Ctrl-C raises ``Interrupted`` after the exports."""
-    workdir = _check(options)
-    if options.serving is not None:
-        return _Serving(options, options.serving, workdir).run()
-    return _Compare(options, workdir).run()
+    with lifecycle(options.exports) as run:
+        workdir = _check(options)
+        if options.serving is not None:
+            return _Serving(options, options.serving, workdir, run).run()
+        return _Compare(options, workdir, run).run()
 
 
 def _check(o: CompareOptions) -> Path:
-    """Everything that can be refused, before any child runs; returns the work folder."""
-    from speechperf.benchmark.derive import config_for_backend
-    from speechperf.benchmark.validate import check_config, require_pinned_backends
+    """Everything that can be refused, before any child runs (the exports are the lifecycle's); returns the work
+    folder."""
+    from speechperf.benchmark import plan
     from speechperf.cache import cache_dir
     from speechperf.launch.executors import get_executor
     from speechperf.outputs import check_output_folder
 
-    o.exports.check()  # a bad path must not cost the whole comparison
     if o.plot is not None:
-        from speechperf.compare.plot import check_plot_path
+        from speechperf.views.compare_plots import check_plot_path
 
         check_plot_path(o.plot)
     get_executor(o.executor, o.jobs)  # ray installed, jobs the executor can run
     workdir = check_output_folder(o.workdir or default_workdir(), "--workdir")
     for name in o.backends:  # a derived file is exported and gated on parity here, once; the children reuse it
-        check_config(o.base, name)
-        config_for_backend(o.base, name, cache_dir())
-    require_pinned_backends(o.base, None)
+        plan.check(o.base, name, cache_dir())
     return workdir
 
 
@@ -127,46 +122,27 @@ def pinned_line(base: BenchConfig) -> str | None:
     )
 
 
-#: The columns a reader needs first, on the HTML page (every column is in the details block and the exports).
-KEY_COLUMNS = (
-    "cell",
-    "mean_ms",
-    "stdev_ms",
-    "p90_ms",
-    "rtf",
-    "peak_rss_mib",
-    "gflops_per_sample",
-    "ratio",
-    "p_value",
-    "parity",
-    "quality",
-)
-
-
 def _say(line: str) -> None:
     log.info("compare: %s", line)
 
 
-def _show(text: str) -> None:
-    """The console's report on stdout (looked up at each call: click's test runner swaps it)."""
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+def roofs_json(threads: Sequence[int]) -> dict[str, dict[str, Any] | None]:
+    """The roofs cached for this machine at each thread count, as the document keeps them for the roofline plot
+    (``speechperf.views.roofline_plot``); None where none are."""
+    from speechperf.meters.roofs import cached
+    from speechperf.views.roofline_plot import roofs_json as as_json
 
-
-def _interrupted(exports: Exports, extra: str = "") -> Interrupted:
-    kept = [str(path) for _, path in exports.paths()]
-    where = f"what was measured is in {', '.join(kept)}" if kept else ""
-    return Interrupted("; ".join(p for p in (where, extra) if p))
-
-
-def _html_plots(exports: Exports, draw: Callable[[Path], list[Path]], folder: str) -> list[Path]:
-    """The plots of the HTML page when --plot did not draw them: into ``folder`` (a temporary one); none without
-    matplotlib (an extra), which the page then does without."""
-    if exports.keep.html is None:
-        return []
-    if importlib.util.find_spec("matplotlib") is None:
-        log.info("note: the HTML page has no plots: matplotlib is not installed (pip install speechperf[plot])")
-        return []
-    return draw(Path(folder))
+    out: dict[str, dict[str, Any] | None] = {}
+    for n in sorted(set(threads)):
+        roofs = cached(n)
+        out[str(n)] = (
+            None
+            if roofs is None
+            else as_json(
+                roofs.peak.value if roofs.peak else None, roofs.memory.value if roofs.memory else None, roofs.busy
+            )
+        )
+    return out
 
 
 @attrs.define
@@ -175,33 +151,35 @@ class _Compare:
 
     o: CompareOptions
     workdir: Path
+    run_: Lifecycle
     cells: list[Cell] = attrs.Factory(list)
     finished: list[RunResult] = attrs.Factory(list)
     report: CompareReport | None = None
     searched: BestSearch | None = None
-    got: Collected = attrs.Factory(Collected)
     environment: dict[str, Any] = attrs.Factory(machine)
+    default_paths: str | None = None  #: the note on what a plain compare ranks, once it is finished
 
     @property
     def tolerances(self) -> dict[str, Any]:
         """Each stage's ``tolerance`` key, for the parity of float outputs."""
         return {f"stage{i}": s.tolerance for i, s in enumerate(self.o.base.stages, 1) if s.tolerance}
 
-    @property
-    def exports(self) -> Exports:
-        return attrs.evolve(self.o.exports, columns=COLUMNS, markdown_text=self.markdown)
-
     def run(self) -> int:
         self.cells = list(self.o.cells)
-        try:
-            with collect() as self.got, self.exports.interrupted(self.so_far):
-                code = self.measure()
-        except KeyboardInterrupt:
-            raise _interrupted(self.o.exports) from None
-        if self.report is None:  # --best found no winner: the search alone
-            self.exports.finish(self.document(True), code, tables=self.search_tables(), title=self.title())
-            return code
-        return self.finish(code)
+        code = self.measure()
+        if self.report is not None and self.o.best is None and not self.o.paths_searched:
+            if len({c.backend for c in self.cells}) > 1:
+                line = best_search.default_paths_note(self.o.exports.keep.store, self.o.base.to_dict())
+                self.default_paths = line.removeprefix("note: ")
+        doc = self.document()
+        code = self.run_.finish(doc, code)
+        if self.report is not None and self.o.plot is not None:
+            from speechperf.views.compare_plots import draw, roofline_path
+
+            drawn = draw(doc, self.o.plot)
+            if roofline_path(self.o.plot) in drawn:
+                _say(f"roofline plot {roofline_path(self.o.plot)}")
+        return code
 
     def measure(self) -> int:
         """The search (--best) and the children, the load they ran under recorded; the exit code so far."""
@@ -260,11 +238,11 @@ class _Compare:
             timeout_s=o.timeout_s,
             tolerances=self.tolerances,
         )
+        self.run_.write(self.document())  # the search, kept should the winners' runs be interrupted
         self.cells = best_search.winner_cells(
             self.searched, o.threads, config_path=o.config_path, preset=o.preset, sets=o.sets, args=o.args
         )
         if not self.cells:
-            _show(self.searched.render())
             log.error("compare --best: no variant of any backend finished with outputs that pass parity")
         return bool(self.cells)
 
@@ -278,92 +256,28 @@ class _Compare:
     def on_result(self, result: RunResult) -> None:
         self.finished.append(result)
         self.report = CompareReport.build(self.cells, self.finished, self.tolerances)
-        self.exports.write(self.document(False))
+        self.run_.write(self.document())
 
-    def so_far(self) -> Document | None:
-        """What Ctrl-C keeps: the document as it stands; None before the search or any child finished."""
-        return None if self.report is None and self.searched is None else self.document(False)
-
-    def document(self, complete: bool) -> Document:
-        """The result document as it stands (no rows yet before the first child finished)."""
+    def document(self) -> Document:
+        """The result document as it stands (no rows yet before the first child finished); the lifecycle marks
+        it complete when it finishes."""
         report = self.report or CompareReport.build([], [], self.tolerances)
-        doc = document(report, self.o.base.to_dict(), self.o.options, self.o.runs, complete)
+        doc = document(report, self.o.base.to_dict(), self.o.options, self.o.runs, False)
+        doc.body["roofline"]["roofs"] = roofs_json([c.threads for c in report.cells])
         if self.searched is not None:
             doc.body["best"] = self.searched.to_json()
         pinned = pinned_line(self.o.base)
         if pinned:
             doc.body["pinned"] = pinned
+        if self.default_paths:
+            doc.body["default_paths"] = self.default_paths
+        notes = [line for line in (pinned, self.default_paths) if line]
         return attrs.evolve(
             doc,
             kind="compare" if self.o.best is None else "compare-best",
             environment=self.environment,
-            notes=[*([pinned] if pinned else []), *self.got.notes],
-            warnings=[*doc.warnings, *self.got.warnings],
+            notes=notes,
         )
-
-    def markdown(self, doc: Document) -> str:
-        text = to_markdown(doc, COLUMNS)
-        if self.searched is not None:
-            text = f"{text}\n## compare --best: the search\n\n{self.searched.to_markdown()}"
-        return text
-
-    def title(self) -> str:
-        return f"speechperf compare: {self.o.base.general.model_type}"
-
-    def search_tables(self) -> list[str]:
-        from speechperf.store.html import table_html
-
-        if self.searched is None:
-            return []
-        return [table_html("compare --best: the search", SEARCH_COLUMNS, [r.record() for r in self.searched.rows])]
-
-    def finish(self, code: int) -> int:
-        """The console's report, the plots, then every export (the HTML page with the plots, the store)."""
-        from speechperf.store.html import table_html
-
-        report = self.report
-        assert report is not None
-        if self.searched is not None:
-            _show(self.searched.render())
-        _show(render(report))
-        pinned = pinned_line(self.o.base)
-        if pinned:
-            _show(pinned)
-        if self.o.best is None and not self.o.paths_searched and len({c.backend for c in self.cells}) > 1:
-            default_paths = best_search.default_paths_note(self.o.exports.keep.store, self.o.base.to_dict())
-            _show(default_paths)
-            self.got.notes.append(default_paths.removeprefix("note: "))
-        doc = self.document(True)
-        tables = [
-            table_html(f"compare: {self.o.base.general.model_type}", COLUMNS, doc.rows, key=KEY_COLUMNS),
-            table_html("Summary", ("summary",), [{"summary": s} for s in sentences(report)]),
-            *self.search_tables(),
-        ]
-        plots = _plot(report, self.o.plot, announce=True) if self.o.plot is not None else []
-        with tempfile.TemporaryDirectory(prefix="speechperf-html-") as folder:
-            if not plots:
-                plots = _html_plots(self.o.exports, lambda f: _plot(report, f / "compare.png", False), folder)
-            self.exports.finish(doc, code, tables=tables, images=plots, title=self.title())
-        return code
-
-
-def _plot(report: CompareReport, plot_path: Path, announce: bool) -> list[Path]:
-    """compare's plots of ``--plot FILE``: the box plot, FILE.length.png, FILE.scaling.png and FILE.roofline.png
-    where there is something to draw; returns the files drawn."""
-    from speechperf.compare.length_plot import plot_length_cost
-    from speechperf.compare.plot import plot_latency, plot_scaling, scaling_path
-    from speechperf.compare.roofline_plot import plot_roofline
-
-    drawn = [plot_latency(report.summaries, plot_path)]
-    drawn.append(plot_length_cost(report.summaries, plot_path))  # FILE.length.png beside FILE.png
-    if report.scaling:
-        drawn.append(plot_scaling(report.scaling, scaling_path(plot_path)))
-    roofline = plot_roofline(report.summaries, plot_path)
-    if roofline is not None:
-        if announce:
-            _say(f"roofline plot {roofline}")
-        drawn.append(roofline)
-    return drawn
 
 
 def _warn_oversubscription(threads: Sequence[int]) -> None:
@@ -385,63 +299,31 @@ class _Serving:
     o: CompareOptions
     scenario: ServingOptions
     workdir: Path
+    run_: Lifecycle
     rows: list[ServingRow] = attrs.Factory(list)
-    got: Collected = attrs.Factory(Collected)
     environment: dict[str, Any] = attrs.Factory(machine)
 
-    @property
-    def exports(self) -> Exports:
-        from speechperf.compare.serving_report import columns
-
-        return attrs.evolve(self.o.exports, columns=columns(self.scenario))
-
-    def document(self, complete: bool) -> Document:
+    def document(self) -> Document:
         from speechperf.compare.serving_report import document
 
-        doc = document(self.rows, self.scenario, self.o.base.to_dict(), self.o.options, complete)
-        return attrs.evolve(doc, environment=self.environment, notes=self.got.notes, warnings=self.got.warnings)
+        doc = document(self.rows, self.scenario, self.o.base.to_dict(), self.o.options, False)
+        return attrs.evolve(doc, environment=self.environment)
 
     def on_row(self, rows: list[ServingRow]) -> None:
         self.rows[:] = rows
-        self.exports.write(self.document(False))
+        self.run_.write(self.document())
 
     def run(self) -> int:
         """Exit 0 when every child finished, 1 when one failed (its row says why); on Ctrl-C the exports keep the
-        rows so far, the interrupted child's partial one included."""
+        rows so far, the interrupted child's partial one included, and LoadGen's logs are where the line says."""
         from speechperf.compare.serving import run_serving
-        from speechperf.compare.serving_report import render
 
         n = len(self.o.cells)
         _say(f"{n} cell(s), scenario {self.scenario.scenario}, one loadgen child at a time")
         _say(f"work folder {self.workdir}")
-        try:
-            with collect() as self.got, self.exports.interrupted(lambda: self.document(False)):
-                probe = LoadProbe().start()
-                done = run_serving(
-                    self.o.cells, self.scenario, self.workdir, timeout_s=self.o.timeout_s, on_row=self.on_row
-                )
-                self.environment["load"] = probe.stop()
-        except KeyboardInterrupt:
-            raise _interrupted(self.o.exports, f"LoadGen's logs are in {self.workdir}") from None
+        self.run_.interrupted_notes.append(f"LoadGen's logs are in {self.workdir}")
+        probe = LoadProbe().start()
+        done = run_serving(self.o.cells, self.scenario, self.workdir, timeout_s=self.o.timeout_s, on_row=self.on_row)
+        self.environment["load"] = probe.stop()
         self.rows[:] = done
-        _show(render(done, self.scenario))
-        code = 0 if all(r.ok for r in done) else 1
-        self.finish(code)
-        return code
-
-    def finish(self, code: int) -> None:
-        from speechperf.compare.plot import plot_percentiles
-        from speechperf.compare.serving_report import columns
-        from speechperf.store.html import table_html
-
-        doc = self.document(True)
-        title = f"speechperf compare --scenario {self.scenario.scenario}: {self.o.base.general.model_type}"
-        tables = [table_html(title, columns(self.scenario), doc.rows)]
-        with tempfile.TemporaryDirectory(prefix="speechperf-html-") as folder:
-
-            def draw(where: Path) -> list[Path]:
-                drawn = plot_percentiles(self.rows, where / "percentiles.png", title=f"{title}: latency percentiles")
-                return [drawn] if drawn is not None else []
-
-            plots = _html_plots(self.o.exports, draw, folder)
-            self.exports.finish(doc, code, tables=tables, images=plots, title=title)
+        return self.run_.finish(self.document(), 0 if all(r.ok for r in done) else 1)

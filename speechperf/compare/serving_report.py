@@ -1,6 +1,6 @@
-"""What ``compare --scenario`` prints and exports: the ranking table (one row per cell, VALID / INVALID, "not
-MLPerf-compliant" when shortened), the reasons and compliance notes under it; the ``serving`` result document
-(docs/results.md) that the exports write (``speechperf.exports``)."""
+"""``compare --scenario``'s ``serving`` result document (docs/results.md): one row per cell, figures named as in
+``speechperf.results.figures``, and every field of each cell's child; ``speechperf.views.serving`` renders the
+console's ranking table, the exports and the HTML page from it."""
 
 from __future__ import annotations
 
@@ -10,26 +10,9 @@ from typing import Any
 
 import attrs
 
-from speechperf import tables
 from speechperf.compare.serving import METRIC, ServingOptions, ServingRow
 from speechperf.results import Document
-from speechperf.tables import significant
-
-#: the columns before and after the scenario's figures (``columns``)
-HEAD = ("rank", "cell", "backend", "threads", "scenario", "result", "metric")
-TAIL = (
-    "target_latency_ms",
-    "target_qps",
-    "audio_s_per_s",
-    "samples",
-    "trials",
-    "lower_bound",
-    "mlperf",
-    "unmet",
-    "compliance",
-    "pid",
-    "failure",
-)
+from speechperf.views import serving as view
 
 
 def _r(value: float | None, digits: int = 2) -> float | None:
@@ -54,8 +37,7 @@ def figure_name(opts: ServingOptions) -> str:
 
 def columns(opts: ServingOptions) -> tuple[str, ...]:
     """The rows' columns: the ranking figure, then the latency percentile (once when it is the figure)."""
-    figures = dict.fromkeys((figure_name(opts), "vs_best", "percentile", latency_name(opts)))
-    return (*HEAD, *figures, *TAIL)
+    return view.columns(figure_name(opts), opts.latency_percentile)
 
 
 def row_dict(row: ServingRow, opts: ServingOptions) -> dict[str, Any]:
@@ -106,67 +88,3 @@ def document(
             "results": [attrs.asdict(r) for r in rows],
         },
     )
-
-
-def render(rows: Sequence[ServingRow], opts: ServingOptions) -> str:
-    _, header, higher = METRIC[opts.scenario]
-    pct = f"p{opts.latency_percentile:g}"
-    where = f" at the peak (<= {opts.target_latency_ms:g} ms)" if opts.scenario == "Server" else ""
-    headers = (
-        "rank",
-        "cell",
-        "result",
-        header,
-        "vs best",
-        f"{pct} (ms){where}",
-        "RTFx",
-        "samples",
-        *(("trials",) if opts.scenario == "Server" else ()),
-        "MLPerf",
-        "pid",
-    )
-    table = []
-    for row in rows:
-        d = row_dict(row, opts)
-        vs = None if row.vs_best is None else ("best" if row.rank == 1 else f"{row.vs_best:.2f}x")
-        table.append(
-            (
-                d["rank"],
-                d["cell"],
-                d["result"] + ("" if row.complete else " (partial)"),
-                d[figure_name(opts)],
-                vs,
-                d[latency_name(opts)],
-                d["audio_s_per_s"],
-                d["samples"],
-                *((d["trials"],) if opts.scenario == "Server" else ()),
-                d["mlperf"],
-                d["pid"],
-            )
-        )
-    title = (
-        f"speechperf compare --scenario {opts.scenario}: ranked by {header}, {'higher' if higher else 'lower'} first"
-    )
-    lines = [tables.render_table(title, headers, table, left=("cell", "result", "MLPerf")).rstrip("\n")]
-    for row in rows:
-        if opts.scenario == "Server" and row.metric is None and (row.trials or row.stopped):
-            lines.append(
-                f"{row.label}: no VALID rate found ({pct} <= {opts.target_latency_ms:g} ms)"
-                + (f": {row.stopped}" if row.stopped else " within the budget")
-            )
-        if opts.scenario == "Server" and row.metric is not None:
-            bound = (
-                " is a lower bound: no faster trial missed the latency bound before the search ended "
-                "(a longer --budget brackets it)"
-                if row.lower_bound
-                else ""
-            )
-            lines.append(
-                f"{row.label}: peak {significant(row.metric)} scheduled samples/s (LoadGen's){bound}; "
-                f"target {significant(row.target_qps) if row.target_qps is not None else '-'} QPS"
-            )
-        lines += [f"{row.label} {row.result}: {reason}" for reason in row.unmet]
-        lines += [f"{row.label}: {note}" for note in row.compliance]
-        if not row.ok:
-            lines.append(f"{row.label}: FAILED: {row.reason} (exit code {row.exit_code}; logs: {row.log_dir})")
-    return "\n".join(lines) + "\n"

@@ -15,7 +15,6 @@ summed runtime.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -29,10 +28,6 @@ from speechperf.launch.result import RunResult
 from speechperf.meters import first_call, roofline
 from speechperf.results import DocumentError
 from speechperf.results import read as read_document
-
-#: an outlier must also be this far from the median (steady runs have a tiny MAD; see stats.outliers)
-OUTLIER_MIN_RELATIVE = 0.10
-ENV_KEYS_THAT_MUST_MATCH = ("python", "platform", "cpu", "cpu_count", "device", "packages", "git_commit")
 
 
 @attrs.frozen
@@ -95,20 +90,6 @@ class CellSummary:
 
     def percentile(self, q: float) -> float | None:
         return float(np.percentile(self.per_sample, q, method="linear")) if self.per_sample else None
-
-    @property
-    def outlier_warning(self) -> str | None:
-        """Outliers among the run values, or among the per-sample runtimes each divided by that sample's median
-        over the runs (samples differ in length, so their raw times are not comparable with each other)."""
-        found = stats.outlier_warning(self.run_values, f"{self.label}: run means", OUTLIER_MIN_RELATIVE)
-        if found:
-            return found
-        by_sample: dict[str, list[float]] = {}
-        for run in self.runs:
-            for sid, seconds in run["per_sample_s"].items():
-                by_sample.setdefault(sid, []).append(seconds)
-        relative = [v / statistics.median(vs) for vs in by_sample.values() if statistics.median(vs) > 0 for v in vs]
-        return stats.outlier_warning(relative, f"{self.label}: per-sample runtimes across runs", OUTLIER_MIN_RELATIVE)
 
 
 def _read(path: str) -> dict[str, Any] | None:
@@ -275,15 +256,3 @@ def groups(summaries: Sequence[CellSummary]) -> list[list[CellSummary]]:
 def rankings(summaries: Sequence[CellSummary]) -> list[list[stats.Comparison]]:
     """Per group: the fastest cell against each other one."""
     return [stats.rank({s.label: s.run_values for s in group if s.ok}) for group in groups(summaries)]
-
-
-def environment_differences(summaries: Sequence[CellSummary]) -> list[str]:
-    """What differs between the children's environments besides backend and threads (should be nothing)."""
-    seen: dict[str, set[str]] = {}
-    for s in summaries:
-        for env in s.environments:
-            for key in ENV_KEYS_THAT_MUST_MATCH:
-                seen.setdefault(key, set()).add(json.dumps(env.get(key), sort_keys=True))
-    return [
-        f"{key} differs between runs: {' / '.join(sorted(values))}" for key, values in seen.items() if len(values) > 1
-    ]

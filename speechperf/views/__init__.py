@@ -91,11 +91,14 @@ GENERIC = View()
 MODULES: dict[str, str] = {
     "bench": "bench",
     "check": "check",
+    "compare": "compare",
+    "compare-best": "compare",
     "diff": "diff",
     "history": "history",
     "loadgen": "loadgen",
     "optimize": "optimize",
     "profile": "profile",
+    "serving": "serving",
     "tune": "tune",
 }
 

@@ -2,7 +2,7 @@
 
 Log-log: arithmetic intensity (FLOPs per byte of the traffic lower bound) against achieved GFLOP/s, one point per
 stage and cell, under the compute roof and the memory roof (bandwidth x intensity) measured here at each thread
-count (speechperf.meters.roofs). What it reads is said in it:
+count (speechperf.meters.roofs), as the compare document keeps them (``roofline.roofs``). What it reads is said in it:
 
 - both roofs are drawn whenever they were measured; roofs measured on a busy machine are drawn dashed and named so,
   and a roof not measured at a thread count is named in the notes under the plot;
@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from speechperf.compare.plot import roofline_path
-from speechperf.meters.roofs import Roofs
+import attrs
+
+from speechperf.results import Document
 
 #: The fewest decades each axis spans.
 MIN_DECADES = 2
@@ -28,6 +29,52 @@ MIN_DECADES = 2
 EDGE = 0.15
 #: Characters per line of the notes under the plot (at their font size, narrower than the axes).
 NOTE_WIDTH = 100
+
+
+@attrs.frozen
+class Ceiling:
+    value: float  # GFLOP/s or GB/s
+
+
+@attrs.frozen
+class Roofs:
+    """The roofs at one thread count as the document keeps them (``speechperf.meters.roofs.Roofs``' figures)."""
+
+    peak: Ceiling | None  # the fp32 compute roof
+    memory: Ceiling | None
+    busy: str | None = None  # why they cannot be trusted; None: measured on a quiet machine
+
+    @property
+    def ridge(self) -> float | None:
+        """The arithmetic intensity (FLOPs per byte) where the two roofs meet."""
+        if self.peak is None or self.memory is None or self.memory.value <= 0:
+            return None
+        return self.peak.value / self.memory.value
+
+
+def roofs_json(peak: float | None, memory: float | None, busy: str | None) -> dict:
+    """The document's form of one thread count's roofs (``roofline.roofs``: threads -> this, or None)."""
+    return {"peak_gflops_per_s": peak, "memory_gb_per_s": memory, "busy": busy}
+
+
+def roofs_of(doc: Document) -> dict[int, Roofs | None]:
+    """threads -> the roofs the run was placed under (None: none measured); {} for a document without them."""
+    out: dict[int, Roofs | None] = {}
+    for threads, data in ((doc.get("roofline") or {}).get("roofs") or {}).items():
+        if not data:
+            out[int(threads)] = None
+            continue
+        peak, memory = data.get("peak_gflops_per_s"), data.get("memory_gb_per_s")
+        out[int(threads)] = Roofs(
+            None if peak is None else Ceiling(peak), None if memory is None else Ceiling(memory), data.get("busy")
+        )
+    return out
+
+
+def roofline_path(path: Path) -> Path:
+    """``c.png`` -> ``c.roofline.png``, beside the box plot of ``--plot``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.roofline{path.suffix}")
 
 
 class Point(NamedTuple):
@@ -39,7 +86,8 @@ class Point(NamedTuple):
 
 
 def points_and_gaps(summaries: Sequence) -> tuple[list[Point], list[str]]:
-    """The stages that can be placed, and one note per cell naming the stages that cannot and why."""
+    """The stages that can be placed, and one note per cell naming the stages that cannot and why; ``summaries``:
+    each cell's ``label``, ``threads`` and ``roofline`` (stage -> its roofline columns)."""
     points, gaps = [], []
     for s in summaries:
         missing: dict[str, list[str]] = {}
@@ -50,9 +98,7 @@ def points_and_gaps(summaries: Sequence) -> tuple[list[Point], list[str]]:
             elif not values.get("arithmetic_intensity"):
                 missing.setdefault("no traffic figure", []).append(stage)
             else:
-                points.append(
-                    Point(s.label, stage, values["arithmetic_intensity"], values["gflops_per_s"], s.cell.threads)
-                )
+                points.append(Point(s.label, stage, values["arithmetic_intensity"], values["gflops_per_s"], s.threads))
         if not stages:
             gaps.append(f"{s.label}: no roofline figures (no finished run counted FLOPs)")
         gaps += [f"{s.label}: {why} ({', '.join(names)})" for why, names in missing.items()]
@@ -151,15 +197,19 @@ def roofline_figure(
     return fig
 
 
-def plot_roofline(summaries: Sequence, path: Path, title: str = "speechperf compare: roofline") -> Path | None:
-    """Draw ``roofline_path(path)`` under the roofs the cache holds (busy ones included); None (nothing written)
+def plot_roofline(
+    summaries: Sequence,
+    path: Path,
+    roofs_by_threads: Mapping[int, Roofs | None],
+    title: str = "speechperf compare: roofline",
+) -> Path | None:
+    """Draw ``roofline_path(path)`` under the roofs the document holds (busy ones included); None (nothing written)
     when no stage has both a FLOP rate and an intensity."""
-    from speechperf.meters.roofs import cached
     from speechperf.outputs import check_output_path, save_figure
 
     points, gaps = points_and_gaps(summaries)
     if not points:
         return None
     out = check_output_path(roofline_path(path), "--plot (its roofline)")
-    roofs = {n: cached(n) for n in sorted({p.threads for p in points})}
+    roofs = {n: roofs_by_threads.get(n) for n in sorted({p.threads for p in points})}
     return save_figure(roofline_figure(points, gaps, roofs, title), out, "--plot (its roofline)")
