@@ -6,15 +6,15 @@ The promises, kept here once for every command (docs/results.md):
   second, not after an hour of measuring;
 - JSON, CSV and Markdown are rewritten atomically each time the command has new rows (``Exports.write``), so a
   crash or Ctrl-C leaves the last complete snapshot, marked ``complete: false``;
-- Ctrl-C (exit 130) keeps every export of what was measured (``Exports.interrupted``);
+- Ctrl-C (exit 130) keeps every export of what was measured (``speechperf.lifecycle`` writes the last document
+  again, marked incomplete);
 - the HTML page and the store come last (``Exports.finish``): a store that cannot be written then costs nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -26,28 +26,15 @@ from speechperf.results import Document
 from speechperf.store.keep import Keep
 
 
-def to_csv(doc: Document, columns: Sequence[str] = ()) -> str:
-    """The CSV of ``doc``: its kind's view (``speechperf.views``), or its rows in ``columns``."""
-    return views.rows_csv(doc, columns) if columns else views.view_of(doc.kind).csv(doc)
-
-
-def to_markdown(doc: Document, columns: Sequence[str] = ()) -> str:
-    """The Markdown of ``doc``: its kind's view, or its rows in ``columns``."""
-    return views.rows_markdown(doc, columns) if columns else views.view_of(doc.kind).markdown(doc)
-
-
 @attrs.frozen
 class Exports:
-    """Where one run's document goes. Its CSV and Markdown are its kind's view (``speechperf.views``); ``columns``,
-    ``csv_text`` and ``markdown_text`` are the older way a command passed its own (being folded into the views)."""
+    """Where one run's document goes. Its CSV and Markdown are its kind's view (``speechperf.views``), so that
+    ``speechperf show`` writes them again from the JSON alone."""
 
     json: Path | None = None
     csv: Path | None = None
     markdown: Path | None = None
     keep: Keep = Keep()
-    columns: tuple[str, ...] = ()
-    csv_text: Callable[[Document], str] | None = None
-    markdown_text: Callable[[Document], str] | None = None
 
     def paths(self) -> list[tuple[str, Path]]:
         named = (("--output", self.json), ("--csv", self.csv), ("--markdown", self.markdown))
@@ -72,11 +59,9 @@ class Exports:
         if self.json is not None:
             doc.write(self.json, "--output")
         if self.csv is not None:
-            text = self.csv_text(doc) if self.csv_text else to_csv(doc, self.columns)
-            write_text_atomic(self.csv, text, "--csv")
+            write_text_atomic(self.csv, views.view_of(doc.kind).csv(doc), "--csv")
         if self.markdown is not None:
-            text = self.markdown_text(doc) if self.markdown_text else to_markdown(doc, self.columns)
-            write_text_atomic(self.markdown, text, "--markdown")
+            write_text_atomic(self.markdown, views.view_of(doc.kind).markdown(doc), "--markdown")
 
     def finish(
         self,
@@ -89,16 +74,3 @@ class Exports:
         """The last write of the exports, then the HTML page and the store; returns the run's id in the store."""
         self.write(doc)
         return self.keep.finish(doc, exit_code, tables=tables, images=images, title=title)
-
-    @contextlib.contextmanager
-    def interrupted(self, current: Callable[[], Document | None]) -> Iterator[None]:
-        """On Ctrl-C inside the block, write the exports of ``current()`` (what was measured, ``complete: false``),
-        then let the interrupt go on (the CLI exits 130)."""
-        try:
-            yield
-        except KeyboardInterrupt:
-            doc = current()
-            if doc is not None:
-                doc.complete = False
-                self.write(doc)
-            raise

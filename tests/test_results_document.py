@@ -113,10 +113,16 @@ def test_exports_refuse_one_file_named_twice_before_any_work(tmp_path):
 
 
 def test_ctrl_c_keeps_every_export_of_what_was_measured(tmp_path):
-    exports = Exports(json=tmp_path / "r.json", csv=tmp_path / "r.csv", markdown=tmp_path / "r.md").check()
+    """The lifecycle (speechperf.lifecycle) writes the last document again, marked incomplete, and says where."""
+    from speechperf.errors import Interrupted
+    from speechperf.lifecycle import lifecycle
+
+    exports = Exports(json=tmp_path / "r.json", csv=tmp_path / "r.csv", markdown=tmp_path / "r.md")
     doc = Document("optimize", rows=[{"variant": "fp32", "status": "baseline", "mean_ms": 3.25}], complete=True)
-    with pytest.raises(KeyboardInterrupt), exports.interrupted(lambda: doc):
-        raise KeyboardInterrupt
+    with pytest.raises(Interrupted, match=r"what was measured is in .*r.json, .*r.csv, .*r.md"):
+        with lifecycle(exports) as run:
+            run.write(doc)
+            raise KeyboardInterrupt
     assert read(tmp_path / "r.json").complete is False
     # each export as optimize's view writes it (speechperf.views.optimize): the CSV its columns, the Markdown its table
     rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))

@@ -18,8 +18,12 @@ def backends(as_json: bool) -> None:
     rows = backend_table()
     if as_json:
         click.echo(json.dumps([attrs.asdict(r) for r in rows], indent=2))
-        return
+    else:
+        _print_tables(rows)
 
+
+def _print_tables(rows) -> None:
+    """The backends, then the variants each declares, on the terminal (rich)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

@@ -17,7 +17,6 @@ FLOPs, quality, notes), with:
 from __future__ import annotations
 
 import logging
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,14 +24,14 @@ from typing import IO, Any
 
 import attrs
 
-from speechperf import stats, tables, views
+from speechperf import stats
 from speechperf.benchmark.report import unit_seconds
 from speechperf.config.schema import BenchConfig
 from speechperf.errors import SpeechperfError
 from speechperf.exports import Exports
 from speechperf.launch.cell import Cell
 from speechperf.launch.result import RunResult
-from speechperf.lifecycle import keep
+from speechperf.lifecycle import lifecycle
 from speechperf.results import Document, DocumentError, read
 from speechperf.results.environment import LoadProbe, busy_warning
 
@@ -70,49 +69,41 @@ def run_bench(
 ) -> int:
     """Measure ``cfg`` in ``runs`` fresh processes; write the exports after each run; print the runs' table.
     Returns 0 when every run finished, 1 when one failed; a run refused its input stops the rest (exit 2)."""
-    from speechperf.benchmark.validate import check_config, require_backend_name
+    from speechperf.benchmark import plan
     from speechperf.launch import launcher
 
-    backend = require_backend_name(cfg)
-    check_config(cfg)
-    exports = exports.check()
+    backend = plan.backend_name(cfg)
+    plan.check(cfg, backend)  # as the children will, before the first one starts
     args = ("--quiet", "--memory-method", memory_method)
     cell = Cell("bench", backend, cfg.general.threads, cfg.to_dict(), args=args)
     finished: list[Finished] = []
-    probe = LoadProbe().start()
+    with lifecycle(exports, out=out) as run:
+        probe = LoadProbe().start()
 
-    def current() -> Document | None:
-        return document(finished, runs, probe.stop(), len(finished) == runs)
+        def on_result(result: RunResult) -> None:
+            finished.append(Finished(result, _read(Path(result.json_path))))
+            now = document(finished, runs, probe.stop(), len(finished) == runs)
+            if now is not None:
+                run.write(now)
 
-    def on_result(result: RunResult) -> None:
-        finished.append(Finished(result, _read(Path(result.json_path))))
-        now = current()
-        if now is not None:
-            exports.write(now)
-
-    with tempfile.TemporaryDirectory(prefix="speechperf-bench-runs-") as folder:
-        with exports.interrupted(current):
+        with tempfile.TemporaryDirectory(prefix="speechperf-bench-runs-") as folder:
             launcher.run_cells([cell], runs, Path(folder), on_result=on_result, bad_input_stops="all")
-    refused = next((f.process for f in finished if f.process.exit_code == 2 and f.process.signal is None), None)
-    if refused is not None:
-        raise SpeechperfError(f"bench --runs {runs}: run {refused.run + 1} was refused its input: {refused.reason}")
-    finished.sort(key=lambda f: f.process.run)
-    doc = current()
-    if doc is not None:  # the runs' table: the bench view of a document of N process runs (speechperf.views.bench)
-        out = out or sys.stdout
-        out.write(views.view_of(doc.kind).console(doc, views.Shown(width=tables.terminal_width(out))))
-    for f in finished:  # each child's own warning, already among the document's warnings
-        line = busy_warning(f.doc.environment.get("load") if f.doc else None)
-        if line:
-            log.warning("run %d: %s", f.process.run + 1, line)
-    failed = [f for f in finished if not f.ok]
-    for f in failed:
-        log.error("failed: run %d: %s", f.process.run + 1, f.process.reason or "no result document")
-    if doc is None:
-        raise SpeechperfError(f"bench --runs {runs}: no run finished, so there is nothing to report")
-    code = 1 if failed or any(r.get("failed") for r in doc.rows) else 0
-    keep(exports, doc, code)  # the exports, the page and the store, through the view
-    return code
+        refused = next((f.process for f in finished if f.process.exit_code == 2 and f.process.signal is None), None)
+        if refused is not None:
+            raise SpeechperfError(f"bench --runs {runs}: run {refused.run + 1} was refused its input: {refused.reason}")
+        finished.sort(key=lambda f: f.process.run)
+        doc = document(finished, runs, probe.stop(), True)
+        if doc is None:
+            raise SpeechperfError(f"bench --runs {runs}: no run finished, so there is nothing to report")
+        run.show(doc)  # the runs' table: the bench view of a document of N process runs (speechperf.views.bench)
+        for f in finished:  # each child's own warning, already among the document's warnings
+            line = busy_warning(f.doc.environment.get("load") if f.doc else None)
+            if line:
+                log.warning("run %d: %s", f.process.run + 1, line)
+        failed = [f for f in finished if not f.ok]
+        for f in failed:
+            log.error("failed: run %d: %s", f.process.run + 1, f.process.reason or "no result document")
+        return run.finish(doc, 1 if failed or any(r.get("failed") for r in doc.rows) else 0, show=False)
 
 
 def _read(path: Path) -> Document | None:
