@@ -11,7 +11,6 @@ import attrs
 import pytest
 
 from speechperf.benchmark import report
-from speechperf.meters import roofline
 from speechperf.meters.quality import QualityResult, QualityScore
 from speechperf.results import read
 from speechperf.results.figures import BY_NAME
@@ -51,7 +50,6 @@ def test_rows_name_the_shared_figures_and_keep_wer_as_a_fraction(cascade):
     # Every figure a row shares with the other kinds is named as speechperf.results.figures names it.
     assert {"mean_ms", "stdev_ms", "median_ms", "p90_ms", "rtf", "peak_rss_mib", "wer", "cer", "bleu"} <= set(BY_NAME)
     assert set(view.KEY_COLUMNS) <= set(view.COLUMNS) and set(rows[0]) == set(view.COLUMNS)
-    assert view.ROOFLINE_COLUMNS == roofline.COLUMNS  # the view's copy of the meter's names
     assert view_of("bench") is view.VIEW
 
 

@@ -59,10 +59,3 @@ def test_the_rows_keep_a_wer_as_a_fraction_and_bleu_in_points():
     assert quality_figures(CellQuality("b", "BLEU 31.40", "ASR-BLEU", 31.4))["bleu"] == 31.4
     assert quality_figures(None) == dict.fromkeys(("wer", "bleu", "agreement"))
     assert len(COLUMNS) == len(set(COLUMNS)) and "quality_points" not in COLUMNS
-
-
-def test_the_views_roofline_columns_are_the_meters():
-    from speechperf.meters import roofline
-    from speechperf.views.compare import ROOFLINE_COLUMNS
-
-    assert ROOFLINE_COLUMNS == roofline.COLUMNS  # the view keeps a copy: it may not import the meters' layer

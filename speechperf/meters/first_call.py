@@ -152,14 +152,6 @@ def columns(cost: ShapeCost | None) -> dict[str, Any]:
     }
 
 
-def cell(row: dict[str, Any]) -> str:
-    """``+44.2%``, or ``+3.1% (noise)`` when the rule did not call it, or ``-``."""
-    extra = row["first_call_new_shape_extra"]
-    if extra is None:
-        return "-"
-    return percent(extra) + ("" if row["first_call_new_shape_detected"] else " (noise)")
-
-
 def shape_key(inp: Mapping[str, Any]) -> tuple:
     """What a stage input looks like to a session: its arrays' shapes and dtypes, the lengths of its strings and
     lists, its plain numbers. Two inputs with the same key feed a stage's first session call the same shapes (a

@@ -22,6 +22,7 @@ import attrs
 
 from speechperf.meters.flops import FlopCount
 from speechperf.meters.roofs import Roofs, cached
+from speechperf.results.figures import ROOFLINE_COLUMNS
 
 LABEL = "estimate from analytic FLOPs over the median runtime, against roofs measured on this machine"
 
@@ -98,27 +99,7 @@ def columns(placement: Placement | None) -> dict[str, object]:
     }
 
 
-COLUMNS = (
-    "gflops_per_s",
-    "fraction_of_peak",
-    "traffic_mib_per_sample",
-    "arithmetic_intensity",
-    "roof_bound",
-    "fraction_of_attainable",
-)
-
-
-def cell(row: Mapping[str, object]) -> str:
-    """The console cell: ``41.2 (21% of peak, memory-bound)``."""
-    if row.get("gflops_per_s") is None:
-        return "-"
-    text = f"{row['gflops_per_s']:.1f}"
-    extra = []
-    if row.get("fraction_of_peak") is not None:
-        extra.append(f"{row['fraction_of_peak']:.0%} of peak")
-    if row.get("roof_bound"):
-        extra.append(f"{row['roof_bound']}-bound")
-    return f"{text} ({', '.join(extra)})" if extra else text
+COLUMNS = ROOFLINE_COLUMNS
 
 
 def describe(roofs: Roofs | None, threads: int) -> str:

@@ -95,6 +95,15 @@ FIGURES: tuple[Figure, ...] = (
     Figure("share", "fraction", "profile: the category's share of the step", display="percent"),
 )
 BY_NAME = {f.name: f for f in FIGURES}
+#: The roofline's figures of a row, in their order (``speechperf.meters.roofline`` fills them; the views show them).
+ROOFLINE_COLUMNS = (
+    "gflops_per_s",
+    "fraction_of_peak",
+    "traffic_mib_per_sample",
+    "arithmetic_intensity",
+    "roof_bound",
+    "fraction_of_attainable",
+)
 
 #: Version 1's names of the figures above, per kind (``speechperf.results.upgrade``).
 V1_NAMES: dict[str, dict[str, str]] = {

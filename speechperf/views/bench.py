@@ -19,21 +19,13 @@ from typing import Any
 
 from speechperf import stats, tables
 from speechperf.results import Document
-from speechperf.results.figures import shown
+from speechperf.results.figures import ROOFLINE_COLUMNS, shown
 from speechperf.store.html import table_html
 from speechperf.views import Shown, View, rows_csv, rows_markdown
+from speechperf.views.cells import first_call_cell, roofline_cell
 
 #: The speech quality figures of a row (speechperf.meters.speech_quality), by their names in results/figures.py.
 SPEECH_COLUMNS = ("dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak", "dnsmos_p808", "mcd_db", "pesq", "stoi")
-#: The roofline's columns of a row (``speechperf.meters.roofline.COLUMNS``: a test holds the two equal).
-ROOFLINE_COLUMNS = (
-    "gflops_per_s",
-    "fraction_of_peak",
-    "traffic_mib_per_sample",
-    "arithmetic_intensity",
-    "roof_bound",
-    "fraction_of_attainable",
-)
 #: Every column of a row, in the order of the CSV and Markdown exports.
 COLUMNS = (
     "backend",
@@ -233,27 +225,6 @@ def wide_cells(rows: list[dict[str, Any]], pinned: bool) -> tuple[tuple[str, ...
         for row in rows
     ]
     return headers, cells
-
-
-def first_call_cell(row: dict[str, Any]) -> str:
-    """``+44.2%``, or ``+3.1% (noise)`` when the rule did not call it (``speechperf.meters.first_call``), or ``-``."""
-    extra = row.get("first_call_new_shape_extra")
-    if extra is None:
-        return "-"
-    return f"{round(extra, 3):+.1%}" + ("" if row.get("first_call_new_shape_detected") else " (noise)")
-
-
-def roofline_cell(row: dict[str, Any]) -> str:
-    """``41.2 (21% of peak, memory-bound)``: the achieved GFLOP/s and where it sits (``speechperf.meters.roofline``)."""
-    if row.get("gflops_per_s") is None:
-        return "-"
-    extra = []
-    if row.get("fraction_of_peak") is not None:
-        extra.append(f"{row['fraction_of_peak']:.0%} of peak")
-    if row.get("roof_bound"):
-        extra.append(f"{row['roof_bound']}-bound")
-    text = f"{row['gflops_per_s']:.1f}"
-    return f"{text} ({', '.join(extra)})" if extra else text
 
 
 def _rtf(row: dict[str, Any], short: bool) -> str:

@@ -20,8 +20,10 @@ from typing import Any
 
 from speechperf import stats, tables
 from speechperf.results import Document
+from speechperf.results.figures import ROOFLINE_COLUMNS
 from speechperf.store.html import table_html
 from speechperf.views import Shown, View, rows_csv, rows_markdown
+from speechperf.views.cells import first_call_cell, roofline_cell
 from speechperf.views.compare_cells import CellRuns, cells
 
 UNIT_NOTE = (
@@ -31,15 +33,6 @@ UNIT_NOTE = (
 #: a cell's headline quality metric -> its figure's name in the rows (speechperf.results.figures: WER and
 #: agreement as fractions, BLEU in points)
 QUALITY_FIGURES = {"WER": "wer", "BLEU": "bleu", "ASR-BLEU": "bleu", "agreement": "agreement"}
-#: ``speechperf.meters.roofline.COLUMNS`` (a layer above the views; a test holds the two equal)
-ROOFLINE_COLUMNS = (
-    "gflops_per_s",
-    "fraction_of_peak",
-    "traffic_mib_per_sample",
-    "arithmetic_intensity",
-    "roof_bound",
-    "fraction_of_attainable",
-)
 COLUMNS = (
     "cell",
     "backend",
@@ -141,27 +134,6 @@ def _vs_fastest(doc: Document, label: str) -> str:
         return "fastest"
     found = next((c for ranking in rankings for c in ranking if c["slow"] == label), None)
     return "-" if found is None else stats.Ratio(found["ratio"], found["sigma"]).text() + "x"
-
-
-def first_call_cell(row: Mapping[str, Any]) -> str:
-    """``+44.2%``, or ``+3.1% (noise)`` when the rule did not call it (``speechperf.meters.first_call``), or ``-``."""
-    extra = row.get("first_call_new_shape_extra")
-    if extra is None:
-        return "-"
-    return f"{round(extra, 3):+.1%}" + ("" if row.get("first_call_new_shape_detected") else " (noise)")
-
-
-def roofline_cell(row: Mapping[str, Any]) -> str:
-    """``41.2 (21% of peak, memory-bound)`` (``speechperf.meters.roofline``), or ``-``."""
-    if row.get("gflops_per_s") is None:
-        return "-"
-    extra = []
-    if row.get("fraction_of_peak") is not None:
-        extra.append(f"{row['fraction_of_peak']:.0%} of peak")
-    if row.get("roof_bound"):
-        extra.append(f"{row['roof_bound']}-bound")
-    text = f"{row['gflops_per_s']:.1f}"
-    return f"{text} ({', '.join(extra)})" if extra else text
 
 
 def quality_text(quality: Mapping[str, Any] | None) -> str | None:

@@ -24,6 +24,7 @@ from speechperf.errors import SpeechperfError
 from speechperf.extras import MissingExtraError, require
 from speechperf.outputs import check_figure_path, check_output_path, save_figure
 from speechperf.results import Document
+from speechperf.views.bench_plots import draw_fit
 from speechperf.views.compare_cells import CellRuns, cells
 from speechperf.views.roofline_plot import plot_roofline, roofline_path, roofs_of
 
@@ -191,22 +192,6 @@ def _length_points(c: CellRuns) -> dict[str, tuple[list[float], list[float]]]:
     return out
 
 
-def _draw_fit(ax, seconds, ms, found, name: str) -> None:
-    """The samples as dots over input seconds and, where ``length_cost`` found a fit, its line in their colour,
-    labelled ``name`` with the fit's figures (or why there is none)."""
-    dots = ax.scatter(seconds, ms, s=18, alpha=0.8)
-    if found is None or found.reason or found.fixed_ms is None or found.ms_per_audio_s is None:
-        dots.set_label(f"{name} (no fit: {found.reason if found is not None else 'none in the document'})")
-        return
-    xs = [min(seconds), max(seconds)]
-    ax.plot(
-        xs,
-        [found.fixed_ms + found.ms_per_audio_s * x for x in xs],
-        color=dots.get_facecolor()[0],
-        label=f"{name}: {found.ms_per_audio_s:.2f} ms/s, fixed {found.fixed_ms:.2f} ms, k={found.exponent:.2f}",
-    )
-
-
 def plot_length_cost(found: Sequence[CellRuns], path: Path, title: str = "speechperf compare") -> Path:
     """Write the scatter with fitted lines; the caller checked the path and matplotlib (check_plot_path)."""
     plt = _pyplot()
@@ -219,7 +204,7 @@ def plot_length_cost(found: Sequence[CellRuns], path: Path, title: str = "speech
             mine = points[c.label].get(stage)
             if not mine or not mine[0]:
                 continue
-            _draw_fit(ax, mine[0], mine[1], c.length_fits.get(stage), c.label)
+            draw_fit(ax, mine[0], mine[1], c.length_fits.get(stage), c.label)
         ax.set_xlabel(f"{stage}: audio seconds")
         ax.set_ylabel("per-sample runtime (ms), median over runs")
         ax.grid(alpha=0.3)
