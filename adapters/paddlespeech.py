@@ -99,8 +99,7 @@ def training_backends() -> dict[str, str]:
     roots = {}
     for name in known_backends():
         backend = get_backend(name)
-        # framework_module is BackendBase's, not the Backend protocol's: a backend without one is never picked.
-        module = getattr(backend, "framework_module", "")
+        module = hooks(backend).framework_module  # a backend that names none is never picked
         if hooks(backend).profiles_training_loops and module:
             roots[module.split(".", 1)[0]] = name
     return roots

@@ -66,6 +66,9 @@ class OptionalHooks(Protocol):
     #: PaddleSpeech drop-ins (speechperf.adapters.paddlespeech) pick it when the objects of the loop's step are
     #: instances of its ``framework_module``'s classes (speechperf.adapters.loop_framework).
     profiles_training_loops: bool = False
+    #: The module imported to use the framework (``"paddle"``); the drop-ins match a loop's objects against its
+    #: classes. Empty: none said (such a backend is never picked for a training loop).
+    framework_module: str = ""
     #: (exporter, the distribution it comes from) when this backend exports its own model files to ONNX
     #: (``("torch.onnx.export", "torch")``), for a stage's ``derive: onnx`` (speechperf.benchmark.derive); None: it
     #: exports none. The distribution's version is part of the derived file's cache key.
