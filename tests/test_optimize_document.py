@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from speechperf.exports import Exports
 from speechperf.lifecycle import Lifecycle
 from speechperf.optimize.fidelity import Fidelity, QualityBudget
-from speechperf.optimize.run import OptimizeOptions, _Study, exports
+from speechperf.optimize.run import OptimizeOptions, _Study
 from speechperf.optimize.table import Row
 from speechperf.results import loads
 from speechperf.results.notes import Collected
@@ -25,7 +26,7 @@ def study(tmp_path) -> _Study:
         runs=3,
         calibration_size=2,
         budget=QualityBudget(1.0, 1.0, 0.98),
-        exports=exports(tmp_path / "o.json", tmp_path / "o.csv", tmp_path / "o.md"),
+        exports=Exports(tmp_path / "o.json", tmp_path / "o.csv", tmp_path / "o.md"),
     )
     # all the document takes of a plan: its config (as a dict, and its threads and device) and its backend
     config = SimpleNamespace(

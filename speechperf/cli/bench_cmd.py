@@ -125,7 +125,6 @@ def bench_options(
     line (exit 2) before anything is loaded."""
     from speechperf.benchmark.runner import BenchOptions
     from speechperf.errors import SpeechperfError
-    from speechperf.exports import Exports
 
     settings = {name: p.pop(name) for name in SETTINGS}
     cfg = config_from_args(p, backend=backend_name, **settings)  # the config options, read by their names
@@ -140,7 +139,7 @@ def bench_options(
                 )
     return cfg, BenchOptions(
         workdir=cache_dir(),
-        exports=Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"]),
+        exports=p["exports"],
         memory_method=p["memory_method"],
         outputs_path=p["outputs_path"],
         text_path=p["text_path"],

@@ -36,13 +36,12 @@ DEFAULT = "runtime,memory,flops,threads,roofline"  # speechperf.meters.check_run
     None, help="Thread counts to measure the roofs at (roofline meter); default: 1 and 2, those the usable cores allow."
 )
 @export_options("JSON: the checks as a result document (kind check, docs/results.md).")
-def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads: tuple[int, ...] | None, **p) -> None:
+def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads: tuple[int, ...] | None, exports) -> None:
     """Validate the meters on this machine and print a pass/fail table.
 
     Checks the meters named in --meters (PAPI availability is always reported) and exits 1 when one of them is not
     trustworthy here.
     """
-    from speechperf.exports import Exports
     from speechperf.meters.check_run import CheckOptions, run_check
 
     options = CheckOptions(
@@ -50,6 +49,6 @@ def check(meters: str | None, backends: tuple[str, ...], quick: bool, threads: t
         backends=tuple(backends),
         quick=quick,
         threads=tuple(threads or ()),
-        exports=Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"]),
+        exports=exports,
     )
     sys.exit(run_check(options))

@@ -13,6 +13,7 @@ from speechperf.cli.config_options import config_from_options, config_options, c
 from speechperf.cli.options import (
     FiniteFloatRange,
     budget_option,
+    export_options,
     instances_option,
     keep_options,
     launch_options,
@@ -69,9 +70,7 @@ def _path_option(*names, help):
     default=None,
     help="Where each child writes its JSON, outputs and stderr; default: a new folder in the cache.",
 )
-@_path_option("--output", "-o", help="JSON with every raw timing per cell and run, rewritten after each child.")
-@_path_option("--csv", "csv_path", help="CSV export, one row per cell.")
-@_path_option("--markdown", "md_path", help="Markdown export, one row per cell.")
+@export_options("JSON with every raw timing per cell and run, rewritten after each child.")
 @_path_option(
     "--plot",
     "plot_path",
@@ -131,7 +130,6 @@ def compare_options(ctx: click.Context, p: dict[str, Any]) -> CompareOptions:
     from speechperf.cli.compare_scenario import check_scenario_use, scenario_options
     from speechperf.compare import plan
     from speechperf.compare.run import BestOptions, CompareOptions
-    from speechperf.exports import Exports
     from speechperf.launch.lists import backend_names
 
     check_scenario_use(ctx, p["scenario"])
@@ -159,7 +157,7 @@ def compare_options(ctx: click.Context, p: dict[str, Any]) -> CompareOptions:
         jobs=p["jobs"],
         timeout_s=p["timeout_s"],
         workdir=p["workdir"],
-        exports=Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"]),
+        exports=p["exports"],
         plot=p["plot_path"],
         best=BestOptions(runs=p["best_runs"], budget_s=p["best_budget"]) if p["best"] else None,
         serving=serving,
@@ -187,8 +185,9 @@ def _cells(p: dict[str, Any], backends, threads, sweeps, overrides: dict, stage_
 
 def _given(p: dict[str, Any]) -> dict[str, Any]:
     """The command's options as the document keeps them: paths as text, the store and --html by name."""
-    keep = p["keep"]
-    given = {**{k: v for k, v in p.items() if k != "keep"}, "store": keep.store, "html": keep.html}
+    e = p["exports"]
+    paths = {"output": e.json, "csv_path": e.csv, "md_path": e.markdown, "store": e.keep.store, "html": e.keep.html}
+    given = {**{k: v for k, v in p.items() if k != "exports"}, **paths}
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in given.items()}
 
 

@@ -60,9 +60,8 @@ from speechperf.regression import METRICS
 )
 @export_options("JSON export: a diff document, a row per stage, cell, variant or scenario (docs/results.md).")
 @keep_options("diff")
-def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_level, gate_under_load, **p) -> None:
+def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_level, gate_under_load, exports) -> None:
     """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
-    from speechperf.exports import Exports
     from speechperf.regression import DiffOptions, run_diff
 
     options = DiffOptions(
@@ -73,6 +72,6 @@ def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_l
         allow_different=allow_different,
         sample_level=sample_level,
         gate_under_load=gate_under_load,
-        exports=Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"]),
+        exports=exports,
     )
     sys.exit(run_diff(options))

@@ -83,14 +83,13 @@ def loadgen(**params) -> None:
 
 def loadgen_options(p: dict[str, Any]) -> LoadgenOptions:
     """The command line as ``run_loadgen`` takes it (``run_loadgen`` checks it)."""
-    from speechperf.exports import Exports
     from speechperf.loadgen.run import LoadgenOptions, fresh_log_dir
     from speechperf.loadgen.settings import ScenarioOptions
 
     mode = "accuracy" if p.pop("accuracy") else "performance"
     test = {field: p.pop(name) for name, field in TEST.items()}
     threads, backend, log_dir = p.pop("threads"), p.pop("backend_name"), p.pop("log_dir")
-    exports = Exports(json=p.pop("output"), csv=p.pop("csv_path"), markdown=p.pop("md_path"), keep=p.pop("keep"))
+    exports = p.pop("exports")
     return LoadgenOptions(
         scenario=ScenarioOptions(scenario=p.pop("scenario"), mode=mode, threads=threads, **test),
         exports=exports,

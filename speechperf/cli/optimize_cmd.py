@@ -101,7 +101,7 @@ def optimize_options(p: dict[str, Any]) -> tuple[BenchConfig, OptimizeOptions]:
     """The config and the study as ``run_optimize`` takes them, checked: no backend or no method is one line (exit
     2) before anything runs."""
     from speechperf.errors import SpeechperfError
-    from speechperf.optimize.run import OptimizeOptions, exports
+    from speechperf.optimize.run import OptimizeOptions
     from speechperf.registry import known_backends
 
     study = {name: p.pop(name) for name in (*QUALITY_BUDGET, *STUDY)}
@@ -126,7 +126,7 @@ def optimize_options(p: dict[str, Any]) -> tuple[BenchConfig, OptimizeOptions]:
         executor=study["executor"],
         jobs=study["jobs"],
         budget=quality_budget(study),
-        exports=exports(study["output"], study["csv_path"], study["md_path"], study["keep"]),
+        exports=study["exports"],
         plot=study["plot_path"],
         workdir=cache_dir(),
     )
@@ -139,9 +139,6 @@ STUDY = (
     "calibration_size",
     "out_dir",
     *LAUNCH,
-    "output",
-    "csv_path",
-    "md_path",
+    "exports",
     "plot_path",
-    "keep",
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Mapping
@@ -354,22 +355,32 @@ def launch_options(children: str = "Children", refuse: Mapping[str, str] | None 
     )
 
 
-def export_options(json_help: str):
-    """--output/-o (JSON, written as results come in), --csv and --markdown: the exports of bench and optimize."""
-    options = [
-        click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help=json_help),
-        click.option(
-            "--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="CSV export."
-        ),
-        click.option(
-            "--markdown",
-            "md_path",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            help="Markdown export.",
-        ),
-    ]
-    return stacked(options)
+def export_options(json_help: str, kept: str | None = None):
+    """--output/-o (JSON, written as results come in), --csv and --markdown, and with ``kept`` (what the page shows:
+    "run", "comparison (with the plots)", ...) --store/--no-store and --html (``keep_options``): the exports of every
+    command that writes a result document. They reach the command as ONE value, ``exports``, a
+    ``speechperf.exports.Exports`` (checked by the command's lifecycle before any work)."""
+
+    def decorate(command):
+        @functools.wraps(command)
+        def with_exports(*args, **params):
+            from speechperf.exports import Exports
+            from speechperf.store.keep import Keep
+
+            paths = (params.pop("output"), params.pop("csv_path"), params.pop("md_path"))
+            keep = params.pop("keep", None) or Keep()
+            return command(*args, exports=Exports(*paths, keep=keep), **params)
+
+        path = click.Path(dir_okay=False, path_type=Path)
+        options = [
+            click.option("--output", "-o", type=path, default=None, help=json_help),
+            click.option("--csv", "csv_path", type=path, default=None, help="CSV export."),
+            click.option("--markdown", "md_path", type=path, default=None, help="Markdown export."),
+        ]
+        decorated = stacked(options)(with_exports)
+        return keep_options(kept)(decorated) if kept else decorated
+
+    return decorate
 
 
 def keep_options(html_what: str = "run"):

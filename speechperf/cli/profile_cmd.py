@@ -72,11 +72,10 @@ def profile(ctx: click.Context, **p) -> None:
 def _options(ctx: click.Context, p: dict[str, Any]):
     """The options as given, checked: --model or --config (never both), and no option of the other."""
     from speechperf.benchmark.profile import ModelFile, ProfileOptions
-    from speechperf.exports import Exports
     from speechperf.profiler import ProfilerOptions
 
     profiler = ProfilerOptions.parse(p["profiler_options"])  # a bad string fails before any model is loaded
-    exports = Exports(json=p["output"], csv=p["csv_path"], markdown=p["md_path"], keep=p["keep"])
+    exports = p["exports"]
     given = {name for name in ctx.params if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT}
     model_path, config_path = p["model_path"], p["config_path"]
     if model_path is not None and config_path is not None:

@@ -19,16 +19,17 @@ _path = click.Path(dir_okay=False, path_type=Path)
 @click.option("--wide", is_flag=True, help="Every column, where the kind has more than its key ones (bench).")
 @export_options("JSON: the document again, upgraded to this version's schema.")
 @click.option("--html", "html_path", type=_path, default=None, help="The HTML report, as the command's --html.")
-def show(result: str, store: Path | None, wide: bool, output, csv_path, md_path, html_path) -> None:
+def show(result: str, store: Path | None, wide: bool, exports, html_path) -> None:
     """Print a result document of any kind (bench, compare, optimize, tune, loadgen, diff, ...) as its command did.
 
     RESULT is a JSON file a command wrote with -o, or the id of a run in the results store (`speechperf history`
     lists them). Nothing is measured and nothing is stored. Exit codes: 0 shown; 2 bad input (not a document, a
     newer schema, no such run).
     """
-    from speechperf.exports import Exports
+    import attrs
+
     from speechperf.lifecycle import show_again
     from speechperf.store.keep import Keep
 
-    exports = Exports(json=output, csv=csv_path, markdown=md_path, keep=Keep(store=None, html=html_path))
+    exports = attrs.evolve(exports, keep=Keep(store=None, html=html_path))  # shown again: never stored again
     sys.exit(show_again(result, exports, store=store, wide=wide))

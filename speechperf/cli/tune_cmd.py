@@ -138,7 +138,7 @@ def tune_options(ctx: click.Context, p: dict[str, Any]) -> tuple[BenchConfig, Tu
         budget_s=study["budget"],
         budget=quality_budget(study),
         out_dir=out_dir,
-        exports=_exports(study),
+        exports=study["exports"],
         batch_sizes=tuple(sizes),
         calibration_size=study["calibration_size"],
         timeout_s=study["timeout_s"],
@@ -165,23 +165,13 @@ STUDY = (
     "final_runs",
     "out_dir",
     "timeout_s",
-    "output",
-    "csv_path",
-    "md_path",
+    "exports",
     "plot_path",
-    "keep",
 )
 
 
 def _config_name(path) -> str:
     return Path(path).stem if path else "default"
-
-
-def _exports(study):
-    from speechperf.exports import Exports
-    from speechperf.store.keep import Keep
-
-    return Exports(json=study["output"], csv=study["csv_path"], markdown=study["md_path"], keep=study["keep"] or Keep())
 
 
 def _backends(text: str | None) -> list[str]:

@@ -63,13 +63,6 @@ CHECK_CALLS = 8
 UNFINISHED = ("quantizing", "measuring")
 
 
-def exports(output=None, csv=None, markdown=None, keep=None) -> Exports:
-    """optimize's exports: the JSON document, and its CSV and Markdown through its view (speechperf.views.optimize)."""
-    from speechperf.store.keep import Keep
-
-    return Exports(json=output, csv=csv, markdown=markdown, keep=keep or Keep())
-
-
 @attrs.frozen
 class OptimizeOptions:
     backend: str
@@ -81,7 +74,7 @@ class OptimizeOptions:
     executor: str = "local"  #: where the bench processes run (speechperf.launch.executors)
     jobs: int = 1
     budget: fid.QualityBudget = fid.QualityBudget()
-    exports: Exports = attrs.Factory(exports)  #: -o, --csv, --markdown, --html and the store
+    exports: Exports = Exports()  #: -o, --csv, --markdown, --html and the store
     plot: Path | None = None  #: --plot: the quality / speed-up / size trade-off (speechperf.views.optimize_plot)
     workdir: Path = attrs.Factory(cache_dir)  #: where a backend's derived files and the reference models are made
 
