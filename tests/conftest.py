@@ -27,6 +27,9 @@ import pytest
 from speechperf.cache import CACHE_ENV
 from tests import lane
 
+# the shared asserts of the show tests say what differs, as a test's own do
+pytest.register_assert_rewrite("tests.show_again")
+
 _made: list[str] = []
 
 

@@ -6,21 +6,16 @@ and for ``--scenario`` real LoadGen over the silero VAD); upgraded version 1 and
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from speechperf.cli import main
 from tests.needs import needs
+from tests.show_again import assert_shown_from_json_and_store, export_args, show, speechperf, stored_id
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
-EXE = shutil.which("speechperf", path=str(Path(sys.executable).parent))
 #: the cheapest comparison (tests/test_compare_cli.py's): the tiny S2T on two generated samples
 S2T_TINY = ["--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny", "--dataset-size", "2"]
 S2T_TINY += ["--repeat", "1", "--warmup", "1"]
@@ -30,36 +25,15 @@ def compare(tmp_path: Path, name: str, *args: str, timeout: int = 300) -> subpro
     """A real ``speechperf compare`` on onnxruntime and torch with every export and a store of its own."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("torch")
-    command = [EXE, "compare", "--backends", "onnxruntime,torch", "--workdir", str(tmp_path / f"{name}-work")]
-    command += ["--store", str(tmp_path / "store.sqlite"), "-o", str(tmp_path / f"{name}.json")]
-    command += ["--markdown", str(tmp_path / f"{name}.md"), "--csv", str(tmp_path / f"{name}.csv"), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
-
-
-def show(tmp_path: Path, result: str, name: str, *args: str) -> tuple[str, str, str]:
-    """``speechperf show RESULT`` with --markdown and --csv into ``name``.md / .csv."""
-    md, csv = tmp_path / f"{name}.md", tmp_path / f"{name}.csv"
-    shown = CliRunner().invoke(main, ["show", result, "--markdown", str(md), "--csv", str(csv), *args])
-    assert shown.exit_code == 0, shown.output
-    return shown.stdout, md.read_text(), csv.read_text()
-
-
-def assert_shown_again(tmp_path: Path, name: str, done: subprocess.CompletedProcess) -> None:
-    """``show`` on the JSON and on the stored id: the run's stdout, Markdown and CSV, byte for byte."""
-    written = (done.stdout, (tmp_path / f"{name}.md").read_text(), (tmp_path / f"{name}.csv").read_text())
-    assert show(tmp_path, str(tmp_path / f"{name}.json"), f"{name}-from-json") == written
-    stored = re.search(r"stored as run (\d+) in ", done.stderr)
-    assert stored is not None, done.stderr
-    store = str(tmp_path / "store.sqlite")
-    assert show(tmp_path, stored.group(1), f"{name}-from-store", "--store", store) == written
+    command = ["compare", "--backends", "onnxruntime,torch", "--workdir", tmp_path / f"{name}-work"]
+    command += ["--store", tmp_path / "store.sqlite", *export_args(tmp_path / name), *args]
+    return speechperf(*command, timeout=timeout)
 
 
 @pytest.mark.slow
 def test_show_prints_and_writes_what_a_compare_did(tmp_path):
     done = compare(tmp_path, "plain", *S2T_TINY, "--runs", "2", "--meters", "runtime")
-    assert_shown_again(tmp_path, "plain", done)
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "plain", tmp_path / "store.sqlite", stored_id(done))
     doc = json.loads((tmp_path / "plain.json").read_text())
     assert doc["kind"] == "compare" and doc["complete"] is True
     # the ranking's sentence and each cell's block, as the document's comparisons and rows say them
@@ -76,7 +50,7 @@ def test_show_prints_and_writes_what_a_compare_did(tmp_path):
 def test_show_prints_and_writes_what_a_compare_best_did(tmp_path):
     args = [*S2T_TINY, "--dataset-size", "1", "--meters", "runtime", "--runs", "1", "--best", "--best-runs", "1"]
     done = compare(tmp_path, "best", *args, "--best-budget", "70")
-    assert_shown_again(tmp_path, "best", done)
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "best", tmp_path / "store.sqlite", stored_id(done))
     doc = json.loads((tmp_path / "best.json").read_text())
     assert doc["kind"] == "compare-best" and doc["best"]["winners"]
     # the search's table comes first, then the winners' comparison
@@ -93,7 +67,7 @@ def test_show_prints_and_writes_what_a_compare_scenario_did(tmp_path):
 
     args = [*vad_args(tmp_path, "onnxruntime")[2:], "--dataset-type", "raw", "--dataset-size", "3"]
     done = compare(tmp_path, "serving", *args, "--scenario", "Offline", "--duration", "1", timeout=240)
-    assert_shown_again(tmp_path, "serving", done)
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "serving", tmp_path / "store.sqlite", stored_id(done))
     doc = json.loads((tmp_path / "serving.json").read_text())
     assert doc["kind"] == "serving"
     assert "speechperf compare --scenario Offline: ranked by samples/s, higher first" in done.stdout
@@ -103,7 +77,7 @@ def test_show_prints_and_writes_what_a_compare_scenario_did(tmp_path):
 @pytest.mark.parametrize("name", ["v1/compare.json", "v1/compare-best.json", "v2/compare.json"])
 def test_an_older_compare_document_is_shown_by_the_same_view(tmp_path, name):
     raw = json.loads((DATA / name).read_text())
-    stdout, md, csv = show(tmp_path, str(DATA / name), "old")
+    stdout, md, csv = show(DATA / name, tmp_path / "old")
     rows = raw.get("summary") or raw["rows"]
     for row in rows:  # each cell's block, with its runs counted from the raw timings the file keeps
         finished = sum(1 for r in raw["runs"] if r["label"] == row["cell"] and r.get("timings"))
@@ -118,7 +92,7 @@ def test_an_older_compare_document_is_shown_by_the_same_view(tmp_path, name):
 
 def test_an_older_serving_document_is_shown_by_the_same_view(tmp_path):
     raw = json.loads((DATA / "v1" / "serving.json").read_text())
-    stdout, md, csv = show(tmp_path, str(DATA / "v1" / "serving.json"), "old")
+    stdout, md, csv = show(DATA / "v1" / "serving.json", tmp_path / "old")
     assert f"speechperf compare --scenario {raw['scenario']}: ranked by " in stdout
     lines = stdout.splitlines()
     for row in raw["summary"]:

@@ -7,49 +7,23 @@ the slow one diffs two real bench runs of the tiny S2T on onnxruntime (tests/tes
 from __future__ import annotations
 
 import json
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.show_again import assert_shown_from_json_and_store, export_args, file, invoke, speechperf
 from tests.test_diff_cli import BENCH
 from tests.test_diff_runs import FAST, QUIET, SLOW, bench_doc
 
 DATA = Path(__file__).parent / "data" / "v1"
 
 
-def invoke(*args: str):
-    from speechperf.cli import main
-
-    return CliRunner().invoke(main, list(args))
-
-
-def exports(folder: Path, name: str) -> list[str]:
-    return [
-        "-o",
-        str(folder / f"{name}.json"),
-        "--markdown",
-        str(folder / f"{name}.md"),
-        "--csv",
-        str(folder / f"{name}.csv"),
-    ]
-
-
-def assert_shown_again(folder: Path, stdout: str, store: Path) -> None:
-    """``show`` on the run's JSON and on its stored id: the same stdout, the same Markdown and CSV."""
-    with sqlite3.connect(store) as db:
-        (run_id,) = db.execute("SELECT MAX(id) FROM runs").fetchone()
-    for source, name in ((str(folder / "run.json"), "again"), (str(run_id), "stored")):
-        shown = invoke("show", source, "--store", str(store), *exports(folder, name))
-        assert shown.exit_code == 0, shown.output
-        assert shown.stdout == stdout
-        for suffix in ("md", "csv"):
-            assert (folder / f"{name}.{suffix}").read_text() == (folder / f"run.{suffix}").read_text()
-        again = json.loads((folder / f"{name}.json").read_text())
-        assert again["kind"] == "diff" and again["rows"] == json.loads((folder / "run.json").read_text())["rows"]
+def assert_diff_shown_again(folder: Path, stdout: str, store: Path) -> None:
+    """``show`` on the run's JSON and on its stored id: the same stdout, Markdown and CSV, and the diff's rows."""
+    rows = json.loads((folder / "run.json").read_text())["rows"]
+    for again in assert_shown_from_json_and_store(stdout, folder / "run", store):
+        doc = json.loads(file(again, "json").read_text())
+        assert doc["kind"] == "diff" and doc["rows"] == rows
 
 
 def test_a_gated_regression_is_shown_again_and_its_exit_code_survives_store_and_html(tmp_path):
@@ -58,7 +32,7 @@ def test_a_gated_regression_is_shown_again_and_its_exit_code_survives_store_and_
     plain = invoke("diff", str(base), str(new), "--fail-above", "5%", "--no-store")
     store = tmp_path / "s.sqlite"
     kept = invoke(
-        "diff", str(base), str(new), "--fail-above", "5%", *exports(tmp_path, "run"), "--store", str(store),
+        "diff", str(base), str(new), "--fail-above", "5%", *export_args(tmp_path / "run"), "--store", str(store),
         "--html", str(tmp_path / "d.html"),
     )  # fmt: skip
     assert plain.exit_code == kept.exit_code == 1, kept.output
@@ -67,33 +41,32 @@ def test_a_gated_regression_is_shown_again_and_its_exit_code_survives_store_and_
     assert doc["exit_code"] == 1 and {r["verdict"] for r in doc["rows"]} == {"REGRESSION"}
     page = (tmp_path / "d.html").read_text()
     assert "REGRESSION" in page and "statistical unit: one process run" in page
-    assert_shown_again(tmp_path, kept.stdout, store)
+    assert_diff_shown_again(tmp_path, kept.stdout, store)
 
 
 def test_a_serving_diff_of_version_1_files_is_shown_again(tmp_path):
     serving = str(DATA / "serving.json")
     store = tmp_path / "s.sqlite"
-    done = invoke("diff", serving, serving, "--fail-above", "5%", *exports(tmp_path, "run"), "--store", str(store))
+    done = invoke("diff", serving, serving, "--fail-above", "5%", *export_args(tmp_path / "run"), "--store", str(store))
     assert done.exit_code == 0, done.output
     assert "figure" in done.stdout and "better" in done.stdout and "the ratio alone decides" in done.stdout
     rows = json.loads((tmp_path / "run.json").read_text())["rows"]
     assert all(line["new_over_base"] == 1.0 for row in rows for line in row["figures"])
-    assert_shown_again(tmp_path, done.stdout, store)
+    assert_diff_shown_again(tmp_path, done.stdout, store)
 
 
 @pytest.mark.slow
 def test_two_real_bench_runs_diffed_are_shown_again(tmp_path):
     base, new = tmp_path / "base.json", tmp_path / "new.json"
     for path in (base, new):
-        made = subprocess.run(
-            [sys.executable, "-m", "speechperf", *BENCH, "-o", str(path)], capture_output=True, text=True, timeout=300
-        )
-        assert made.returncode == 0, made.stderr
+        speechperf(*BENCH, "-o", path)
     store = tmp_path / "s.sqlite"
-    done = invoke("diff", str(base), str(new), "--fail-above", "5%", *exports(tmp_path, "run"), "--store", str(store))
+    done = invoke(
+        "diff", str(base), str(new), "--fail-above", "5%", *export_args(tmp_path / "run"), "--store", str(store)
+    )
     assert done.exit_code == 0, done.output
     assert "stage1 s2t" in done.stdout and "no significance test: one process per side" in done.stdout
-    assert_shown_again(tmp_path, done.stdout, store)
+    assert_diff_shown_again(tmp_path, done.stdout, store)
 
 
 #: The row fields a diff document had before its rows held the console's figures.

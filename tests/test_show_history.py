@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import json
 
-from click.testing import CliRunner
-
-from speechperf.cli import main
+from tests.show_again import assert_shown_again, export_args, invoke
 from tests.test_store import _loadgen_document
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args))
 
 
 def test_history_listing_and_plot_points_are_shown_again(tmp_path, monkeypatch):
@@ -24,8 +18,9 @@ def test_history_listing_and_plot_points_are_shown_again(tmp_path, monkeypatch):
     store = tmp_path / "s.sqlite"
     for per_s, p99 in ((40.0, 30.0), (42.5, 28.0)):
         Exports(keep=Keep(store)).check().finish(_loadgen_document(per_s, p99), 0)
-    out = ["-o", "run.json", "--markdown", "run.md", "--csv", "run.csv"]
-    done = invoke("history", "--store", str(store), "--plot", "p99_ms", *out, "--html", "run.html")
+    done = invoke(
+        "history", "--store", str(store), "--plot", "p99_ms", *export_args(tmp_path / "run"), "--html", "run.html"
+    )
     assert done.exit_code == 0, done.output
     assert "2 run(s)" in done.stdout and "Offline 42.500 (samples_per_s)" in done.stdout
     doc = json.loads((tmp_path / "run.json").read_text())
@@ -36,11 +31,7 @@ def test_history_listing_and_plot_points_are_shown_again(tmp_path, monkeypatch):
     assert (tmp_path / "run.csv").read_text().splitlines()[0] == "id,time,kind,model,config,backends,commit,headline"
     assert (tmp_path / "run.html").read_text().count("<img") == 1
     assert len(json.loads((tmp_path / "run.json").read_text())["rows"]) == 2
-    shown = invoke("show", "run.json", "--markdown", "again.md", "--csv", "again.csv", "--html", "again.html")
-    assert shown.exit_code == 0, shown.output
-    assert shown.stdout == done.stdout
-    for suffix in ("md", "csv"):
-        assert (tmp_path / f"again.{suffix}").read_text() == (tmp_path / f"run.{suffix}").read_text()
+    assert_shown_again(done.stdout, tmp_path / "run", ["run.json"], "--html", "again.html")
     assert (tmp_path / "again.html").read_text().count("<img") == 1  # the plot, drawn from the document's points
     # a listing is no run: history stores nothing
     assert invoke("history", "--store", str(store), "--limit", "1").stdout.count("loadgen") == 1

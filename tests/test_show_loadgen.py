@@ -4,16 +4,12 @@ Markdown and CSV, from the JSON file and from the store; an upgraded version 1 f
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from speechperf.cli import main
+from tests.show_again import assert_shown_from_json_and_store, export_args, show, speechperf, stored_id
 
 pytest.importorskip("mlperf_loadgen", reason='needs the loadgen extra: pip install "speechperf[loadgen]"')
 
@@ -22,38 +18,15 @@ def loadgen(tmp_path: Path, name: str, *args: str) -> subprocess.CompletedProces
     """A real ``speechperf loadgen`` (a process of its own: LoadGen's C++ threads) on the tiny S2T over generated
     data, with every export; the cheapest run there is (two samples, 1 s tests)."""
     pytest.importorskip("onnxruntime")
-    exe = shutil.which("speechperf", path=str(Path(sys.executable).parent))
-    command = [exe, "loadgen", "-b", "onnxruntime", "--dataset-size", "2", "--duration", "1"]
-    command += ["--log-dir", str(tmp_path / f"{name}-logs"), "--store", str(tmp_path / "store.sqlite")]
-    command += ["-o", str(tmp_path / f"{name}.json"), "--markdown", str(tmp_path / f"{name}.md")]
-    command += ["--csv", str(tmp_path / f"{name}.csv"), *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return done
-
-
-def show(tmp_path: Path, result: str, name: str, *args: str):
-    """``speechperf show RESULT`` with --markdown and --csv into ``name``.md / .csv."""
-    md, csv = tmp_path / f"{name}.md", tmp_path / f"{name}.csv"
-    shown = CliRunner().invoke(main, ["show", result, "--markdown", str(md), "--csv", str(csv), *args])
-    assert shown.exit_code == 0, shown.output
-    return shown.stdout, md.read_text(), csv.read_text()
-
-
-def assert_shown_again(tmp_path: Path, name: str, done: subprocess.CompletedProcess) -> None:
-    """``show`` on the JSON and on the stored id: the run's stdout, Markdown and CSV, byte for byte."""
-    written = (done.stdout, (tmp_path / f"{name}.md").read_text(), (tmp_path / f"{name}.csv").read_text())
-    assert show(tmp_path, str(tmp_path / f"{name}.json"), f"{name}-from-json") == written
-    stored = re.search(r"stored as run (\d+) in ", done.stderr)
-    assert stored is not None, done.stderr
-    store = str(tmp_path / "store.sqlite")
-    assert show(tmp_path, stored.group(1), f"{name}-from-store", "--store", store) == written
+    command = ["loadgen", "-b", "onnxruntime", "--dataset-size", "2", "--duration", "1"]
+    command += ["--log-dir", tmp_path / f"{name}-logs", "--store", tmp_path / "store.sqlite"]
+    return speechperf(*command, *export_args(tmp_path / name), *args)
 
 
 @pytest.mark.slow
 def test_show_prints_and_writes_what_a_single_stream_run_did(tmp_path):
     done = loadgen(tmp_path, "single", "--scenario", "SingleStream")
-    assert_shown_again(tmp_path, "single", done)
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "single", tmp_path / "store.sqlite", stored_id(done))
     doc = json.loads((tmp_path / "single.json").read_text())
     # what the console printed under the table is the document's notes (the view makes both from the runs)
     assert "SingleStream: not MLPerf-compliant: duration 1 s < 600 s" in done.stdout.splitlines()
@@ -66,7 +39,7 @@ def test_show_prints_and_writes_what_a_server_peak_search_did(tmp_path):
     # p50 and 20 queries: LoadGen's early stopping lets a 1 s trial be VALID; the budget bounds the trials
     args = ["--scenario", "Server", "--find-peak", "--budget", "4", "--percentile", "50", "--min-queries", "20"]
     done = loadgen(tmp_path, "peak", *args)
-    assert_shown_again(tmp_path, "peak", done)
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "peak", tmp_path / "store.sqlite", stored_id(done))
     doc = json.loads((tmp_path / "peak.json").read_text())
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("Server peak"))
     assert f"{doc['peak']['trials']} trial(s) in " in line and line in doc["notes"]
@@ -93,7 +66,7 @@ def version_1_server_peak() -> dict:
 def test_an_upgraded_version_1_file_is_shown_by_the_loadgen_view(tmp_path):
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(version_1_server_peak()))
-    stdout, markdown, csv = show(tmp_path, str(path), "v1", "-o", str(tmp_path / "v3.json"))
+    stdout, markdown, csv = show(path, tmp_path / "v3")
     lines = stdout.splitlines()
     assert any(ln.startswith("│ torch ") and " Server " in ln and " VALID " in ln for ln in lines), stdout
     assert not any(" peak " in ln for ln in lines if ln.startswith("│"))  # the peak row is the line below
@@ -107,4 +80,4 @@ def test_an_upgraded_version_1_file_is_shown_by_the_loadgen_view(tmp_path):
     assert markdown.splitlines()[0].startswith("| scenario | mode | trial |")
     assert [row.split(",")[1] for row in csv.splitlines()[1:]] == ["performance", "peak"]
     # the upgraded file, written again by show, shows the same
-    assert show(tmp_path, str(tmp_path / "v3.json"), "v3") == (stdout, markdown, csv)
+    assert show(tmp_path / "v3.json", tmp_path / "v3-again") == (stdout, markdown, csv)

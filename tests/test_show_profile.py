@@ -6,13 +6,11 @@ writes beside its trace, and a version 1 one, are shown too; ``profile-compare``
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from speechperf.cli import main
+from tests.show_again import assert_shown_again, assert_shown_from_json_and_store, export_args, invoke
 
 pytest.importorskip("onnxruntime")
 from tests.test_profiler_onnxruntime import tiny_onnx  # noqa: E402,F401  (the fixture)
@@ -20,37 +18,11 @@ from tests.test_profiler_onnxruntime import tiny_onnx  # noqa: E402,F401  (the f
 S2T = str(Path(__file__).resolve().parents[1] / "configs" / "S2T.yaml")
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args))
-
-
-def exports(folder: Path, name: str) -> list[str]:
-    return [
-        "-o",
-        str(folder / f"{name}.json"),
-        "--markdown",
-        str(folder / f"{name}.md"),
-        "--csv",
-        str(folder / f"{name}.csv"),
-    ]
-
-
-def assert_shown_again(folder: Path, stdout: str, store: Path) -> None:
-    with sqlite3.connect(store) as db:
-        (run_id,) = db.execute("SELECT MAX(id) FROM runs").fetchone()
-    for source, name in ((str(folder / "run.json"), "again"), (str(run_id), "stored")):
-        shown = invoke("show", source, "--store", str(store), *exports(folder, name))
-        assert shown.exit_code == 0, shown.output
-        assert shown.stdout == stdout
-        for suffix in ("md", "csv"):
-            assert (folder / f"{name}.{suffix}").read_text() == (folder / f"run.{suffix}").read_text()
-
-
 def test_a_model_profile_is_written_as_a_document_and_shown_again(tmp_path, tiny_onnx):  # noqa: F811
     trace, store = tmp_path / "trace.json", tmp_path / "s.sqlite"
     options = f"batch_range=[2,5]; sorted_key=calls; profile_path={trace}"
     args = ["profile", "-b", "onnxruntime", "--model", str(tiny_onnx), "--input", "x:2x80x30"]
-    done = invoke(*args, "--profiler-options", options, *exports(tmp_path, "run"), "--store", str(store))
+    done = invoke(*args, "--profiler-options", options, *export_args(tmp_path / "run"), "--store", str(store))
     assert done.exit_code == 0, done.output
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["kind"] == "profile" and doc["backend"] == "onnxruntime" and doc["trace_path"] == str(trace)
@@ -66,7 +38,7 @@ def test_a_model_profile_is_written_as_a_document_and_shown_again(tmp_path, tiny
     assert float(conv.split("│")[2]) == pytest.approx(doc["by_category"]["conv"] / doc["steps"] / 1e6, abs=6e-4)
     assert f"trace: {trace}" in done.stdout and "steps timed: 3" in done.stdout
     assert "## onnxruntime ops, sorted by calls (ms)" in (tmp_path / "run.md").read_text()
-    assert_shown_again(tmp_path, done.stdout, store)
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "run", store)
     # the -o document is a category table profile-compare reads, as the one beside the trace
     both = invoke("profile-compare", str(tmp_path / "run.json"), str(trace.with_name("trace.categories.json")))
     assert both.exit_code == 0, both.output
@@ -77,15 +49,12 @@ def test_a_timer_only_profile_is_shown_again(tmp_path, tiny_onnx):  # noqa: F811
     options = "batch_range=[1,4]; timer_only=true"
     done = invoke(
         "profile", "-b", "onnxruntime", "--model", str(tiny_onnx), "--input", "x:2x80x30", "--profiler-options",
-        options, *exports(tmp_path, "run"), "--no-store",
+        options, *export_args(tmp_path / "run"), "--no-store",
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["ops"] == [] and doc["rows"] == [] and doc["trace_path"] is None and "Perf Summary" in done.stdout
-    shown = invoke("show", str(tmp_path / "run.json"), *exports(tmp_path, "again"))
-    assert shown.stdout == done.stdout
-    for suffix in ("md", "csv"):
-        assert (tmp_path / f"again.{suffix}").read_text() == (tmp_path / f"run.{suffix}").read_text()
+    assert_shown_again(done.stdout, tmp_path / "run", [tmp_path / "run.json"])
 
 
 def test_a_version_1_category_table_is_shown(tmp_path):
@@ -109,14 +78,14 @@ def test_a_config_profile_on_onnxruntime_is_shown_again(tmp_path):
     config = ["--config", S2T, "--preset", "tiny", "--dataset-size", "2", "--set", "stage1.max_len_b=8"]
     done = invoke(
         "profile", "-b", "onnxruntime", *config, "--profiler-options", f"batch_range=[2,5]; profile_path={trace}",
-        *exports(tmp_path, "run"), "--store", str(store),
+        *export_args(tmp_path / "run"), "--store", str(store),
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["profiled"]["stages"] == ["stage1 s2t/tiny"] and doc["profiled"]["samples"] == 2
     assert doc["config"]["general"]["model_type"] == "S2T" and doc["timing"]["steps"] == 3
     assert "onnxruntime ops, sorted by total" in done.stdout
-    assert_shown_again(tmp_path, done.stdout, store)
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "run", store)
 
 
 def test_the_ops_furthest_below_the_roof_are_shown_from_the_document():
