@@ -1,16 +1,15 @@
 """Build the stages of a config on one backend: load each stage's model and wrap it in its task driver.
 
-``prepare_stages`` runs first, before any memory is measured: it builds missing reference models in a child
-process (building imports both torch and paddle and exports every format; none of that should sit in the measured
-process) and writes the exported silero weights the paddle VAD port reads.
+``prepare_stages`` runs first, before any memory is measured: it has missing reference models built in a child
+process (``speechperf.zoo.build.ensure_built_in_child``: building imports both torch and paddle and exports every
+format; none of that should sit in the measured process) and writes the exported silero weights the paddle VAD port
+reads.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -20,12 +19,9 @@ import attrs
 
 from speechperf.backend import ModelSpec, TensorInfo, hooks
 from speechperf.benchmark.reference import backend_options
-from speechperf.benchmark.stage import Stage, StageError
+from speechperf.benchmark.stage import Stage
 from speechperf.benchmark.validate import SILERO, check_stage_model
 from speechperf.config.schema import BenchConfig, StageConfig
-from speechperf.outputs import check_output_path
-
-log = logging.getLogger(__name__)
 
 
 def reference_models(cfg: BenchConfig, backend=None) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -59,19 +55,14 @@ def reference_models(cfg: BenchConfig, backend=None) -> list[tuple[str, str, tup
 def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path) -> None:
     """Make every file the stages will load exist, without loading anything into this process's frameworks."""
     from speechperf.registry import get_backend
-    from speechperf.zoo.build import cache_dir, is_built
+    from speechperf.zoo.build import ensure_built_in_child
     from speechperf.zoo.catalog import check_preset, get_model
 
     backend = get_backend(backend_name)  # the class only: its framework is not imported
     for model, preset, formats in reference_models(cfg, backend):
         check_preset(preset)
         get_model(model).hparams(preset)  # an unknown name or a size the model lacks fails here, in one line
-        if is_built(cache_dir(preset) / model, formats or None):
-            continue
-        log.info("building reference model %s/%s into %s (once) ...", model, preset, cache_dir(preset))
-        start = time.perf_counter()
-        _build_in_child(model, preset, formats)
-        log.info("built %s/%s in %.1f s", model, preset, time.perf_counter() - start)
+        ensure_built_in_child(model, preset, formats)
     for stage_cfg in cfg.stages:
         if stage_cfg.model == SILERO:
             from speechperf.adapters.vad import silero_model_spec
@@ -80,34 +71,6 @@ def prepare_stages(cfg: BenchConfig, backend_name: str, workdir: Path) -> None:
             # Writes whatever the backend's silero files need written once (a port's weights, exported from the
             # TorchScript file), before any memory is measured.
             silero_model_spec(get_backend(stage_cfg.runs_on(backend_name)), workdir)
-
-
-#: The child that builds one reference model: argv = model, preset, formats (comma-separated; empty: all).
-BUILD_CHILD = (
-    "import sys; from speechperf.zoo.build import ensure_built; "
-    "ensure_built(sys.argv[1], sys.argv[2], formats=[f for f in sys.argv[3].split(',') if f] or None)"
-)
-
-
-def _build_in_child(model: str, preset: str, formats: tuple[str, ...]) -> None:
-    """Build in a child process (the exporters import both frameworks and print pages of progress). Its output
-    goes to a log file; a failure is one line naming the file and the child's last line (its error)."""
-    from speechperf.zoo.build import cache_dir
-
-    logs = cache_dir(preset)
-    logs.mkdir(parents=True, exist_ok=True)
-    log_path = check_output_path(logs / f"{model}.build.log", "build log")
-    with open(log_path, "w") as out:
-        done = subprocess.run(
-            [sys.executable, "-c", BUILD_CHILD, model, preset, ",".join(formats)], stdout=out, stderr=subprocess.STDOUT
-        )
-    if done.returncode != 0:
-        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
-        last = lines[-1] if lines else "no output"
-        raise StageError(
-            f"building reference model {model}/{preset} failed (exit {done.returncode}): {last[:300]}; "
-            f"full log: {log_path}"
-        )
 
 
 @contextlib.contextmanager

@@ -96,17 +96,18 @@ def derived_file(cfg: BenchConfig, index: int) -> Path:
     folder = cache_dir() / "derived" / export_key(stage)
     verdict_path = folder / VERDICT.format(key=gate_key(cfg, stage))
     if not verdict_path.is_file():
+        source_backend, source = require_derive_source(stage)
+        exporter = require_exporter(source_backend)[0]
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / f"config-{gate_key(cfg, stage)}.yaml"
         from speechperf.config import write_config  # one YAML writer for configs a child reads
 
         write_config(cfg.to_dict(), config)
-        source_backend, source = require_derive_source(stage)
         _log.info(
             "deriving ONNX for stage%d from %s with %s into %s (once; checked against the source before use) ...",
             index,
             source,
-            require_exporter(source_backend)[0],
+            exporter,
             folder,
         )
         done = subprocess.run(
@@ -140,10 +141,10 @@ def config_for_backend(cfg: BenchConfig, backend_name: str, workdir: Path | None
             continue
         where = f"{cfg.source}: stage{index}"
         runs_on = stage.runs_on(backend_name)  # a pinned stage runs its pinned backend's file
+        file = stage_file(stage, runs_on, where)  # a stage that derives: its source
         if workdir is not None and derives_for(stage, runs_on):
             stages.append(attrs.evolve(stage, path=str(derived_file(cfg, index)), format="onnx"))
             continue
-        file = stage_file(stage, runs_on, where)
         stages.append(attrs.evolve(stage, path=file, format=stage.format if isinstance(stage.path, str) else None))
     return attrs.evolve(cfg, stages=tuple(stages))
 

@@ -12,7 +12,9 @@ The rules, each in one place:
 - references are read, and refused when they do not fit the dataset, before any model is loaded;
 - quality is scored where ``quality.wanted`` says; a text reference of the wrong kind is an error when quality was
   asked for (``quality`` in the meters, or loadgen's accuracy mode) and a note otherwise;
-- the backend's own config (``derive.config_for_backend``) comes last, since it may export a file.
+- the backend's own config (``derive.config_for_backend``) comes after the references, since it may export a file;
+- the texts the quality meter scores (none empty after its normalizer) are checked where quality is scored, before
+  the backend is got: its framework is imported last.
 """
 
 from __future__ import annotations
@@ -84,17 +86,20 @@ def resolve(cfg: BenchConfig, backend: str | None = None, *, workdir: Path, qual
     from speechperf.benchmark.derive import config_for_backend
     from speechperf.data import load_dataset, size_note
     from speechperf.data.references import load_references
+    from speechperf.meters import quality as quality_meter
     from speechperf.registry import require_backend
 
     if quality not in QUALITY:
         raise ValueError(f"quality={quality!r}; allowed: {', '.join(QUALITY)}")
     name = backend_name(cfg, backend)
-    pinned = _refuse(cfg, name)  # derived last, below: the cheap refusals first
+    pinned = _refuse(cfg, name)  # the cheap refusals first: derived and imported below
     general = cfg.general
     dataset = load_dataset(general, cfg.roles[0])
     references = load_references(general, dataset, cfg.roles)  # one that does not fit the dataset fails here
     score, note = _quality(cfg, references, quality)
     resolved = config_for_backend(cfg, name, workdir)
+    if score:  # the texts that are scored, each with at least one word
+        quality_meter.check_references(references, general)
     return Plan(
         cfg=resolved,
         backend=require_backend(name),  # imports the framework
@@ -108,10 +113,10 @@ def resolve(cfg: BenchConfig, backend: str | None = None, *, workdir: Path, qual
 
 
 def _quality(cfg: BenchConfig, references, quality: str) -> tuple[bool, str | None]:
-    """(scored?, the note): ``quality.wanted``'s decision, then the references checked to score it."""
+    """(scored?, the note): ``quality.wanted``'s decision, then the run's text output checked to have references of
+    its kind (``resolve`` checks their texts for the meter)."""
     from speechperf.benchmark import quality as quality_pass
     from speechperf.benchmark import text_reference
-    from speechperf.meters import quality as quality_meter
 
     if quality == "off":
         return False, None
@@ -121,7 +126,6 @@ def _quality(cfg: BenchConfig, references, quality: str) -> tuple[bool, str | No
     score, note = quality_pass.wanted(general, references, cfg.roles)
     if not score:
         return False, note
-    quality_meter.check_references(references, general)
     try:  # the run's text output has references of its kind (a transcript's src_text, a translation's)
         text_reference.check(cfg, references)
     except SpeechperfError as exc:

@@ -38,13 +38,15 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
     from speechperf.data import check_dataset_config
     from speechperf.registry import get_backend
 
+    warning = contradiction(cfg)  # said below, once the config's files, backends and dataset pass
     check_written_paths(cfg)  # a relative path of the file that names nothing: said with the key and the folder
     backend_name = backend_name or cfg.general.backend
     backend = get_backend(backend_name) if backend_name else None  # registered, not imported
-    if backend is not None:
-        hooks(backend).check_device(cfg.general.device)
+    pinned = [get_backend(name) for name in dict.fromkeys(s.backend for s in cfg.stages if s.backend)]
+    for each in [backend, *pinned]:  # the run's backend and each one a stage is pinned to
+        if each is not None:
+            hooks(each).check_device(cfg.general.device)
     check_dataset_config(cfg.general)
-    warning = contradiction(cfg)
     if warning:
         log.warning("warning: %s: %s", cfg.source, warning)
     for index, (stage, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
@@ -52,8 +54,6 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
         check_stage_model(stage, role, where)
         check_phonemizer(stage, where)
         stage_backend = get_backend(stage.backend) if stage.backend else backend  # a pinned stage runs there
-        if stage.backend:
-            hooks(stage_backend).check_device(cfg.general.device)
         if stage.path:
             for file, fmt, loader in _files_to_check(stage, stage_backend, where):
                 _check_model_file(file, fmt, where, loader)

@@ -20,6 +20,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -28,7 +31,7 @@ import attrs
 from speechperf import cache
 from speechperf.backend import ModelSpec, TensorInfo, ZooFormat, hooks
 from speechperf.errors import ModelFileError, SpeechperfError, first_line
-from speechperf.outputs import atomic_folder, file_problem, file_sha256, write_text_atomic
+from speechperf.outputs import atomic_folder, check_output_path, file_problem, file_sha256, write_text_atomic
 from speechperf.registry import get_backend
 from speechperf.zoo.catalog import (
     MODEL_MODULES,
@@ -38,6 +41,8 @@ from speechperf.zoo.catalog import (
     definition_module,
     get_model,
 )
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = 1
@@ -300,6 +305,39 @@ def ensure_built(model: str, preset: str, root: Path | None = None, formats=None
                 formats = built_formats(read_manifest(folder)) | set(formats)
             build_model(model, preset, base, None if formats is None else sorted(_buildable(formats)))
     return folder
+
+
+#: The child that builds one reference model: argv = model, preset, formats (comma-separated; empty: all).
+BUILD_CHILD = (
+    "import sys; from speechperf.zoo.build import ensure_built; "
+    "ensure_built(sys.argv[1], sys.argv[2], formats=[f for f in sys.argv[3].split(',') if f] or None)"
+)
+
+
+def ensure_built_in_child(model: str, preset: str, formats: tuple[str, ...] = ()) -> None:
+    """``ensure_built`` in the cache, in a child process, where ``model`` is not built yet with ``formats`` (empty:
+    whatever it holds): the exporters import both frameworks and print pages of progress, none of which should sit
+    in the process that asks. The child's output goes to a log file; a failure is one line naming the file and the
+    child's last line (its error)."""
+    base = cache_dir(preset)  # the model's folder and its build log
+    if is_built(base / model, formats or None):
+        return
+    log.info("building reference model %s/%s into %s (once) ...", model, preset, base)
+    start = time.perf_counter()
+    base.mkdir(parents=True, exist_ok=True)
+    log_path = check_output_path(base / f"{model}.build.log", "build log")
+    with open(log_path, "w") as out:
+        done = subprocess.run(
+            [sys.executable, "-c", BUILD_CHILD, model, preset, ",".join(formats)], stdout=out, stderr=subprocess.STDOUT
+        )
+    if done.returncode != 0:
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+        last = lines[-1] if lines else "no output"
+        raise SpeechperfError(
+            f"building reference model {model}/{preset} failed (exit {done.returncode}): {last[:300]}; "
+            f"full log: {log_path}"
+        )
+    log.info("built %s/%s in %.1f s", model, preset, time.perf_counter() - start)
 
 
 @contextlib.contextmanager
