@@ -311,8 +311,8 @@ def test_a_short_offline_run_over_clips_of_different_lengths_is_sized_from_the_w
     from one long clip, a 2 s run ended early and LoadGen called it INVALID ("min duration not met"). What the
     product promises is the sizing, checked from its own figures whatever the machine's load: the rate LoadGen was
     told is the warm-up's estimate x 1.25, the query holds that rate over the minimum duration, and a run that still
-    ends early (the machine slowed down after the warm-up) is INVALID for that reason alone, its achieved rate below
-    the one the query was sized for."""
+    ends early is INVALID for that reason alone and ran faster than the rate it was sized for (a warm-up timed while
+    other processes held the cores, a run after they let go: seen under a busy loop, 20.2 samples/s against 17.2)."""
     import re
 
     from speechperf.loadgen.settings import OFFLINE_MARGIN
@@ -329,9 +329,9 @@ def test_a_short_offline_run_over_clips_of_different_lengths_is_sized_from_the_w
     assert int(summary["fields"]["samples_per_query"]) >= told * 2.0  # the rate over the minimum duration
     if summary["result"] == "VALID":
         assert done.returncode == 0, done.stderr
-    else:  # the load changed under it: only the duration may be unmet, and the run was slower than sized for
-        assert summary["fields"]["Min duration satisfied"] == "NO", summary
-        assert summary["samples_per_s"] < told, summary
+    else:  # the load changed under it: only the duration may be unmet, and the run was faster than sized for
+        assert summary["unmet"] == ["min duration not met"], summary
+        assert summary["samples_per_s"] > told, summary
 
 
 @pytest.mark.slow
