@@ -148,7 +148,8 @@ def test_server_peak_is_loadgens_scheduled_rate_of_the_best_valid_trial_within_t
     best = data["runs"][peak["peak_trial"] - 1]
     text = (Path(best["log_dir"]) / "mlperf_log_summary.txt").read_text()
     scheduled = re.search(r"^Scheduled samples per second : (\S+)$", text, re.M).group(1)
-    assert f"{peak['peak_qps']:.2f}" == scheduled and best["summary"]["result"] == "VALID"
+    # the summary prints 2 decimals of the figure the JSON keeps to more (51.4351 printed "51.43", :.2f "51.44")
+    assert peak["peak_qps"] == pytest.approx(float(scheduled), abs=0.01) and best["summary"]["result"] == "VALID"
     assert peak["target_qps"] == best["target_qps"]
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("Server peak"))
     assert f"{significant(peak['peak_qps'])} scheduled samples/s (LoadGen's; target " in line
