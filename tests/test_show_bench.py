@@ -94,3 +94,14 @@ def test_an_older_bench_document_is_shown_with_its_rows(version, wide, tmp_path)
         assert stats.mean_sigma(row["mean_ms"], row["stdev_ms"]) in line
     rows = csv_path.read_text().splitlines()
     assert rows[0] == ",".join(view.COLUMNS) and [r.split(",")[1] for r in rows[1:]] == ["stage1 s2t", "total"]
+
+
+def test_a_store_that_is_a_fifo_is_refused_in_one_line(tmp_path):
+    """``show ID --store FIFO``: one line naming it, exit 2, never a blocked read."""
+    import os
+
+    fifo = tmp_path / "s.sqlite"
+    os.mkfifo(fifo)
+    done = invoke("show", "1", "--store", str(fifo))
+    assert done.exit_code == 2
+    assert done.output.strip().endswith("s.sqlite is a FIFO, not a regular file; a results store is an SQLite file")

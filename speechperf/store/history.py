@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from speechperf.errors import SpeechperfError, shorten_path
+from speechperf.outputs import file_problem
 from speechperf.results import Document, figures
 from speechperf.results.document import loads
 from speechperf.results.figures import shown
@@ -262,6 +263,8 @@ def _line_name(r, per_stage: bool, configs: int) -> str:
 def document(store: Path, run_id: int) -> Document:
     """The result document stored as run ``run_id`` (upgraded as a file would be); a one-line error when the store
     holds no such run."""
+    if store.exists() and (problem := file_problem(store)) is not None:  # a FIFO would block, a folder is no store
+        raise SpeechperfError(f"--store {shorten_path(store)} {problem}; a results store is an SQLite file")
     found = db.select(store, "SELECT result FROM runs WHERE id = ?", [run_id]) if store.is_file() else []
     if not found:
         last = db.select(store, "SELECT MAX(id) AS last FROM runs", []) if store.is_file() else []
