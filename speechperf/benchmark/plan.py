@@ -73,6 +73,16 @@ def check(cfg: BenchConfig, backend: str | None, workdir: Path | None = None) ->
     return pinned
 
 
+def check_startable(cfg: BenchConfig, backend: str | None) -> None:
+    """What ``config check`` says ok to is what bench starts: ``check``'s refusals, then the backend named installed,
+    refused in bench's own line (``registry.require_backend``, which imports its framework)."""
+    from speechperf.registry import require_backend
+
+    _refuse(cfg, backend)
+    if backend is not None:
+        require_backend(backend)
+
+
 def _refuse(cfg: BenchConfig, backend: str | None) -> dict[str, Backend]:
     """The config as bench would refuse it, then the pinned backends installed (returned)."""
     from speechperf.benchmark.validate import check_config, require_pinned_backends

@@ -63,7 +63,7 @@ def check(paths: tuple[str, ...], backend_name: str | None) -> None:
     its relative paths from the working folder (``speechperf config show X | speechperf config check -``)."""
     import sys
 
-    from speechperf.benchmark.validate import check_config, require_pinned_backends
+    from speechperf.benchmark.plan import check_startable
     from speechperf.config import load_config, shipped
     from speechperf.config.load import parse_config
 
@@ -73,9 +73,8 @@ def check(paths: tuple[str, ...], backend_name: str | None) -> None:
             if path == "-"
             else load_config(shipped.find(path))
         )
-        check_config(cfg, backend_name)
         backend = backend_name or cfg.general.backend
-        require_pinned_backends(cfg, backend)  # a stage pinned to a backend that is not installed
+        check_startable(cfg, backend)  # as bench refuses it: the config, the pinned backends, the backend installed
         if backend:
             _load_files(cfg, backend)
         click.echo(f"{path}: ok ({cfg.general.model_type}, {len(cfg.stages)} stage(s))")
