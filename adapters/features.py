@@ -115,7 +115,7 @@ FRONTENDS = ("kaldi", "stft")
 #: that upsamples by hop gives back n samples); ``none`` frames the signal as it is (1 + (n - n_fft) // hop).
 PADDINGS = ("center", "same", "none")
 NORMALIZATIONS = ("none", "utterance", "whisper")
-LOGS = ("ln", "log10")
+LOGS = ("ln", "log10", "none")
 MEL_SCALES = ("htk", "slaney")
 
 
@@ -183,6 +183,23 @@ PRESETS: dict[str, tuple[str, dict]] = {
         "HiFi-GAN's recipe at 16 kHz with a 10 ms hop (160), as AudioLDM's 16 kHz HiFi-GAN: n_fft 1024, win 1024, "
         "0-8000 Hz, Slaney filterbank, magnitude, ln of max(x, 1e-5); 80 bins (AudioLDM's own takes n_mels: 64)",
         dict(_HIFIGAN, sample_rate=16000, hop_length=160),
+    ),
+    "nsnet2": (
+        "the input of NSNet2 (the DNS Challenge's mask-based enhancer) and models like it: the linear spectrogram, "
+        "16 kHz, 20 ms periodic Hann window (320), 10 ms hop (160), n_fft 320 (161 bins), log10 of the power "
+        "floored at 1e-12, no normalisation",
+        dict(
+            spectrum="linear",
+            sample_rate=16000,
+            n_fft=320,
+            win_length=320,
+            hop_length=160,
+            window="hann",
+            power=2.0,
+            log="log10",
+            clamp=1e-12,
+            normalize="none",
+        ),  # fmt: skip
     ),
     "whisper": (
         "OpenAI Whisper's log_mel_spectrogram: 16 kHz, n_fft 400, hop 160, centred periodic Hann, Slaney filterbank "
@@ -271,7 +288,7 @@ def log_mel(
     spectrum = np.abs(np.fft.rfft(x, n=n_fft))
     spectrum = spectrum**2 if power == 2 else spectrum**power
     energies = spectrum @ filters.T
-    features = (np.log if log == "ln" else np.log10)(np.maximum(energies, clamp))
+    features = energies if log == "none" else (np.log if log == "ln" else np.log10)(np.maximum(energies, clamp))
     if normalize == "utterance":
         features = (features - features.mean(axis=0)) / np.maximum(features.std(axis=0), 1e-5)
     elif normalize == "whisper":

@@ -87,6 +87,11 @@ def _pm(value: float | None, half: float | None) -> str:
     return f"{value:.2f}" + (f" ± {half:.2f}" if half is not None else "")
 
 
+def missing(reason: str) -> LengthFit:
+    """No fit, and why (a stage with no runtimes against audio seconds)."""
+    return LengthFit(None, 0, 0, reason=reason)
+
+
 def fit(
     seconds: Sequence[float],
     runtime_s: Sequence[float],

@@ -129,8 +129,8 @@ def build_stage(
         session = _load_file(backend, spec, device, threads, where, f"stage{index}")
         makes_features = any((i.source or "").startswith("feature") for i in stage_cfg.inputs)
         feature_fn = feature_maker(stage_cfg.features) if makes_features else None
-        # A feature dataset (.npz / .npy) brings features of its own size; audio gets the stage's n_mels.
-        channels = None if cfg.general.dataset_type in ("npz", "npy") else stage_cfg.features.n_mels
+        # A feature dataset (.npz / .npy) brings features of its own size; audio gets the stage's bins.
+        channels = None if cfg.general.dataset_type in ("npz", "npy") else stage_cfg.features.bins
         return FileStage(role, session, stage_cfg, cfg.general.sample_rate, feature_fn, where, channels)
     check_stage_model(stage_cfg, role, where)
     if stage_cfg.model == SILERO:

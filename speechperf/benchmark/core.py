@@ -171,7 +171,10 @@ class BenchmarkingBase:
                         self.final_outputs.update(zip(ids, outs))
 
                 batches[key] = ids
-                return meter.measure(key, forward, shape=tuple(shape_key(inp) for inp in inps))
+                record = meter.measure(key, forward, shape=tuple(shape_key(inp) for inp in inps))
+                for sid, inp in zip(ids, inps):
+                    self._finish(stage, sid, inp)  # untimed: after the measured forward
+                return record
 
             self._each_batch(stage, "runtime", batch_pass)
             return meter.result()
@@ -182,7 +185,9 @@ class BenchmarkingBase:
                 if last:
                     self.final_outputs[sid] = out
 
-            return meter.measure(sid, forward, shape=shape_key(inp))
+            record = meter.measure(sid, forward, shape=shape_key(inp))
+            self._finish(stage, sid, inp)  # untimed: after the measured forward
+            return record
 
         self._each(stage, "runtime", pass_)
         return meter.result()
@@ -309,7 +314,7 @@ class BenchmarkingBase:
             for n, (sid, inp) in enumerate(self.inputs[index - 1].items()):
                 self.progress(previous.label, "inputs for the next stage", n, len(self.inputs[index - 1]))
                 try:
-                    out = previous.forward(inp)
+                    out = previous.finish(inp, previous.forward(inp))
                     self.handoff_outputs[index - 1][sid] = out
                     self.inputs[index][sid] = stage.from_previous(out)
                 except Exception as exc:
@@ -347,6 +352,7 @@ class BenchmarkingBase:
                     continue
                 for sid, out in zip(ids, outs):
                     try:
+                        out = previous.finish(self.inputs[index - 1][sid], out)
                         self.handoff_outputs[index - 1][sid] = out
                         self.inputs[index][sid] = stage.from_previous(out)
                     except Exception as exc:
@@ -399,6 +405,9 @@ class BenchmarkingBase:
                 except Exception as exc:
                     for sid in ids:
                         self._fail(stage, sid, "the forward", exc)
+                    continue
+                for sid in ids:
+                    self._finish(stage, sid, self.inputs[stage][sid])
             return
         for sid, inp in self.inputs[stage].items():
             if sid not in self.failed:
@@ -406,6 +415,18 @@ class BenchmarkingBase:
                     self.final_outputs[sid] = self.stages[stage].forward(inp)
                 except Exception as exc:
                     self._fail(stage, sid, "the forward", exc)
+                    continue
+                self._finish(stage, sid, inp)
+
+    def _finish(self, stage: int, sid: str, inp: StageIO) -> None:
+        """The last stage's kept output after its untimed step (``Stage.finish``: a mask's resynthesis)."""
+        if stage != len(self.stages) - 1 or sid not in self.final_outputs or sid in self.failed:
+            return
+        try:
+            self.final_outputs[sid] = self.stages[stage].finish(inp, self.final_outputs[sid])
+        except Exception as exc:
+            del self.final_outputs[sid]
+            self._fail(stage, sid, "the untimed step after the forward (resynthesis)", exc)
 
     def _fail(self, stage: int, sid: str, what: str, exc: BaseException) -> None:
         """A failure outside the meters: ``what`` is the step (preparing the input, the hand-off, the forward)."""

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping
 
 import numpy as np
 
-from speechperf.backend import Session
+from speechperf.backend import Session, TensorInfo
 from speechperf.benchmark.layout import arrange, check_layout
 from speechperf.benchmark.stage import Stage, StageError, StageIO
 from speechperf.data.audio import resample
 from speechperf.data.sample import Sample
+
+log = logging.getLogger(__name__)
 
 
 class FileStage(Stage):
@@ -45,12 +49,23 @@ class FileStage(Stage):
         self.config = config
         self.sample_rate = sample_rate
         self.output_rate = config.output_sample_rate or sample_rate
-        self.declared_output_kind = config.output_kind
         self.feature_fn = feature_fn  # audio -> (frames, bins) features, needed only for a `features` input
         self.frontend = text_frontend(config)  # text -> tokens (and style), for a TTS file that says text
         _check_names(config, session, where or self.label)
         self.constants = _constants(config.inputs, session, where or self.label)
         _check_layouts(config, session, channels, where or self.label)
+        self.declared_output_kind, note = _output_kind(config, role, session, where or self.label)
+        if note:
+            log.warning("note: %s", note)
+        #: a mask applied to the noisy STFT and inverted (untimed, in ``finish``): the stage's speech output
+        self.resynthesis = bool(self.output_kind == "mask" and config.features.spectrum == "linear" and feature_fn)
+        if self.output_kind == "mask" and not self.resynthesis:
+            log.info(
+                "note: %s: output_kind mask is kept as an array, not resynthesized: a mask is applied to the linear "
+                "STFT its features input is made from (features.spectrum: linear, e.g. features: nsnet2)",
+                where or self.label,
+            )
+        self.untimed_s = {"front-end": 0.0, "resynthesis": 0.0}  # seconds outside the timed forward
 
     def _sources(self) -> set[str]:
         return {i.source for i in self.config.inputs if i.source}
@@ -64,7 +79,9 @@ class FileStage(Stage):
         elif sample.audio is not None and {"features", "feature_length"} & self._sources():
             if self.feature_fn is None:
                 raise StageError(f"{self.label}: a `features` input needs the log-mel adapter, which is missing")
+            start = time.perf_counter()
             inp["features"] = self.feature_fn(sample.audio, sample.sample_rate)
+            self.untimed_s["front-end"] += time.perf_counter() - start
         if sample.tokens is not None:
             inp["tokens"] = sample.tokens
         elif self.frontend is not None and sample.text:
@@ -127,11 +144,58 @@ class FileStage(Stage):
         first = np.asarray(outputs[name])
         result: StageIO = {"outputs": outputs}
         if self.output_kind == "waveform":  # kept once, as the waveform, not again among the outputs
+            if sum(1 for n in first.shape if n != 1) > 1:  # never flattened into a "waveform"
+                raise StageError(
+                    f"{self.label}: output {name!r} came out {list(first.shape)}, not a waveform (one axis of "
+                    "samples besides axes of size 1); declare what it is: output_kind mask, spectrogram or features"
+                )
             result["outputs"] = {k: v for k, v in outputs.items() if k != name}
             result["waveform"], result["sample_rate"] = first.reshape(-1).astype(np.float32), self.output_rate
         elif self.output_kind == "tokens" and np.issubdtype(first.dtype, np.integer):
             result["units" if self.role == "s2u" else "tokens"] = first.reshape(-1).astype(np.int64)
         return result
+
+    @property
+    def puts_out_speech(self) -> bool:
+        return self.output_kind == "waveform" or self.resynthesis
+
+    def finish(self, inp: StageIO, out: StageIO) -> StageIO:
+        """A mask's resynthesis, untimed: the noisy STFT (the one its features were made from) times the mask,
+        inverted, as the stage's waveform at the features' rate (``speechperf.adapters.spectrogram``)."""
+        if not self.resynthesis or "audio" not in inp:
+            return out
+        from speechperf.adapters import spectrogram
+
+        start = time.perf_counter()
+        settings = self.config.features
+        audio = resample(inp["audio"], inp["sample_rate"], settings.sample_rate)
+        mask = _frames_by_bins(np.asarray(out["outputs"][self.config.outputs[0]]), inp["features"].shape, self.label)
+        waveform = spectrogram.apply_mask(audio, mask, **settings.stft_settings())
+        self.untimed_s["resynthesis"] += time.perf_counter() - start
+        return {**out, "waveform": waveform, "sample_rate": settings.sample_rate}
+
+
+def _frames_by_bins(mask: np.ndarray, frames_bins: tuple[int, ...], label: str) -> np.ndarray:
+    """The mask as (frames, bins), the shape of the features it was computed from: its axes of size 1 dropped,
+    transposed where it came bins first (channels_first)."""
+    squeezed = mask.reshape([n for n in mask.shape if n != 1])
+    if squeezed.shape == tuple(frames_bins):
+        return squeezed
+    if squeezed.shape == tuple(frames_bins)[::-1]:
+        return squeezed.T
+    raise StageError(
+        f"{label}: the mask came out {list(mask.shape)}; its features input was {list(frames_bins)} (frames, bins), "
+        "and a mask has a gain per frame and bin"
+    )
+
+
+def _output_kind(config, role: str, session: Session, where: str) -> tuple[str, str | None]:
+    from speechperf.benchmark import output_kinds
+
+    declared = {t.name: t for t in session.outputs}
+    name = config.outputs[0]
+    output = declared.get(name) or TensorInfo(name)
+    return output_kinds.decide(config, role, output, session.inputs, where)
 
 
 def _label(path: str) -> str:
@@ -154,9 +218,19 @@ def text_frontend(config):
 
 
 def feature_maker(settings):
-    """audio, rate -> (frames, n_mels) features made with a stage's ``features`` settings (a FeatureConfig)."""
-    from speechperf.adapters import features
+    """audio, rate -> (frames, bins) features made with a stage's ``features`` settings (a FeatureConfig): log-mel,
+    or the linear spectrogram (``spectrum: linear``)."""
+    from speechperf.adapters import features, spectrogram
 
+    if settings.spectrum == "linear":
+        import scipy.signal  # noqa: F401  (imported now, at load, not inside the first sample's front-end time)
+
+        linear = settings.linear_settings()
+
+        def make_linear(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+            return spectrogram.linear_spectrogram(resample(audio, sample_rate, settings.sample_rate), **linear)
+
+        return make_linear
     kwargs = settings.settings()
 
     def make(audio: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -197,7 +271,7 @@ def _check_layouts(config, session: Session, channels: int | None, where: str) -
             i.layout,
             channels,
             f"{where}.inputs[{index}] {i.name!r} ({i.source})",
-            "features.n_mels",
+            "features.n_mels" if config.features.spectrum == "mel" else "features.n_fft (n_fft // 2 + 1 bins)",
             config.features.num_frames if i.source.startswith("feature") else None,
         )
 

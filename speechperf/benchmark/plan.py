@@ -14,7 +14,10 @@ The rules, each in one place:
   asked for (``quality`` in the meters, or loadgen's accuracy mode) and a note otherwise;
 - the backend's own config (``derive.config_for_backend``) comes after the references, since it may export a file;
 - the texts the quality meter scores (none empty after its normalizer) are checked where quality is scored, before
-  the backend is got: its framework is imported last.
+  the backend is got: its framework is imported last;
+- what a ``path`` stage's output is (``output_kinds.decide``: audio only when declared or shaped as one axis of
+  samples) is decided where its model's declared shapes are first known, when the stage is loaded, the same for
+  every command (a module of its own: the stages it decides for sit below this plan).
 """
 
 from __future__ import annotations

@@ -81,13 +81,38 @@ def measure(bench, samples, refs, general, backend, workdir) -> QualityResult:
         elif stage.role == "vad" and last and refs is not None:
             scores.append(score_vad(ids, refs, got, samples))
         elif stage.role in SPEECH_ROLES and last:
+            if not any("waveform" in out for out in got.values()):
+                notes.append(
+                    f"quality not scored: {name} ({stage.label}) puts out {stage.output_kind}, not speech: "
+                    "nothing to score as speech"
+                    + (" (declare output_kind: mask over features.spectrum: linear to resynthesize a mask)"
+                       if stage.output_kind in ("mask", "features") else "")
+                )  # fmt: skip
+                continue
             scored = score_speech(name, roles, ids, refs, got, bench, general, backend, workdir, notes)
             if scored is not None:
                 scores.append(scored)
-    # Where the references came from: those each score was made against (a transcript's src_text, a translation's
-    # tgt_text), else the dataset's.
-    origin = ", ".join(dict.fromkeys(s.reference for s in scores if s.reference)) or (refs.origin if refs else None)
-    return QualityResult(tuple(scores), time.perf_counter() - start, origin, tuple(notes))
+    return QualityResult(tuple(scores), time.perf_counter() - start, references_used(scores, refs), tuple(notes))
+
+
+def references_used(scores: Sequence[QualityScore], refs) -> str | None:
+    """Which references each score was made against: a text score's own (a transcript's src_text, a
+    translation's tgt_text), the clean recordings for PESQ / STOI / MCD, the input recordings for a vocoder's MCD in
+    copy synthesis; the dataset's for a score that names none (VAD segments). None: no score used any (DNSMOS
+    alone, or nothing scored)."""
+    used: list[str] = []
+    for score in scores:
+        speech = score.speech
+        if score.reference:
+            used.append(score.reference)
+        elif score.metric not in ("speech",) and refs is not None and refs.origin:
+            used.append(refs.origin)
+        if speech is not None and speech.clean_reference and refs is not None:
+            figures = "PESQ, STOI" + (" and MCD" if speech.mcd_db is not None else "")
+            used.append(f"{figures} against the clean recordings of {refs.origin}")
+        elif speech is not None and speech.mcd_db is not None and speech.reference:
+            used.append(f"MCD against the {speech.reference}s (copy synthesis: the speech its input was made from)")
+    return ", ".join(dict.fromkeys(used)) or None
 
 
 def score_text_stage(name, stage, later_roles, ids, refs, got, general, notes) -> QualityScore | None:

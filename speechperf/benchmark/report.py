@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from speechperf import length_cost
-from speechperf.benchmark.results import BenchResult
+from speechperf.benchmark.results import BenchResult, StageResult
 from speechperf.meters import first_call, roofline
 from speechperf.outputs import write_text_atomic
 from speechperf.results import Document
@@ -107,7 +107,7 @@ def length_fits(result: BenchResult) -> dict[str, length_cost.LengthFit]:
     for s in result.stages:
         name = f"stage{s.index} {s.role}"
         if s.runtime is None or s.rtf is None:
-            fits[name] = length_cost.fit([], [], None)
+            fits[name] = length_cost.missing(_no_fit(s))
             continue
         timed = s.runtime.per_sample_seconds
         ids = [k for k in timed if k in s.rtf.audio_per_sample]
@@ -115,6 +115,19 @@ def length_fits(result: BenchResult) -> dict[str, length_cost.LengthFit]:
             [s.rtf.audio_per_sample[k] for k in ids], [timed[k] for k in ids], s.rtf.audio, s.padded_to_s
         )
     return fits
+
+
+def _no_fit(s: StageResult) -> str:
+    """Why a stage has no runtimes against audio seconds to fit: said as it is, not as its role's."""
+    from speechperf.benchmark.stage import INPUT_AUDIO_ROLES, OUTPUT_AUDIO_ROLES
+
+    if s.runtime is None:
+        return "its runtime was not measured"
+    if not s.runtime.samples:
+        return "no sample of this stage was timed (every one failed; see the failures)"
+    if s.role not in INPUT_AUDIO_ROLES + OUTPUT_AUDIO_ROLES:
+        return "this stage's role has no audio side (neither input nor output speech)"
+    return "no timed sample has audio seconds to divide by (no waveform came out, or no audio went in)"
 
 
 def write_json_atomic(path: Path, data: dict[str, Any], what: str = "--output") -> None:

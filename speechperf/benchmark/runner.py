@@ -83,6 +83,7 @@ def run_benchmark(
         _save(options, measured)
         run.show(doc)  # the table first, then what it leaves out (logged: it reaches the document's notes)
         _log_notes(measured.result, measured.env.get("load"))
+        _log_untimed(measured.bench.stages)
         _dump(plan, measured, dump_dir)
         _log_roofs(plan, measured.result)
         _log_quality(measured.result.quality, measured.quality_note)
@@ -293,6 +294,20 @@ def _log_notes(result, load: dict | None = None) -> None:
             )
 
 
+def _log_untimed(stages) -> None:
+    """Each stage's work outside its timed forward (a linear STFT front-end, a mask's resynthesis), apart from the
+    figures, as the hand-off between stages is."""
+    for index, stage in enumerate(stages, 1):
+        steps = {name: seconds for name, seconds in stage.untimed_s.items() if seconds > 0}
+        if steps:
+            log.info(
+                "note: stage%d %s: %s, untimed, over every pass (not in the figures above)",
+                index,
+                stage.label,
+                ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in steps.items()),
+            )
+
+
 def _busy(load: dict | None) -> str:
     """The load while it timed, as a clause of the noise note: the measured figure that says whether the machine
     was shared."""
@@ -316,10 +331,19 @@ def _log_quality(quality, note: str | None) -> None:
         log.info("quality: %s: %s (%s)", score.stage, score.described(), ", ".join(how))
         if score.signature:
             log.info("quality: %s: sacrebleu signature: %s", score.stage, score.signature)
+    if quality.references:
+        used = f"references: {quality.references}"
+    elif quality.scores:
+        used = (
+            "no references (DNSMOS needs none)"
+            if all(s.metric == "speech" for s in quality.scores)
+            else ("no references")
+        )
+    else:
+        log.info("quality: nothing scored (the notes above say why)")
+        return
     log.info(
-        "quality: %s; scored in an untimed pass after timing, %.2f s (not in the figures above)",
-        f"references from {quality.references}" if quality.references else "no references (speech quality alone)",
-        quality.seconds,
+        "quality: %s; scored in an untimed pass after timing, %.2f s (not in the figures above)", used, quality.seconds
     )
 
 

@@ -101,6 +101,14 @@ class Stage(abc.ABC):
                 return int(np.asarray(inp[name]).shape[0])
         return 0
 
+    #: Seconds of work outside the timed forward, by step (a front-end's features, a mask's resynthesis), summed
+    #: over the samples: reported apart, never in the runtime.
+    untimed_s: dict[str, float] = {}
+
+    def finish(self, inp: StageIO, out: StageIO) -> StageIO:
+        """Untimed work on a forward's output before it is kept or handed on (a mask resynthesized into speech)."""
+        return out
+
     def from_sample(self, sample: Sample) -> StageIO:
         raise StageError(f"stage {self.label} ({self.role}) cannot take a {sample.kind} sample directly")
 
@@ -112,6 +120,11 @@ class Stage(abc.ABC):
         from speechperf.config.schema import resolve_output_kind
 
         return resolve_output_kind(self.declared_output_kind, self.role)
+
+    @property
+    def puts_out_speech(self) -> bool:
+        """Whether its output holds a waveform (dumped as wav, scored as speech)."""
+        return self.output_kind == "waveform"
 
     @property
     def audio_side(self) -> str | None:

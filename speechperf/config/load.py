@@ -210,14 +210,20 @@ def parse_config(
         if stage.options:
             stage = attrs.evolve(stage, options=check_stage_options(stage.options, where(section, "options"), section))
         stages.append(stage)
-    if general.clean_reference_dir and (general.model_type != "S2S" or stages[-1].output_kind_as("s2s") != "waveform"):
+    if general.clean_reference_dir and not _speech_out(general.model_type, stages[-1]):
         raise ConfigError(
             f"{where('general', 'clean_reference_dir')}: general.clean_reference_dir (clean speech for PESQ / STOI) "
-            f"applies to an S2S model whose output is a waveform (speech enhancement); this config's model_type is "
-            f"{general.model_type}"
+            f"applies to an S2S model whose output is a waveform, or a mask over the linear STFT (features.spectrum: "
+            f"linear) resynthesized into one (speech enhancement); this config's model_type is {general.model_type}"
             + (f", its output_kind {stages[-1].output_kind}" if general.model_type == "S2S" else "")
         )
     return BenchConfig(general=general, stages=tuple(stages), source=source, written_paths=tuple(written))
+
+
+def _speech_out(model_type: str, stage: StageConfig) -> bool:
+    """Whether an S2S stage puts out speech: a waveform, or a mask it resynthesizes (over a linear spectrogram)."""
+    kind = stage.output_kind_as("s2s")
+    return model_type == "S2S" and (kind == "waveform" or (kind == "mask" and stage.features.spectrum == "linear"))
 
 
 def check_stage_options(options: Mapping[str, Any], at: str, section: str) -> dict[str, dict[str, Any]]:
@@ -462,7 +468,13 @@ def _features(value: dict[str, Any], name: str, at: str) -> FeatureConfig:
         raise ConfigError(f"{at}: {name}.fmax = {cfg.fmax:g} is above half the sample rate ({nyquist:g} Hz)")
     if cfg.fmin >= (cfg.fmax if cfg.fmax is not None else nyquist):
         raise ConfigError(f"{at}: {name}.fmin = {cfg.fmin:g} must be below fmax ({cfg.fmax or nyquist:g} Hz)")
-    if cfg.frontend == "kaldi" and (cfg.padding != "none" or cfg.mel_scale != "htk"):
+    if cfg.spectrum == "linear" and (cfg.padding != "none" or cfg.normalize == "whisper"):
+        bad, given = ("padding", cfg.padding) if cfg.padding != "none" else ("normalize", cfg.normalize)
+        raise ConfigError(
+            f"{at}: {name}.{bad} = {shorten(given)} does not apply to spectrum 'linear' (scipy's ShortTimeFFT "
+            "framing, zero-padded ends; normalize none or utterance)"
+        )
+    if cfg.frontend == "kaldi" and cfg.spectrum == "mel" and (cfg.padding != "none" or cfg.mel_scale != "htk"):
         bad, given = ("padding", cfg.padding) if cfg.padding != "none" else ("mel_scale", cfg.mel_scale)
         raise ConfigError(
             f"{at}: {name}.{bad} = {shorten(given)} does not apply to frontend 'kaldi' (Kaldi frames with snip edges on the "

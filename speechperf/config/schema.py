@@ -115,6 +115,14 @@ class FeatureConfig:
     sample_rate: int = key(
         16000, "rate the audio is resampled to before the features are made", "int", minimum=1, maximum=SAMPLE_RATE_MAX
     )
+    spectrum: str = key(
+        "mel",
+        "mel: a log-mel filterbank (n_mels bins); linear: the STFT's own n_fft // 2 + 1 bins (scipy's ShortTimeFFT: "
+        "frames centred every hop from sample 0, zero-padded ends), as mask-based enhancers take it (NSNet2: preset "
+        "nsnet2); the mel keys (n_mels, fmin, fmax, mel_scale, frontend, padding) do not apply to it",
+        "str",
+        ("mel", "linear"),
+    )
     n_mels: int = key(80, "mel bins (the model's feature or channel size)", "int", minimum=1, maximum=4096)
     n_fft: int = key(512, "FFT size", "int", minimum=2, maximum=FFT_MAX)
     win_length: int = key(400, "window length in samples (<= n_fft)", "int", minimum=2, maximum=FFT_MAX)
@@ -152,7 +160,9 @@ class FeatureConfig:
         "str",
         ("center", "same", "none"),
     )
-    log: str = key("ln", "logarithm: ln or log10", "str", ("ln", "log10"))
+    log: str = key(
+        "ln", "logarithm: ln or log10, or none (the magnitude or power itself)", "str", ("ln", "log10", "none")
+    )
     clamp: float = key(
         1.1920928955078125e-07,
         "floor applied before the log (HiFi-GAN 1e-5, Whisper 1e-10)",
@@ -172,7 +182,26 @@ class FeatureConfig:
 
     def settings(self) -> dict[str, Any]:
         """Keyword arguments of ``speechperf.adapters.features.log_mel``."""
-        return {k: v for k, v in attrs.asdict(self).items() if k != "preset"}
+        return {k: v for k, v in attrs.asdict(self).items() if k not in ("preset", "spectrum")}
+
+    def stft_settings(self) -> dict[str, Any]:
+        """The STFT's own settings (``speechperf.adapters.spectrogram.stft``), which a mask is inverted with."""
+        return dict(
+            n_fft=self.n_fft,
+            win_length=self.win_length,
+            hop_length=self.hop_length,
+            window=self.window,
+            sample_rate=self.sample_rate,
+        )
+
+    def linear_settings(self) -> dict[str, Any]:
+        """Keyword arguments of ``speechperf.adapters.spectrogram.linear_spectrogram``."""
+        return dict(self.stft_settings(), power=self.power, log=self.log, clamp=self.clamp, normalize=self.normalize)
+
+    @property
+    def bins(self) -> int:
+        """Bins a frame of these features has: n_mels, or the linear STFT's n_fft // 2 + 1."""
+        return self.n_fft // 2 + 1 if self.spectrum == "linear" else self.n_mels
 
 
 @attrs.frozen
@@ -224,8 +253,9 @@ class StageConfig:
     outputs: tuple[str, ...] = key((), "output names of `path`, in order", "list[str]")
     features: FeatureConfig = key(
         FeatureConfig(),
-        "with `path`: how the log-mel `features` of its inputs are made: a preset name (kaldi-fbank, hifigan-22k, "
-        "hifigan-16k, whisper) or a mapping of the settings below ({preset: hifigan-22k, n_mels: 100})",
+        "with `path`: how the `features` of its inputs are made (log-mel, or the linear spectrogram): a preset name "
+        "(kaldi-fbank, hifigan-22k, hifigan-16k, whisper, nsnet2) or a mapping of the settings below ({preset: "
+        "hifigan-22k, n_mels: 100})",
         "features",
     )
     tolerance: dict | None = key(
@@ -267,9 +297,12 @@ class StageConfig:
     output_kind: str | None = key(
         None,
         "what the stage's output is: waveform, mask, spectrogram, features, tokens or probabilities; null: the "
-        "role's (waveform for tts, unit_vocoder and s2s; tokens for s2t, mt and s2u; probabilities for vad). "
-        "Only a waveform is audio (dumped, timed per output second, scored for MOS): an s2s stage whose output "
-        "is a mask (speech enhancement) has its RTF over its input audio's seconds",
+        "role's (waveform for tts, unit_vocoder and s2s; tokens for s2t, mt and s2u; probabilities for vad), "
+        "unless the model declares its output as frames of bins (features when shaped like its features input, "
+        "else spectrogram; one line says so). Only a waveform is audio (dumped, timed per output second, scored "
+        "for MOS), and a declared waveform is checked to be one axis of samples. A mask over a linear spectrogram "
+        "(features.spectrum: linear) is applied to the noisy STFT and inverted, untimed: that speech is dumped and "
+        "scored; an s2s stage whose output is a mask has its RTF over its input audio's seconds",
         "str?",
         OUTPUT_KINDS,
     )
@@ -366,7 +399,8 @@ class GeneralConfig:
     )
     clean_reference_dir: str | None = key(
         None,
-        "speech enhancement (an S2S model whose output is a waveform): a folder of the clean recordings, which PESQ "
+        "speech enhancement (an S2S model whose output is a waveform, or a mask it resynthesizes): a folder of the "
+        "clean recordings, which PESQ "
         "and STOI score each output against: the noisy input's file name (VoiceBank-DEMAND's clean_testset_wav), or "
         "clean_fileid_N.wav for a DNS Challenge ..._fileid_N.wav; needs a raw or fairseq_s2t dataset",
         "str?",

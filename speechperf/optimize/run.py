@@ -201,7 +201,7 @@ def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
     stages, plans, calibration, held_out = calibrate(cfg, backend, plan.dataset, opts.workdir, opts.calibration_size)
     study.doc.body["stage_labels"] = " + ".join(p.label for p in plans)
 
-    speech_out = cfg.stages[-1].output_kind_as(cfg.roles[-1]) == "waveform"  # a mask is no audio to dump
+    speech_out = stages[-1].puts_out_speech  # a mask is no audio to dump, unless it is resynthesized
     fp32_size = sum(p.stat().st_size for stage_plan in plans for p in stage_plan.fp32_files)
     configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
     study.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
