@@ -219,3 +219,29 @@ def test_the_same_model_without_output_kind_is_never_scored_as_speech(enhancemen
     said = " ".join(data["notes"] + data["warnings"])
     assert "shaped like its features input 'features', not audio: taken as output_kind features" in said
     assert "puts out features, not speech" in said
+
+
+@pytest.mark.parametrize(
+    ("role", "runtime", "reason"),
+    [
+        ("unit_vocoder", None, "its runtime was not measured"),
+        ("unit_vocoder", "failed", "no sample of this stage was timed (every one failed; see the failures)"),
+        ("mt", "failed", "no sample of this stage was timed"),
+        ("mt", "timed", "this stage's role has no audio side (neither input nor output speech)"),
+    ],
+)
+def test_a_missing_length_fit_says_why_as_it_is(role, runtime, reason):
+    """A vocoder whose samples all failed has an audio side; its missing fit says that they failed (issue 44)."""
+    from speechperf.benchmark.report import length_fits
+    from speechperf.benchmark.results import StageResult
+    from speechperf.meters.runtime import RuntimeResult, SampleTiming
+
+    timed = () if runtime == "failed" else (SampleTiming("a", (1_000_000,)),)
+    result = RuntimeResult(timed, (), 0, 1) if runtime else None
+    stage = StageResult(1, role, "m", result, None, None, None, (), 0.0, None)
+
+    class Run:
+        stages = (stage,)
+
+    (fit,) = length_fits(Run()).values()  # type: ignore[arg-type]
+    assert fit.text().startswith(f"no length fit: {reason}"), fit.text()

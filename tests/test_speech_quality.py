@@ -127,3 +127,7 @@ def test_bench_scores_an_s2s_file_by_dnsmos_and_mcd_against_its_input_recording(
     assert "DNSMOS OVRL " in total["quality"] and "MCD 0.00 dB vs input recording" in total["quality"]
     score = data["result"]["quality"]["scores"][0]
     assert score["metric"] == "speech" and score["speech"]["per_sample"][0]["id"] == "clip"
+    # What MCD was scored against is said (it said "no references (speech quality alone)"); DNSMOS needs none.
+    used = "MCD against the input recordings (the speech the stage's input came from)"
+    assert data["result"]["quality"]["references"] == used
+    assert f"quality: references: {used}; scored in an untimed pass" in done.stderr, done.stderr

@@ -111,7 +111,7 @@ def references_used(scores: Sequence[QualityScore], refs) -> str | None:
             figures = "PESQ, STOI" + (" and MCD" if speech.mcd_db is not None else "")
             used.append(f"{figures} against the clean recordings of {refs.origin}")
         elif speech is not None and speech.mcd_db is not None and speech.reference:
-            used.append(f"MCD against the {speech.reference}s (copy synthesis: the speech its input was made from)")
+            used.append(f"MCD against the {speech.reference}s (the speech the stage's input came from)")
     return ", ".join(dict.fromkeys(used)) or None
 
 
