@@ -76,6 +76,35 @@ def save_torchscript(path: Path) -> Path:
     return path
 
 
+def save_paddle(prefix: Path) -> Path:
+    """The same network in paddle inference format, the torch weights copied in (paddle's Linear keeps [in, out];
+    its GRU has torch's gate order and names its weights per cell)."""
+    import paddle
+
+    state = {k: v.detach().numpy() for k, v in torch_model().state_dict().items()}
+
+    class NsnetStyle(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.gru = paddle.nn.GRU(BINS, HIDDEN)
+            self.gate = paddle.nn.Linear(BINS, BINS)
+            self.out = paddle.nn.Linear(HIDDEN, BINS)
+
+        def forward(self, features):
+            hidden, _ = self.gru(features)
+            return paddle.nn.functional.sigmoid(self.gate(features) + self.out(hidden))
+
+    layer = NsnetStyle()
+    own = layer.state_dict()
+    for name, value in state.items():
+        target = name.replace("gru.", "gru.0.cell.").replace("_l0", "") if name.startswith("gru.") else name
+        own[target].set_value(np.ascontiguousarray(value.T if name in ("gate.weight", "out.weight") else value))
+    layer.eval()
+    spec = [paddle.static.InputSpec([1, None, BINS], "float32", "features")]
+    paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), str(prefix))
+    return prefix.with_suffix(".json")
+
+
 def noisy_clean_set(folder: Path, librivox: Path) -> Path:
     """noisy_testset_wav / clean_testset_wav (16-bit wav, the same names) and a raw manifest of the noisy files;
     returns the manifest."""

@@ -1,12 +1,13 @@
 """Mask-based speech enhancement scored as the field scores it (issue 44): the linear STFT front-end and the mask's
 resynthesis against an independent numpy STFT / overlap-add, the output kind decided from the model's declared
-shapes, and an NSNet2-style model (tests/enhancement_model.py) run from noisy LibriVox speech on onnxruntime and torch,
+shapes, and an NSNet2-style model (tests/enhancement_model.py) run from noisy LibriVox speech on onnxruntime, torch and paddle,
 its enhanced wavs dumped and scored with PESQ / STOI / DNSMOS against the clean recordings, equal to the packages'
 own calls on an independent computation; the same model without ``output_kind`` never scored as speech."""
 
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -140,8 +141,11 @@ def enhancement(tmp_path_factory) -> Path:
     nsnet.noisy_clean_set(folder, LIBRIVOX)
     nsnet.save_onnx(folder / "nsnet.onnx")
     nsnet.save_torchscript(folder / "nsnet.pt")
-    both = "{onnxruntime: nsnet.onnx, torch: nsnet.pt}"
-    (folder / "enhance.yaml").write_text(nsnet.config_text("nsnet.onnx", "mask", both))
+    files = "{onnxruntime: nsnet.onnx, torch: nsnet.pt}"
+    if find_spec("paddle") is not None:
+        nsnet.save_paddle(folder / "nsnet_paddle")
+        files = "{onnxruntime: nsnet.onnx, torch: nsnet.pt, paddle: nsnet_paddle.json}"
+    (folder / "enhance.yaml").write_text(nsnet.config_text("nsnet.onnx", "mask", files))
     (folder / "plain.yaml").write_text(nsnet.config_text("nsnet.onnx", None))
     return folder
 
@@ -195,14 +199,17 @@ def test_an_nsnet2_style_mask_model_enhances_from_audio_and_is_scored_against_th
     stage = data["result"]["stages"][0]
     assert stage["rtf"]["audio"] == "input"  # timed per second of the noisy input; the resynthesis is not timed
 
-    # torch runs the TorchScript file (no declared shapes: the declared mask), to the same speech.
-    done = bench(enhancement, "-b", "torch", "--config", config, "--meters", "runtime",
-                 "--dump-speech-waveforms-dir", str(enhancement / "dump-torch"))  # fmt: skip
-    assert done.exit_code == 0, done.output
-    for i, row in enumerate(speech["per_sample"]):
-        _, _, enhanced = independent(enhancement, row["id"])
-        dumped, _ = sf.read(enhancement / "dump-torch" / f"_{i}_pred.wav", dtype="float32")
-        np.testing.assert_allclose(dumped, enhanced, atol=3 / 32768)
+    # torch runs the TorchScript file (it declares no shapes: the mask is the declared kind), paddle its inference
+    # program with the same weights, each to the same speech.
+    for backend in ("torch", "paddle") if (enhancement / "nsnet_paddle.json").exists() else ("torch",):
+        dump = enhancement / f"dump-{backend}"
+        done = bench(enhancement, "-b", backend, "--config", config, "--meters", "runtime",
+                     "--dump-speech-waveforms-dir", str(dump))  # fmt: skip
+        assert done.exit_code == 0, done.output
+        for i, row in enumerate(speech["per_sample"]):
+            _, _, enhanced = independent(enhancement, row["id"])
+            dumped, _ = sf.read(dump / f"_{i}_pred.wav", dtype="float32")
+            np.testing.assert_allclose(dumped, enhanced, atol=3 / 32768)
 
 
 @needs("librivox")
