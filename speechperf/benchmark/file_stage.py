@@ -23,7 +23,9 @@ class FileStage(Stage):
     first declared output is the stage's result, of the stage's output kind (``output_kind``, else the role's):
     token ids for s2t / mt / s2u, a waveform for tts / unit_vocoder / s2s, at the stage's ``output_sample_rate``
     (default ``sample_rate``); a mask, spectrogram, features or probabilities stay arrays among the outputs (no
-    audio). Features are made from the audio with the stage's ``features`` settings, before timing.
+    audio). The kind is decided when the model is loaded (``output_kinds.decide``: never audio when the model declares
+    frames of bins), and a mask over a linear spectrogram is resynthesized into the stage's waveform, untimed
+    (``finish``). Features are made from the audio with the stage's ``features`` settings, before timing.
 
     ``channels`` is the feature size the inputs are checked with at load against the shapes the model declares
     (None where the dataset holds features of its own size)."""
