@@ -252,3 +252,26 @@ def test_a_missing_length_fit_says_why_as_it_is(role, runtime, reason):
 
     (fit,) = length_fits(Run()).values()  # type: ignore[arg-type]
     assert fit.text().startswith(f"no length fit: {reason}"), fit.text()
+
+
+@needs("librivox")
+@pytest.mark.slow
+def test_a_torchscript_mask_without_output_kind_fails_as_no_waveform_and_is_never_flattened(enhancement):
+    """TorchScript declares no shapes: the s2s role's waveform is assumed (said in one line), and each output is
+    checked when it comes: a [1, frames, 161] mask fails its sample, never dumped or scored; the missing length fit
+    says that every sample failed, not that the stage has no audio side."""
+    config = enhancement / "plain-torch.yaml"
+    config.write_text(nsnet.config_text("nsnet.pt", None))
+    out, dump = enhancement / "plain-torch.json", enhancement / "dump-plain-torch"
+    done = bench(enhancement, "-b", "torch", "--config", str(config), "--meters", "runtime,quality",
+                 "--dump-speech-waveforms-dir", str(dump), "-o", str(out))  # fmt: skip
+    assert done.exit_code == 1, done.output
+    data = json.loads(out.read_text())
+    assert set(data["result"]["failed"]) == set(nsnet.CLIPS)
+    message = next(iter(data["result"]["failed"].values()))
+    assert "output 'mask' came out [1, " in message and ", 161], not a waveform" in message, message
+    assert not dump.exists() or not list(dump.glob("*.wav"))
+    said = " ".join(data["notes"] + data["warnings"])
+    assert "declares no shape for output 'mask'; taken as a waveform (the s2s role's output)" in said, said
+    fit = data["length_fit"]["stage1 s2s"]
+    assert fit["reason"].startswith("no sample of this stage was timed (every one failed"), fit
