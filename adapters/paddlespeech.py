@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import os
 import sys
 
 import attrs
@@ -82,6 +83,11 @@ class Flavour:
     unchecked: tuple[str, ...] = ()
     #: Keys the replaced module ignores that the drop-in honours: each, when given, is one warning line.
     ignored: tuple[str, ...] = ()
+    #: The replaced module reads an empty option string as the defaults (s2t: ``if not options_str: return``); t2s
+    #: splits it and raises a ValueError (its trainer never calls it with one: ``if self.profiler_options:``).
+    empty_is_defaults: bool = True
+    #: The one word the replaced module reads ``timer_only`` as true by (t2s: ``str(value) == str(True)``), or None.
+    timer_only_true_word: str | None = None
 
 
 S2T = Flavour(
@@ -135,15 +141,46 @@ class ProfilerHook:
 
     def parse(self, options_str: str, strict: bool = False) -> _Options:
         flavour = self.flavour
+        if options_str == "" and not strict and not flavour.empty_is_defaults:
+            raise ProfilerOptionError(
+                f"the profiler option string is empty; PaddleSpeech's {flavour.name} ProfilerOptions stops on it too "
+                "(ValueError: not enough values to unpack); give None for no profiling, or e.g. 'batch_range=[10,20]'"
+            )
         options = _Options.parse(options_str, strict=strict, defaults=flavour.defaults, unchecked=flavour.unchecked)
-        ignored = [key for key in flavour.ignored if key in options.given]
-        if ignored and not strict:
-            notes = [
-                f"{key} is not a key of PaddleSpeech's {flavour.name} profiler, which ignores it; it is honoured here"
-                for key in ignored
-            ]
-            options = attrs.evolve(options, warnings=(*options.warnings, *notes))
-        return options
+        if strict:
+            return options
+        return attrs.evolve(options, warnings=self._differences(options))
+
+    def _differences(self, options: _Options) -> tuple[str, ...]:
+        """The warning lines of lenient parsing, with one line per thing this flavour's original reads otherwise."""
+        flavour, texts = self.flavour, options.texts
+        given = [key for key in flavour.ignored if key in options.given]
+        # a key the original ignores has no "as in PaddleSpeech" reading of its value: its one line says what it is
+        lines = [line for line in options.warnings if not any(line.startswith(f"{key}=") for key in given)]
+        # ... said only where honouring it changes the run: timer_only=true profiles no operators, and under
+        # timer_only the profiler's keys (state, sorted_key, tracer_option, profile_path) are used by neither
+        ignored = [key for key in given if options.timer_only == (key == "timer_only")]
+        if ignored:
+            read = []
+            for key in ignored:
+                value = getattr(options, key)
+                read.append(f"{key}={str(value).lower() if isinstance(value, bool) else repr(value)}")
+            them = "it" if len(ignored) == 1 else "them"
+            lines.append(
+                f"{', '.join(ignored)}: PaddleSpeech's {flavour.name} profiler never uses {them}; honoured here, "
+                f"read as {', '.join(read)}"
+            )
+        word = flavour.timer_only_true_word
+        if word is not None and "timer_only" in options.given:
+            theirs = texts.get("timer_only") == word
+            if theirs != options.timer_only:
+                said = texts.get("timer_only")
+                lines.append(
+                    f"timer_only={said!r} is read as {str(options.timer_only).lower()} here (timer figures only: "
+                    f"{'yes' if options.timer_only else 'no'}); PaddleSpeech's {flavour.name} reads only {word!r} as "
+                    f"true, so it would {'profile operators and write a trace' if not theirs else 'time only'}"
+                )
+        return tuple(lines)
 
     def step(self, options_str, backend, num_samples, strict, uses=None) -> None:
         if options_str is None or self.finished:
@@ -175,6 +212,8 @@ class ProfilerHook:
         profilers = getattr(getattr(chosen, "capabilities", None), "profilers", ())  # a bare test double has none
         if "api" not in options.given and not any(f"api={options.api}" in p for p in profilers):
             options = attrs.evolve(options, api="new")  # the flavour's api=legacy is paddle's; others have one API
+        if "profile_path" not in options.given:
+            options = _own_default_path(options)
         self.options = attrs.evolve(options, backend=name)
         # PaddleSpeech's add_profiler_step prints its options; the drop-in runs in a user's training script, where
         # no speechperf CLI sets logging up, and docs/profiler.md promises this line on stderr: the one print kept.
@@ -205,6 +244,22 @@ class ProfilerHook:
         self._clear()
 
 
+def _own_default_path(options: _Options) -> _Options:
+    """The default profile path made this process's own: two trainers started at once on the default (TIPC's
+    strings may leave it unset) would otherwise write, and read back, the same file. A file path gets
+    ``.pid<N>`` (s2t: ``/tmp/profile.pid1234``, one warning line, as PaddleSpeech writes ``/tmp/profile`` itself);
+    a folder gets a ``pid<N>/`` folder inside it (t2s: ``profiler_log/pid1234/``; PaddleSpeech's t2s names its
+    files in ``./profiler_log`` by host and process id too, so no line)."""
+    path, pid = options.profile_path, os.getpid()
+    if path.endswith(("/", os.sep)):
+        return attrs.evolve(options, profile_path=f"{path}pid{pid}/")
+    own = f"{path}.pid{pid}"
+    if options.timer_only:  # nothing is written
+        return attrs.evolve(options, profile_path=own)
+    line = f"profile_path not given: the profile goes to {own!r}, not {path!r}, so that runs at once never share it"
+    return attrs.evolve(options, profile_path=own, warnings=(*options.warnings, line))
+
+
 # -- the "Benchmark Options" group ---------------------------------------------------------------------------------
 
 #: Both spellings: s2t's ``--profiler-options`` and t2s's ``--profiler_options``.
@@ -212,8 +267,11 @@ PROFILER_FLAGS = ("--profiler-options", "--profiler_options")
 
 
 def _check(hook: ProfilerHook, text: str) -> None:
-    """Refuse at parse time what PaddleSpeech itself cannot read; what it ignores is warned about at the first step."""
-    hook.parse(text, strict=False)
+    """Refuse at parse time what PaddleSpeech itself cannot read; what it ignores is warned about at the first step.
+    An empty string passes: PaddleSpeech's trainers call the hook only when the option is set (t2s: ``if
+    self.profiler_options:``), or read it as the defaults (s2t)."""
+    if text:
+        hook.parse(text, strict=False)
 
 
 def add_benchmark_options_for(hook: ProfilerHook, parser: argparse.ArgumentParser):

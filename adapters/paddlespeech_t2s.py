@@ -30,8 +30,11 @@ T2S = Flavour(
     "t2s",
     {"timer_only": True, "profile_path": "profiler_log/", "api": "new", "timer_window": "paddle_timer"},
     native_summary={"op_detail": True, "thread_sep": False, "time_unit": "ms"},
-    # PaddleSpeech's t2s stores these and passes none to paddle: no value of them stops its loop
+    # PaddleSpeech's t2s stores these and passes none to paddle: no value of them stops its loop, and none is used
     unchecked=("state", "sorted_key", "tracer_option", "profile_path"),
+    ignored=("state", "sorted_key", "tracer_option", "profile_path"),
+    empty_is_defaults=False,
+    timer_only_true_word="True",
 )
 
 _hook = ProfilerHook(T2S)

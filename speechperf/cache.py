@@ -29,6 +29,19 @@ def cache_dir() -> Path:
     return platformdirs.user_cache_path(APP_NAME, appauthor=False)
 
 
+def plugin_cache_dir(name: str) -> Path:
+    """The folder a backend plugin keeps what it builds on demand in (compiled programs, converted models):
+    ``<cache>/plugins/<name>``, made if missing, under the cache of ``cache_dir`` (so ``SPEECHPERF_CACHE_DIR``
+    moves it with the rest, and the test suite's temporary cache holds it). ``name`` is the backend's registered
+    name; one folder per backend, shared by its processes: write into it atomically (write a temporary file in the
+    folder, then ``os.replace`` it into place), as two runs may build the same file at once."""
+    if not name or "/" in name or name in (".", "..") or os.sep in name:
+        raise ValueError(f"plugin_cache_dir({name!r}): give the backend's registered name, a plain folder name")
+    folder = cache_dir() / "plugins" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def definition_folders() -> list[Path]:
     """The folders whose sources define the reference models: the catalog (``speechperf/zoo/``) and each backend's
     framework definitions (``backends/<name>/models/``, installed as ``speechperf/backends/<name>/models/``)."""

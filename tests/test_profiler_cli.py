@@ -159,3 +159,14 @@ def test_the_input_hint_is_built_from_the_declared_shape(tmp_path):
         main, ["profile", "-b", "onnxruntime", "--model", str(path), "--input", "spec:1x100x161"]
     )
     assert again.exit_code == 0, again.output
+
+
+def test_an_input_of_the_wrong_rank_is_one_line_before_any_progress_line(tmp_path, tiny_onnx):  # noqa: F811
+    result = CliRunner().invoke(
+        main,
+        ["profile", "-b", "onnxruntime", "--model", str(tiny_onnx), "--input", "x:2x80"]
+        + ["--profiler-options", f"batch_range=[1,3]; profile_path={tmp_path}/t.json"],
+    )
+    assert result.exit_code == 2
+    assert result.output.splitlines() == ["Error: input 'x' has rank 2 (shape (2, 80)); expected rank 3 (B, 80, T)"]
+    assert not (tmp_path / "t.json").exists()

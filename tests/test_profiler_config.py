@@ -93,11 +93,22 @@ def test_timer_only_gives_ips_and_no_trace(tmp_path, summaries, backend):
     assert "sorted by" not in result.output and not list(trace_dir.iterdir())
 
 
+@pytest.mark.slow
+def test_no_config_profiles_benchs_default_as_the_plugin_template_says(tmp_path, summaries):
+    """`speechperf profile -b NAME --preset tiny` (the template's next step): bench's default config, the tiny S2T
+    on generated data, not "nothing to profile"."""
+    options = f"batch_range=[1,3]; profile_path={tmp_path}/t.json"
+    result = profile("-b", "onnxruntime", "--preset", "tiny", "--profiler-options", options)
+    assert result.exit_code == 0, result.output
+    (summary,) = summaries
+    assert summary.steps == (1, 2) and summary.timing.steps == 2
+    assert "onnxruntime step by category (2 steps)" in result.output
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
         (["--model", "m.onnx", "--config", S2T], "--model m.onnx and --config"),
-        ([], "nothing to profile: give --model FILE"),
         (["--model", "m.onnx", "--preset", "tiny"], "--preset applies to --config"),
         (["--model", "m.onnx", "--set", "stage1.beam=2"], "--set applies to --config"),
         ([*TINY, "--format", "onnx"], "--format applies to --model"),

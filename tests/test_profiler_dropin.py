@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -155,7 +156,13 @@ def test_empty_string_means_the_defaults(tmp_path):
     assert (ran, code) == (21, 0)
     s = s2t.current_profiler().summary
     assert s.steps == tuple(range(10, 20))
-    assert s.trace_path in (Path("/tmp/profile"), Path("/tmp/profile/torch_trace.json"))
+    # PaddleSpeech's /tmp/profile made this process's own, so that two runs at once never share it
+    own = Path(f"/tmp/profile.pid{os.getpid()}")
+    try:
+        assert s.trace_path in (own, own / "torch_trace.json")
+    finally:  # this process's own files: nothing else writes them
+        for leftover in (own, own.with_name(f"{own.name}.categories.json")):
+            leftover.unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("framework", ["paddle", "torch"])
@@ -178,7 +185,9 @@ def test_t2s_full_profile_prints_paddles_own_summary(tmp_path, monkeypatch, caps
     # 11 steps: paddle's own timer, which runs with its profiler, would print a summary of its own (over 10 steps)
     assert train(t2s, "batch_range=[3,14]; timer_only=False", "paddle", 16)[1] == 0
     s = t2s.current_profiler().summary
-    assert s.trace_path == tmp_path / "profiler_log" / "paddle_trace.json" and s.trace_path.exists()
+    # t2s's profiler_log/, with a folder of this process's own (PaddleSpeech names its files by process id too)
+    assert s.trace_path == tmp_path / "profiler_log" / f"pid{os.getpid()}" / "paddle_trace.json"
+    assert s.trace_path.exists()
     assert s.op("conv2d dygraph").calls == 11
     out = capsys.readouterr().out
     assert "Operator Summary" in out and "Time unit: ms" in out  # paddle's summary(op_detail=True, time_unit='ms')
@@ -309,6 +318,31 @@ def test_docs_paddle_trainer_runs_as_paddlespeechs(tmp_path):
     assert "Profiling Report" in r.stdout and "paddle step by category (3 steps)" in r.stdout
     assert "Reach benchmark-max-step" not in r.stdout  # it exited when the range ended, as PaddleSpeech does
     assert profile.stat().st_size > 0 and Path(f"{profile}.json").exists()
+
+
+@pytest.mark.slow
+def test_two_trainers_at_once_on_the_default_path_each_print_their_own_summary(tmp_path):
+    """TIPC's strings may leave profile_path at its default: two trainers started together on it each write, read
+    back and summarise their own profile (the default gets the process id), none crashes or reads the other's."""
+    script = tmp_path / "train_paddle.py"
+    script.write_text(docs_example("train_paddle.py"))
+    args = [sys.executable, str(script), "--benchmark-max-step=40", "--profiler-options", "batch_range=[3,6]"]
+    runs = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
+    runs.append(subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [run.communicate(timeout=180) for run in runs]
+    paths = []
+    for run, (out, err) in zip(runs, outs):
+        own = f"/tmp/profile.pid{run.pid}"
+        try:
+            assert run.returncode == 0, err[-2000:]
+            assert "paddle step by category (3 steps)" in out and "Exception ignored" not in err
+            assert f"profile_path not given: the profile goes to {own!r}" in err
+            assert Path(own).stat().st_size > 0 and Path(f"{own}.json").exists()
+            paths.append(own)
+        finally:
+            for leftover in (own, f"{own}.json", f"{own}.categories.json"):
+                Path(leftover).unlink(missing_ok=True)
+    assert len(set(paths)) == 2
 
 
 @pytest.mark.slow

@@ -104,3 +104,20 @@ def test_a_second_process_waits_for_the_build_lock_and_finds_the_model_built(tmp
         written = (tmp_path / "mel_vocoder" / "manifest.json").stat().st_mtime_ns
     assert waiting.wait(timeout=120) == 0
     assert (tmp_path / "mel_vocoder" / "manifest.json").stat().st_mtime_ns == written
+
+
+def test_zoo_build_without_paddle_builds_the_other_frameworks_formats_and_says_so(tmp_path):
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(textwrap.dedent(HIDE.format(hidden=["paddle", "paddle2onnx"])))
+    env = {**os.environ, "SPEECHPERF_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(shim)}
+    out = tmp_path / "zoo"
+    command = [sys.executable, "-m", "speechperf", "zoo", "build", "--model", "s2t", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    notes = [line for line in done.stderr.splitlines() if "formats" in line and "not built" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: the paddle formats (") and "paddle" in notes[0], done.stderr
+    assert "pip install" in notes[0]
+    manifest = json.loads((out / "s2t" / "manifest.json").read_text())
+    assert {"torch-eager", "torchscript", "onnx-torch"} <= set(manifest["formats"])
+    assert not any("paddle" in fmt for fmt in manifest["formats"]) and set(manifest["frameworks"]) == {"torch"}

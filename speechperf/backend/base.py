@@ -6,6 +6,7 @@ A plugin may subclass it or implement the ``Backend`` protocol (and any of ``Opt
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
@@ -59,7 +60,19 @@ class BackendBase(OptionalHooks):
             return Availability(
                 False, f"{self.framework_package} is not installed ({exc}); install it with: {self.install_hint()}"
             )
-        return Availability(True, "", framework.__version__)
+        return Availability(True, "", self.framework_version(framework))
+
+    def framework_version(self, framework: ModuleType) -> str:
+        """The version ``availability`` reports, of the imported ``framework_module``: its ``__version__``, else
+        the installed version of ``framework_package`` (``importlib.metadata``), else ``"unknown"``. Override it
+        for a framework that keeps its version elsewhere (``executorch.version.__version__``)."""
+        version = getattr(framework, "__version__", None)
+        if isinstance(version, str) and version:
+            return version
+        try:
+            return importlib.metadata.version(self.framework_package or self.framework_module.split(".")[0])
+        except (importlib.metadata.PackageNotFoundError, ValueError):
+            return "unknown"
 
     def load(self, spec: ModelSpec, device: str = "cpu", threads: int | None = None) -> Session:
         self.require_available()

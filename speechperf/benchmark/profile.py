@@ -77,6 +77,7 @@ def run_profile(options: ProfileOptions) -> int:
 
 def _model_stages(target: ModelFile, profiler: ProfilerOptions) -> tuple[Any, list[ProfileStage], dict[str, Any]]:
     from speechperf.backend import ModelSpec
+    from speechperf.backend.session import check_feeds
     from speechperf.registry import require_backend
 
     given = {}
@@ -86,6 +87,7 @@ def _model_stages(target: ModelFile, profiler: ProfilerOptions) -> tuple[Any, li
     backend = require_backend(target.backend)
     session = backend.load(ModelSpec(target.path, format=target.fmt), device=target.device, threads=target.threads)
     feeds = random_feeds(session.inputs, given, target.seed)
+    check_feeds(session.inputs, feeds)  # a feed the model refuses is one line before any progress line
     log.info("profiling %s on %s: %r", target.path, target.backend, profiler)
     stage = ProfileStage.of_session(target.path.name, session, feeds)
     shapes = {name: list(array.shape) for name, array in feeds.items()}

@@ -5,7 +5,8 @@
     speechperf profile --backend torch --config configs/S2T.yaml --preset tiny --dataset-size 3 \
         --profiler-options "batch_range=[2,5]; profile_path=/tmp/s2t_trace.json"
 
-With ``--model`` each step is one call of the model on seeded random inputs. With ``--config`` the stages are built
+With ``--model`` each step is one call of the model on seeded random inputs. With ``--config`` (or neither: bench's
+default config, the tiny S2T on generated data, so ``speechperf profile -b NAME --preset tiny`` runs) the stages are built
 and the dataset read exactly as ``speechperf bench`` does, and each step is one sample through the whole pipeline:
 every stage's forward, decoding loop included (the unit a speech engineer measures). The inputs of every stage are
 made before the profiler starts, as ``bench`` does, so the hand-off between stages is not in the steps. Step ``k``
@@ -41,7 +42,7 @@ _MODEL_ONLY = ("input_specs", "fmt")
 @click.command()
 @backend_option
 @click.option("--model", "model_path", default=None, type=click.Path(path_type=Path), help="The model file.")
-@config_options(without="give --model FILE")
+@config_options(without="the tiny S2T on generated data, as bench runs (or give --model FILE)")
 @click.option(
     "--input",
     "input_specs",
@@ -82,11 +83,6 @@ def _options(ctx: click.Context, p: dict[str, Any]):
         raise SpeechperfError(
             f"--model {model_path} and --config {config_path} exclude each other: profile one "
             "model file (--model) or the stages of one config (--config)"
-        )
-    if model_path is None and config_path is None:
-        raise SpeechperfError(
-            "nothing to profile: give --model FILE (one model on random inputs) or --config FILE "
-            "(a config's stages on its dataset)"
         )
     if model_path is not None:
         stray = [n for n in _CONFIG_ONLY if n in given]

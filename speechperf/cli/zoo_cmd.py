@@ -37,15 +37,16 @@ def zoo() -> None:
 def build_cmd(preset: str, out: Path | None, models: tuple[str, ...]) -> None:
     """Write every artifact of every model plus a manifest per model into OUT/<model>."""
     from speechperf.outputs import check_output_folder
-    from speechperf.zoo.build import build_model, cache_dir
+    from speechperf.zoo.build import build_model, cache_dir, installed_formats
 
     out = check_output_folder(out if out is not None else cache_dir(preset), "--out")
     names = models or MODEL_MODULES
     for name in names:  # each model's folder too, before the first build: a FIFO or a file there is refused
         check_output_folder(out / name, f"--out {out}: model folder")
+    formats = installed_formats()  # a framework not installed: its formats are left out, saying so
     for name in names:
         click.echo(f"building {name} ({preset}) ...", err=True)
-        manifest = build_model(name, preset, out)
+        manifest = build_model(name, preset, out, formats)
         size = sum(f["bytes"] for f in manifest["files"])
         files = len(manifest["files"])
         click.echo(f"{out / name}\t{manifest['parameter_count']} parameters\t{files} files\t{size} bytes")

@@ -28,7 +28,8 @@ configured) and into the summary's notes.
 A backend subclasses this and implements ``_open``, ``_advance`` and ``_close``; a backend that profiles a
 session rather than the process (onnxruntime) also overrides ``attach``. The step counting keeps its state in
 name-mangled ``__`` attributes, so a subclass may use any ``_name`` of its own (``self._step_ns`` included) without
-touching it; what a subclass reads is public: ``options`` (``options.batch_range``), ``step_num``, ``warnings``.
+touching it; what a subclass reads is public: ``options`` (``options.batch_range``), ``step_num``, ``warnings``,
+``step_spans()`` (each recorded step's wall time, for the category table).
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class StepProfiler:
         self.__done = False
         self.__t = 0
         self.__step_ns: list[int] = []
+        self.__range_ns: dict[int, int] = {}
         self.__samples: list[int | None] = []
         self.__reader_ns: list[int] = []
         self.__reader_acc = 0
@@ -241,6 +243,13 @@ class StepProfiler:
         except Exception:
             pass
 
+    def step_spans(self) -> dict[int, int]:
+        """Each step of ``batch_range`` that has ended -> its wall time in ns, timed by the clock that times every
+        backend's steps (the summary's batch_cost; the profiler's own bookkeeping between steps left out). In
+        ``_close`` it holds every recorded step: the ``step_ns`` a profiler that times no step of its own passes to
+        ``speechperf.profiler.categories.build`` (docs/backends.md, "Step profiler")."""
+        return dict(self.__range_ns)
+
     def trace_file(self, default_name: str) -> Path:
         """The file the trace goes to: ``profile_path``, or ``default_name`` inside it when it is a folder."""
         return trace_path_of(self.options.profile_path, default_name)
@@ -249,8 +258,11 @@ class StepProfiler:
 
     def __boundary(self, num_samples: int | None) -> None:
         n = self.step_num
+        ended = time.perf_counter_ns() - self.__t
+        if self.__start < n <= self.__end:  # step n-1 of batch_range ended
+            self.__range_ns[n - 1] = ended
         if self.__time_from < n <= self.__end:  # step n-1 was in the timer's window
-            self.__step_ns.append(time.perf_counter_ns() - self.__t)
+            self.__step_ns.append(ended)
             self.__samples.append(num_samples)
             self.__reader_ns.append(self.__reader_acc)
         if not self.options.timer_only and n >= self.__open_at:

@@ -15,11 +15,13 @@ Two ways to read a string (docs/profiler.md lists every difference from PaddleSp
 - ``parse(text, strict=False)`` (the PaddleSpeech drop-ins): what PaddleSpeech ignores or defaults is accepted as
   PaddleSpeech reads it (``batch_range=[20,10]`` keeps the default, an unknown key is ignored, a repeated key's last
   value wins, a word that is not "true" is false), and each such case is one warning line, kept in ``warnings``,
-  naming what was ignored and the value used. What PaddleSpeech itself cannot read (an item with no ``=``, a
-  ``batch_range`` that is not integers, a state paddle refuses) is an error in both.
+  naming what was ignored and the value used; an empty key (``=5``) is ignored, as there. What PaddleSpeech itself
+  cannot read (an empty item: ``;``, a trailing ``;``, ``" "``; an item with no ``=`` or with two; a ``batch_range``
+  that is not integers, a state paddle refuses) is an error naming PaddleSpeech's own reason. Every space is
+  removed before reading, as PaddleSpeech does, except inside ``profile_path`` (kept, with a warning line).
 
-Both accept a trailing ``;`` (PaddleSpeech crashes on it) and keep the spaces inside a value (PaddleSpeech strips
-every space, also inside paths). ``ProfilerOptionError`` is a ``ValueError``, as PaddleSpeech's errors are.
+Strict parsing skips empty items (a trailing ``;``) and strips only the ends of a key and a value.
+``ProfilerOptionError`` is a ``ValueError``, as PaddleSpeech's errors are.
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ class ProfilerOptions:
     strict: bool = attrs.field(default=True, eq=False, repr=False)
     #: One line per thing ignored or defaulted while reading the string (lenient parsing only).
     warnings: tuple[str, ...] = attrs.field(default=(), converter=_lines, eq=False, repr=False)
+    #: The text each given key had, as PaddleSpeech read it (lenient parsing only; the last of a repeated key).
+    texts: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
 
     @classmethod
     def parse(
@@ -158,15 +162,25 @@ class ProfilerOptions:
             raise ProfilerOptionError(f"profiler options must be a string like 'batch_range=[10,20]', got {text!r}")
         given: set[str] = set()
         notes: list[str] = []
+        texts: dict[str, str] = {}
+        if not strict and not text:
+            return cls(**values, strict=strict)  # PaddleSpeech's s2t: "if not options_str: return"
         for item in text.split(";"):
-            if not item.strip():
-                continue  # a trailing or doubled ';'
-            key, sep, raw = item.partition("=")
-            key, raw = key.strip(), raw.strip()
-            if not sep or not key:
-                raise ProfilerOptionError(
-                    f"profiler option {item.strip()!r} is not key=value; write e.g. 'batch_range=[10,20]; state=All'"
-                )
+            if strict:
+                if not item.strip():
+                    continue  # a trailing or doubled ';'
+                key, sep, raw = item.partition("=")
+                key, raw = key.strip(), raw.strip()
+                if not sep or not key:
+                    raise ProfilerOptionError(
+                        f"profiler option {item.strip()!r} is not key=value; write e.g. 'batch_range=[10,20]; state=All'"
+                    )
+            else:
+                key, raw, note = _paddlespeech_item(text, item)
+                if note:
+                    notes.append(note)
+                if not key:
+                    continue
             if key not in _PARSERS:
                 close = difflib.get_close_matches(key, list(_PARSERS), n=1)
                 did = f" (did you mean {close[0]!r}?)" if close else ""
@@ -188,10 +202,11 @@ class ProfilerOptions:
                 read = _lenient_unchecked if key in unchecked else _LENIENT.get(key, _lenient_keep)
                 parsed, note = read(key, raw, values.get(key, _default(key)))
                 values[key] = parsed
+                texts[key] = raw
                 if note:
                     notes.append(note)
             given.add(key)
-        return cls(**values, given=given, strict=strict, warnings=notes)
+        return cls(**values, given=given, strict=strict, warnings=notes, texts=texts)
 
     @classmethod
     def coerce(cls, value: ProfilerOptions | str | None) -> ProfilerOptions:
@@ -259,13 +274,40 @@ def _default(key: str):
 
 # -- PaddleSpeech's reading: (key, raw, value so far) -> (value, warning line or None) ----------------------------
 
+_UNPACK = "PaddleSpeech's ProfilerOptions stops on it too (ValueError: {})"
+
+
+def _paddlespeech_item(text: str, item: str) -> tuple[str, str, str | None]:
+    """One ``;``-separated item read as PaddleSpeech reads it: every space removed, then ``key, value =
+    kv.split('=')``, which raises on an item without exactly one ``=``. Returns (key, value, warning line or None);
+    an empty key (``=5``) matches none of PaddleSpeech's keys and is ignored, as there. A ``profile_path`` keeps its
+    spaces (PaddleSpeech's removal would write another file than the one named), with a warning line saying so."""
+    bare = item.replace(" ", "")
+    if "=" not in bare:
+        what = f"an empty item in {text!r} (a ';' with nothing before or after it)" if not bare else None
+        what = what or f"profiler option {item.strip()!r} is not key=value"
+        reason = _UNPACK.format("not enough values to unpack")
+        raise ProfilerOptionError(f"{what}; {reason}; write e.g. 'batch_range=[10,20]; state=All'")
+    if bare.count("=") > 1:
+        reason = _UNPACK.format("too many values to unpack")
+        raise ProfilerOptionError(f"profiler option {item.strip()!r} has more than one '='; {reason}")
+    key, raw = bare.split("=")
+    if not key:
+        return "", raw, f"profiler option {item.strip()!r} has no key; it was ignored, as in PaddleSpeech"
+    if key == "profile_path":
+        spaced = item.partition("=")[2].strip()
+        if spaced != raw:
+            return key, spaced, f"profile_path={spaced!r} keeps its spaces; PaddleSpeech removes them ({raw!r})"
+    return key, raw, None
+
 
 def _lenient_range(key: str, raw: str, before) -> tuple[tuple[int, int], str | None]:
-    parts = [p.strip() for p in raw.replace("[", "").replace("]", "").split(",")]
-    if not all(re.fullmatch(r"[+-]?\d+", p) for p in parts):
-        # PaddleSpeech's int() raises here too
-        raise ProfilerOptionError(f"batch_range={raw!r} is not integers; allowed: {_RANGE_HELP}")
-    numbers = [int(p) for p in parts]
+    try:  # PaddleSpeech's own reading: list(map(int, value.replace('[', '').replace(']', '').split(',')))
+        numbers = [int(p) for p in raw.replace("[", "").replace("]", "").split(",")]
+    except ValueError:
+        raise ProfilerOptionError(
+            f"batch_range={raw!r} is not integers ({_UNPACK.format('int()')}); allowed: {_RANGE_HELP}"
+        ) from None
     kept = f"; ignored, {_show_range(before)} is used, as in PaddleSpeech"
     if len(numbers) < 2:
         return before, f"batch_range={raw!r} has {len(numbers)} value{kept}"
@@ -321,13 +363,25 @@ def _lenient_sorted_key(key: str, raw: str, before) -> tuple[object, str | None]
     return _lenient_keep(key, raw, before)
 
 
+def _lenient_own(key: str, raw: str, before) -> tuple[object, str | None]:
+    """A key of speechperf's own (``api``, ``timer_window``, ``backend``): PaddleSpeech ignores every value of it,
+    so a value not allowed is one warning line and the value so far is kept, never an error."""
+    allowed = _CHOICES.get(key)
+    if raw and (raw in allowed if allowed else re.fullmatch(r"[A-Za-z0-9_.\-]+", raw)):
+        return raw, None
+    return before, f"{key}={raw!r} is not allowed ({_ALLOWED[key]}); {before!r} is used (PaddleSpeech has no {key})"
+
+
 _LENIENT = {
+    "api": _lenient_own,
+    "timer_window": _lenient_own,
+    "backend": _lenient_own,
     "sorted_key": _lenient_sorted_key,
     "batch_range": _lenient_range,
     "exit_on_finished": _lenient_bool,
     "timer_only": _lenient_bool,
 }
-_ORIGIN = ("given", "strict", "warnings")
+_ORIGIN = ("given", "strict", "warnings", "texts")
 _CHOICES = {
     "state": STATES,
     "sorted_key": SORTED_KEYS,

@@ -63,14 +63,20 @@ section of speechperf's {guide}):
 1. `speechperf_{name}/backend.py`: `framework_module` / `framework_package`, `capabilities`, `_load` and the
    session's `run`, `set_threads`, `seed` ("The backend class", "The session").
 2. `pip install -e ".[test]"` and `python -m pytest tests`: the conformance suite, failing where the stubs are.
+   With speechperf from a local checkout, install the checkout first (`pip install -e "/path/to/speechperf"`, with
+   the extras you need, e.g. `"/path/to/speechperf[torch]"`): pip then takes it for the `speechperf` dependency
+   ("Start").
 3. The optional capabilities: `flops.py` and `known.py` work as they are for a runtime that loads ONNX files
    (delete or rewrite them otherwise); `memory.py` is a stub; add `profiler.py`, `quantize.py` if you have them
    ("Optional capabilities"). If your runtime cannot run silero's ONNX file, set `silero_vad_port = "onnx"`
    ("The silero VAD port").
 4. `speechperf backends`, `speechperf check --backend {name}`, `speechperf bench --backend {name} --preset tiny`
    (the reference models are built once from the zoo's definitions, which needs `pip install "speechperf[torch]"`
-   on a fresh cache), then `speechperf bench --backend {name} --config configs/VAD.yaml` (the silero VAD,
-   `pip install "speechperf[vad]"`: its ONNX file has an `If` and an LSTM whose cell state is read).
+   on a fresh cache), then `speechperf bench --backend {name} --config VAD` (the silero VAD, a config shipped with
+   speechperf, run by name; `pip install "speechperf[vad]"`: its ONNX file has an `If` and an LSTM whose cell state
+   is read). With a `profiler.py`: `speechperf profile --backend {name} --preset tiny --profiler-options
+   "batch_range=[1,3]"` (the same tiny S2T, one sample per step; "Step profiler").
+   A runtime that loads no ONNX: "Runtimes that load no ONNX", and its worked example `examples/speechperf-pt2`.
 """,
     "speechperf_{name}/__init__.py": '''\
 """The {name} backend for speechperf (registered in pyproject.toml's ``speechperf.backends`` entry point)."""

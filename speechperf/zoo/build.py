@@ -208,6 +208,23 @@ def _build_into(model: ReferenceModel, preset: str, folder: Path, formats=None) 
     return manifest
 
 
+def installed_formats() -> list[str] | None:
+    """The zoo formats ``speechperf zoo build`` builds here: None (every one) when every builder's framework is
+    installed, else those of the installed ones, with one line per builder left out saying what it needs (a build
+    of s2t without paddle writes the torch formats and says that paddle's need ``pip install speechperf[paddle]``).
+    The builder of the weights is never left out: without it nothing can be built, and the build says so."""
+    builders = zoo_builders()
+    missing = [b for b in builders[1:] if not b.availability().ok]
+    if not missing:
+        return None
+    for backend in missing:
+        formats = ", ".join(hooks(backend).zoo_formats)
+        reason = backend.availability().reason.splitlines()[0]
+        log.warning("note: the %s formats (%s) are not built: %s", backend.name, formats, reason)
+    kept = [b for b in builders if b not in missing]
+    return [name for b in kept for name, zf in hooks(b).zoo_formats.items() if not zf.variant]
+
+
 def definitions_of(model: str) -> str:
     """The hash of the sources that define ``model`` (speechperf.cache.definition_hash): a built model whose
     sources changed is built again."""
