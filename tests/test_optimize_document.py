@@ -49,7 +49,7 @@ def test_the_document_has_the_envelope_and_optimize_fields(tmp_path):
     s = study(tmp_path)
     s.write()
     doc = loads((tmp_path / "o.json").read_text())
-    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 3, False)
+    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 4, False)
     assert doc.config == {"general": {"threads": 1, "device": "cpu"}}
     env = doc.environment
     assert (env["backend"], env["backend_version"], env["threads"], env["device"]) == ("onnxruntime", "1.2.3", 1, "cpu")
@@ -101,7 +101,7 @@ def test_version_1_optimize_json_reads_as_an_optimize_document():
     from speechperf.results.figures import BY_NAME
 
     doc = read(Path(__file__).parent / "data" / "v1" / "optimize.json")
-    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 3, True)
+    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 4, True)
     fp32, int8 = doc.rows
     assert (fp32["variant"], int8["variant"]) == ("fp32", "ort-dynamic")
     # version 1's latency_ms / latency_sigma_ms are mean_ms / stdev_ms, the other figures kept their names

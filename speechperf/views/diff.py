@@ -34,11 +34,13 @@ LOADS_DIFFER = (
     "rate that got worse may be the machine's, not the code's; re-run both sides on a quiet machine, or pass "
     "--gate-under-load to gate it anyway"
 )
-#: The row's columns in the CSV: the gated figure on each side (timing figures in seconds), the test, the verdict,
+#: The row's columns in the CSV: the gated figure on each side (in ``figure_unit``: times in ms), the test, the verdict,
 #: then what the console shows beside them. A serving row's ``figures`` (a list) is in the JSON only.
 CSV_COLUMNS = (
     "unit",
     "metric",
+    "figure",
+    "figure_unit",
     "base",
     "new",
     "new_over_base",
@@ -50,10 +52,10 @@ CSV_COLUMNS = (
     "verdict",
     "base_runs",
     "new_runs",
-    "base_mean_s",
-    "base_stdev_s",
-    "new_mean_s",
-    "new_stdev_s",
+    "base_mean_ms",
+    "base_stdev_ms",
+    "new_mean_ms",
+    "new_stdev_ms",
     "mean_ratio",
     "mean_ratio_sigma",
     "median_ratio",
@@ -113,10 +115,10 @@ def _timing_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]]
     )
 
     def ms(row: dict[str, Any], side: str) -> str:
-        mean, sigma = row.get(f"{side}_mean_s", _gated(row, side)), row.get(f"{side}_stdev_s")
+        mean, sigma = row.get(f"{side}_mean_ms", _gated(row, side)), row.get(f"{side}_stdev_ms")
         if mean is None:
             return "-"
-        return f"{stats.mean_sigma(mean * 1e3, None if sigma is None else sigma * 1e3)} (n={row[f'{side}_units']})"
+        return f"{stats.mean_sigma(mean, sigma)} (n={row[f'{side}_units']})"
 
     def mean_ratio(row: dict[str, Any]) -> str:
         ratio = row.get("mean_ratio", _gated(row, "new_over_base"))

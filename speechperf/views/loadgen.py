@@ -80,10 +80,19 @@ def peak_line(peak: dict[str, Any], percentile: float, bound_ms: float) -> str:
     spent = f"{peak.get('trials')} trial(s) in {peak.get('seconds') or 0:.0f} s"
     if peak.get("peak_qps") is None:
         return f"Server peak: no VALID rate found ({pct} <= {bound_ms:g} ms; {spent}): {peak.get('stopped')}"
-    lower = " (a lower bound: no faster trial missed the bound)" if peak.get("lower_bound") else ""
+    bound = loadgen_table.bound_words(peak)
+    if bound == "a lower bound":
+        bound += ": no faster trial missed the bound"
     latency = peak.get("peak_latency_ms")
+    completed = peak.get("completed_qps")
+    figure = f"{significant(peak['peak_qps'])} scheduled samples/s (LoadGen's; "  # a version 2 file's figure
+    if completed is not None:
+        figure = (
+            f"{significant(completed)} completed samples/s (MLPerf's figure; scheduled "
+            f"{significant(peak['peak_qps'])}, "
+        )
     return (
-        f"Server peak{lower}: {significant(peak['peak_qps'])} scheduled samples/s (LoadGen's; target "
+        f"Server peak{f' ({bound})' if bound else ''}: {figure}target "
         f"{significant(peak['target_qps'])} QPS, trial {peak.get('peak_trial')}) VALID at {pct} <= "
         f"{bound_ms:g} ms ({pct} {'-' if latency is None else f'{latency:.1f}'} ms; {spent}; {peak.get('stopped')})"
     )
