@@ -106,3 +106,20 @@ def test_a_converged_peak_search_gives_the_figure_alone():
     assert search.converged and not search.lower_bound
     peak = {"peak_qps": 10.1, "completed_qps": 9.9, "converged": True, "bracket": [10.0, 10.4], "trials": 2}
     assert loadgen_table.rows([], peak)[-1]["headline"] == "peak 9.90 completed samples/s"
+
+
+@pytest.mark.slow
+def test_accuracy_mode_with_nothing_to_score_says_so_and_claims_no_pass(tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    pytest.importorskip("onnxruntime")
+    from tests.test_loadgen import loadgen
+
+    # the built-in dataset has no references: nothing to score the outputs against
+    args = ["-b", "onnxruntime", "--dataset-size", "2", "--scenario", "Offline", "--accuracy"]
+    done, data = loadgen(tmp_path, *args, "--reference-quality", "100")
+    assert done.returncode == 1, done.stderr  # a verdict was asked for and none can be given
+    assert data["quality"]["verdict"] == "NOT SCORED" and data["quality"]["scores"] == []
+    assert data["runs"][0]["summary"]["headline"] == "every sample once, NOT scored"
+    assert "accuracy: NOT SCORED: nothing to score against, so no PASS (exit 1)" in data["warnings"]
+    assert "accuracy: not scored: the dataset has no references" in done.stdout
+    assert "accuracy: PASS" not in done.stdout and "NOT SCORED, no PASS" in done.stdout
