@@ -593,12 +593,13 @@ class DiffOptions:
     sample_level: bool = False
     gate_under_load: bool = False
     exports: Exports = Exports()
+    wide: bool = False  #: --wide: the console's every column
 
 
 def run_diff(options: DiffOptions) -> int:
     """Read both documents, refuse what is not the same measurement, diff them, and show, write and keep the diff
     through the command lifecycle; returns the exit code (1: a significant regression above the threshold)."""
-    with lifecycle(options.exports) as run:
+    with lifecycle(options.exports, wide=options.wide) as run:
         threshold = None if options.fail_above is None else parse_percent(options.fail_above)
         base, new = load(options.base_path), load(options.new_path)
         if base.kind != new.kind:

@@ -49,6 +49,7 @@ class LoadgenOptions:
     find_peak: bool = False
     budget_s: float = 300.0
     reference_quality: float | None = None  # the fp32 reference's figure: accuracy mode's PASS / FAIL
+    wide: bool = False  # --wide: the console's every column
 
     def check(self) -> None:
         """One line for options that do not go together, before anything is loaded."""
@@ -71,7 +72,7 @@ def run_loadgen(options: LoadgenOptions, *, workdir: Path, out: IO[str] | None =
     opts = options.scenario
     user_conf = user_conf_settings(opts, options.cfg.stages[0].model or "*")  # a user.conf's `model.Scenario.key`
     check_log_dir(options.log_dir, options.force)
-    with lifecycle(options.exports, out=out) as run:
+    with lifecycle(options.exports, out=out, wide=options.wide) as run:
         if opts.audit_conf is None and Path("audit.config").is_file():
             log.warning("note: ./audit.config is not applied unless passed: --audit-conf audit.config")
         # loadgen's accuracy mode asks for quality: a reference it cannot score is refused before any timing

@@ -98,20 +98,21 @@ def _gated(row: dict[str, Any], key: str) -> Any:
     return row.get(key) if row.get("metric") == "mean" else None
 
 
+#: The timing table's ratio columns beside the mean's, shown with --wide (and in the Markdown and the page).
+RATIO_COLUMNS = ("median", "p90", "peak RSS", "WER")
+
+
 def _timing_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     unit = doc.rows[0]["tested_over"] if doc.rows else "run"
     first = {"bench": "stage", "optimize": "variant"}.get(doc["compared_kind"], "cell")
     headers = (
         first,
-        f"base mean ± σ (ms, n {unit}s)",
-        f"new mean ± σ (ms, n {unit}s)",
+        f"base mean ± σ\n(ms, n {unit}s)",
+        f"new mean ± σ\n(ms, n {unit}s)",
         "new/base",
         "Welch's p",
-        "median",
-        "p90",
-        "peak RSS",
-        "WER",
-        f"gate ({doc['fail_metric']})",
+        *RATIO_COLUMNS,
+        f"gate\n({doc['fail_metric']})",
     )
 
     def ms(row: dict[str, Any], side: str) -> str:
@@ -157,7 +158,7 @@ def _serving_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]
     first = "scenario" if doc["compared_kind"] == "loadgen" else "cell"
     headers: tuple[str, ...] = (
         first,
-        "result (base / new)",
+        "result\n(base / new)",
         "figure",
         "base",
         "new",
@@ -206,6 +207,11 @@ def _serving_lines(doc: Document) -> list[str]:
     return [f"{unit}; {_gate_line(doc, False)}"]
 
 
+def _one_line(headers: Sequence[str]) -> tuple[str, ...]:
+    """The headers of the Markdown and the page: a two-line console header on one line."""
+    return tuple(h.replace("\n", " ") for h in headers)
+
+
 def _table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]:
     """The headers, the cells and the lines under the table: the console's, the Markdown's and the page's."""
     if _serving(doc):
@@ -226,15 +232,25 @@ def _left(doc: Document, headers: Sequence[str]) -> tuple[str, ...]:
 
 
 def console(doc: Document, how: Shown) -> str:
-    """The table (never wrapped: a CI log keeps every row on one line) and, under it, the unit and the gate."""
+    """The table and, under it, the unit and the gate. Within ``tables.FIT`` columns: the timing kinds' ratio
+    columns only with ``how.wide``, and the name and verdict columns wrap inside themselves; ``how.wide``: every
+    column, never wrapped."""
     headers, cells, lines = _table(doc)
-    text = tables.render_table(title(doc), headers, cells, left=_left(doc, headers))
-    return text + "".join(f"{line}\n" for line in lines)
+    width: int | None = None
+    wrap: tuple[str, ...] = ()
+    if not how.wide:
+        if not _serving(doc):
+            keep = [i for i, h in enumerate(headers) if h not in RATIO_COLUMNS]
+            headers, cells = tuple(headers[i] for i in keep), [tuple(row[i] for i in keep) for row in cells]
+        width, wrap = tables.FIT, (headers[0], headers[-1])
+    # the title on a line of its own: two paths are often wider than the table, which would fold them
+    text = tables.render_table("", headers, cells, left=_left(doc, headers), width=width, wrap=wrap)
+    return f"{title(doc)}\n{text}" + "".join(f"{line}\n" for line in lines)
 
 
 def markdown(doc: Document) -> str:
     headers, cells, lines = _table(doc)
-    text = f"# {title(doc)}\n\n" + tables.to_markdown(headers, cells)
+    text = f"# {title(doc)}\n\n" + tables.to_markdown(_one_line(headers), cells)
     return text + "".join(f"\n{line}\n" for line in lines)
 
 
@@ -244,6 +260,7 @@ def csv(doc: Document) -> str:
 
 def html_tables(doc: Document) -> list[str]:
     headers, cells, lines = _table(doc)
+    headers = _one_line(headers)
     records = [dict(zip(headers, row)) for row in cells]
     notes = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return [table_html(title(doc), headers, records, key=headers) + notes]
