@@ -131,3 +131,34 @@ def test_version_1_optimize_json_reads_as_an_optimize_document():
     ]
     assert all(r["mean_ms"] > 0 and "latency_ms" not in r for r in doc["runs"])
     assert doc["quality_budget"] == {"max_wer_increase": 1.0, "max_bleu_drop": 1.0, "min_agreement": None}
+
+
+def test_ctrl_c_gives_an_unfinished_variant_the_runs_it_finished(tmp_path):
+    """The runs interleave: a stop leaves variants some of their runs, kept in the document's ``runs``; their rows,
+    CSV and Markdown carry them (runs, mean, speed-up against fp32) and say how many of how many finished."""
+    s = study(tmp_path)
+    s.runs += [
+        {"variant": "ort-static-qdq", "run": 1, "returncode": 0, "error": None, "mean_ms": 4.0, "peak_rss_mib": 90.0},
+        {"variant": "ort-static-qdq", "run": 2, "returncode": 0, "error": None, "mean_ms": 5.0, "peak_rss_mib": 92.0},
+        {
+            "variant": "ort-static-qdq",
+            "run": 3,
+            "returncode": 1,
+            "error": "boom",
+            "mean_ms": None,
+            "peak_rss_mib": None,
+        },
+    ]
+    s.run.write(s.interrupted())
+    row = next(r for r in loads((tmp_path / "o.json").read_text()).rows if r["variant"] == "ort-static-qdq")
+    assert row["status"] == "interrupted: 2 of 3 runs finished"
+    assert (row["runs"], row["mean_ms"], row["peak_rss_mib"]) == (2, 4.5, 91.0)
+    assert row["speedup"] == round(11.0 / 4.5, 3) and row["p_value"] is not None
+    written = next(
+        r for r in csv.DictReader(io.StringIO((tmp_path / "o.csv").read_text())) if r["variant"] == row["variant"]
+    )
+    assert (written["runs"], written["mean_ms"]) == ("2", "4.5")
+    md = (tmp_path / "o.md").read_text().splitlines()
+    assert any(
+        line.startswith("| ort-static-qdq | interrupted: 2 of 3 runs finished |") and "4.50 ±" in line for line in md
+    )

@@ -50,7 +50,7 @@ from speechperf.optimize.table import Row
 from speechperf.outputs import check_output_folder
 from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, machine
-from speechperf.stats import SIGNIFICANCE
+from speechperf.stats import SIGNIFICANCE, speed_ratio, welch_p_value
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +114,28 @@ class _Study:
         self.run.write(self.document())
 
     def interrupted(self) -> Document:
-        """Ctrl-C: the finished variants as they are, the others marked."""
-        for row in self.rows.values():
+        """Ctrl-C: the finished variants as they are; the others marked, with what their finished runs measured
+        (the runs interleave, so a stop after 11 runs leaves every variant some but none all of its runs)."""
+        for name, row in self.rows.items():
             if row.status in UNFINISHED:
-                row.status = "interrupted"
+                self._partial(name, row)
+        fp32 = self.rows.get(FP32)
+        for name, row in self.rows.items():
+            if name != FP32 and row.status.startswith("interrupted") and fp32 is not None and fp32.latencies_ms:
+                if row.latencies_ms:
+                    ratio = speed_ratio(row.latencies_ms, fp32.latencies_ms)
+                    row.speedup, row.speedup_sigma = ratio.value, ratio.sigma
+                    row.p_value = welch_p_value(row.latencies_ms, fp32.latencies_ms)
         return self.document()
+
+    def _partial(self, name: str, row: Row) -> None:
+        """An unfinished variant's row from its finished runs (the document's ``runs``): their mean per-sample
+        runtimes and peak RSS, and a status that says how many of its runs finished."""
+        done = [r for r in self.runs if r["variant"] == name and r["returncode"] == 0 and r["mean_ms"] is not None]
+        row.latencies_ms = [r["mean_ms"] for r in done]
+        peaks = [r["peak_rss_mib"] for r in done if r.get("peak_rss_mib") is not None]
+        row.peak_mib = statistics.median(peaks) if peaks else None
+        row.status = f"interrupted: {len(done)} of {self.opts.runs} runs finished" if done else "interrupted"
 
 
 def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, out=None) -> int:
