@@ -559,6 +559,8 @@ def _row(row: Row, kind: str, metric: str, fail_above: float | None) -> dict[str
     }
     if kind in SERVING_KINDS:
         out["figures"] = _serving_figures_shown(row, metric)
+        if row.base.bracket is not None and row.new.bracket is not None:  # two peak searches: what decides
+            out["base_bracket"], out["new_bracket"] = list(row.base.bracket), list(row.new.bracket)
     return out
 
 

@@ -75,6 +75,8 @@ def test_two_peaks_whose_brackets_overlap_are_not_gated_on_their_ratio(tmp_path)
     row = read(tmp_path / "d.json").rows[0]
     assert row["unit"] == "Server peak" and row["new_over_base"] < 0.7  # the ratio alone would fail it
     assert row["verdict"] == "not gated (brackets overlap)" and "not gated (brackets overlap)" in done.output
+    assert (row["base_bracket"], row["new_bracket"]) == ([80.0, 83.6], [55.1, 82.6])
+    assert "BASE's peak is between 80.0 and 83.6 QPS, NEW's between 55.1 and 82.6 QPS" in done.output
 
 
 def test_two_peaks_whose_brackets_part_by_more_than_the_threshold_are_a_regression(tmp_path):

@@ -18,6 +18,7 @@ from speechperf.errors import shorten_path
 from speechperf.results import Document
 from speechperf.results.figures import shown
 from speechperf.store.html import table_html
+from speechperf.tables import significant
 from speechperf.views import Shown, View, rows_csv
 
 SERVING_KINDS = ("serving", "loadgen")
@@ -204,7 +205,24 @@ def _serving_lines(doc: Document) -> list[str]:
         "statistical unit: one LoadGen run (one process) on each side: its figures are single values, so no test is "
         "made and the ratio alone decides"
     )
-    return [f"{unit}; {_gate_line(doc, False)}"]
+    lines = [f"{unit}; {_gate_line(doc, False)}"]
+    for r in doc.rows:
+        if r.get("base_bracket") and r.get("new_bracket") and r.get("metric") == "peak_qps":
+            lines.append(
+                f"{r['unit']}: the two searches' brackets decide, not the ratio alone: BASE's peak is "
+                f"{_where(*r['base_bracket'])}, NEW's {_where(*r['new_bracket'])}; a regression only when BASE's "
+                "low end is above NEW's high end by more than the threshold"
+            )
+    return lines
+
+
+def _where(low: float | None, high: float | None) -> str:
+    """Where a peak search's bracket puts its peak, in target rates."""
+    if high is None:
+        return "at least " + ("0" if low is None else significant(low)) + " QPS (no trial missed the bound)"
+    if low is None:
+        return f"below {significant(high)} QPS"
+    return f"between {significant(low)} and {significant(high)} QPS"
 
 
 def _one_line(headers: Sequence[str]) -> tuple[str, ...]:
