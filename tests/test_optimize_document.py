@@ -162,3 +162,20 @@ def test_ctrl_c_gives_an_unfinished_variant_the_runs_it_finished(tmp_path):
     assert any(
         line.startswith("| ort-static-qdq | interrupted: 2 of 3 runs finished |") and "4.50 ±" in line for line in md
     )
+
+
+def test_ctrl_c_gives_fp32_the_runs_it_finished_and_the_variants_their_speed_up_against_them(tmp_path):
+    """fp32's row says "baseline" from the start: a stop before its last run leaves it without figures unless its
+    finished runs fill it, as a variant's."""
+    s = study(tmp_path)
+    s.rows["fp32"].latencies_ms = []
+    s.rows["ort-dynamic"].status, s.rows["ort-dynamic"].latencies_ms = "measuring", []
+    s.runs += [
+        {"variant": v, "run": n, "returncode": 0, "error": None, "mean_ms": ms, "peak_rss_mib": None}
+        for v, n, ms in (("fp32", 1, 10.0), ("ort-dynamic", 1, 5.0), ("fp32", 2, 12.0), ("ort-dynamic", 2, 6.0))
+    ]
+    rows = {r["variant"]: r for r in s.interrupted().rows}
+    assert rows["fp32"]["status"] == "baseline (interrupted: 2 of 3 runs finished)"
+    assert (rows["fp32"]["runs"], rows["fp32"]["mean_ms"]) == (2, 11.0)
+    assert rows["ort-dynamic"]["status"] == "interrupted: 2 of 3 runs finished"
+    assert (rows["ort-dynamic"]["runs"], rows["ort-dynamic"]["speedup"]) == (2, 2.0)
