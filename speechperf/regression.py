@@ -51,12 +51,24 @@ from speechperf.store.record import environment_of, row_name
 log = logging.getLogger(__name__)
 
 #: The figures ``--fail-metric`` may name; ``headline``: each unit's own (see the module's doc).
-METRICS = ("headline", "mean", "median", "p90", "p99", "peak_rss", "wer", "samples_per_s", "peak_qps")
+METRICS = (
+    "headline",
+    "mean",
+    "median",
+    "p90",
+    "p99",
+    "peak_rss",
+    "wer",
+    "samples_per_s",
+    "peak_qps",
+    "completed_qps",
+    "early_stopping",
+)
 TIMING_METRICS = ("mean", "median", "p90")
 #: Figures the machine's load does not move: gated even when the two sides timed under different loads.
 LOAD_FREE = frozenset({"peak_rss", "wer"})
 #: Rates: a drop is a regression.
-HIGHER_IS_BETTER = frozenset({"samples_per_s", "peak_qps"})
+HIGHER_IS_BETTER = frozenset({"samples_per_s", "peak_qps", "completed_qps"})
 #: The figure each metric is, by its name in the documents (``speechperf.results.figures``).
 FIGURE = {
     "mean": "mean_ms",
@@ -67,8 +79,13 @@ FIGURE = {
     "wer": "wer",
     "samples_per_s": "samples_per_s",
     "peak_qps": "peak_qps",
+    "completed_qps": "completed_qps",  # MLPerf's Server figure
+    "early_stopping": "early_stopping_ms",  # MLPerf's SingleStream / MultiStream figure
 }
 SERVING_KINDS = ("serving", "loadgen")
+#: The serving figures diff shows (those a side has), in this order: MLPerf's figures as the current checker reads
+#: them (Server ``completed_qps``, the streams' ``early_stopping``) beside the others.
+SERVING_SHOWN = ("peak_qps", "completed_qps", "samples_per_s", "early_stopping", "p90", "p99")
 #: environment keys that must match between the two runs (the commit is what is expected to differ)
 ENV_KEYS = ("python", "platform", "cpu", "cpu_count", "threads", "device", "backend", "packages")
 #: config and option keys that say where results go or how many runs there are, not what is measured
@@ -325,7 +342,7 @@ def _scenario_headline(scenario: Any, peak: bool) -> str:
 
 
 def _serving_figures(row: dict[str, Any]) -> dict[str, float | None]:
-    got = {m: row.get(FIGURE[m]) for m in ("peak_qps", "samples_per_s", "p90", "p99")}
+    got = {m: row.get(FIGURE[m]) for m in SERVING_SHOWN}
     # version 1 named a serving row's figure in ``metric`` and put it in ``value``, its latency in ``latency_ms``
     if row.get("metric") in ("peak_qps", "samples_per_s") and got[row["metric"]] is None:
         got[row["metric"]] = row.get("value")
@@ -478,10 +495,6 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     if found or name not in TIMING_METRICS or row.base.ratio_gated or row.untested is None:
         return "REGRESSION" if found else "ok"
     return "not gated (no test)"  # a timing figure without a test gates nothing, within the threshold or not
-
-
-#: The serving figures diff shows, in this order, with the name the documents give them.
-SERVING_SHOWN = ("peak_qps", "samples_per_s", "p90", "p99")
 
 
 def _serving_figures_shown(row: Row, metric: str) -> list[dict[str, Any]]:

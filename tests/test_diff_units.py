@@ -88,3 +88,35 @@ def test_two_peaks_whose_brackets_part_by_more_than_the_threshold_are_a_regressi
     # NEW's search found no rate that missed the bound: its peak may be anywhere above 40, so no drop is shown
     unbounded = peak_doc(tmp_path / "c.json", 41.0, [40.0, None], False)
     assert diff(base, unbounded, tmp_path / "e.json", "--fail-above", "5%").exit_code == 0
+
+
+def single_stream_doc(path: Path, scale: float) -> Path:
+    """A loadgen document of one SingleStream test read from LoadGen's real logs, its early-stopping estimate
+    times ``scale``."""
+    import attrs
+
+    from speechperf.loadgen.summary import read_summary
+    from speechperf.results.loadgen_table import run_row
+
+    summary = read_summary(DATA / "loadgen" / "single-stream" / "mlperf_log_summary.txt", "SingleStream", 0.0, 90.0)
+    summary = attrs.evolve(summary, early_stopping_ms=summary.early_stopping_ms * scale)
+    run = {
+        "scenario": "SingleStream",
+        "mode": "performance",
+        "backend": "onnxruntime",
+        "summary": attrs.asdict(summary),
+    }
+    env = {"backend": "onnxruntime", "threads": 1}
+    Document(kind="loadgen", rows=[run_row(run)], body={}, complete=True, environment=env, config={}).write(path)
+    return path
+
+
+def test_a_single_stream_diff_shows_mlperfs_early_stopping_figure_and_can_gate_on_it(tmp_path):
+    base, new = single_stream_doc(tmp_path / "a.json", 1.0), single_stream_doc(tmp_path / "b.json", 1.2)
+    done = diff(base, new, tmp_path / "d.json", "--fail-above", "5%")
+    assert done.exit_code == 0, done.output  # the headline is still the plain p90, the same on both sides
+    lines = {line["metric"]: line for line in read(tmp_path / "d.json").rows[0]["figures"]}
+    assert lines["early_stopping"]["figure"] == "early_stopping_ms"
+    assert abs(lines["early_stopping"]["new_over_base"] - 1.2) < 0.01
+    gated = diff(base, new, tmp_path / "e.json", "--fail-above", "5%", "--fail-metric", "early_stopping")
+    assert gated.exit_code == 1 and read(tmp_path / "e.json").rows[0]["verdict"] == "REGRESSION"

@@ -29,7 +29,7 @@ from speechperf.regression import METRICS
     metavar="PCT",
     help="Exit 1 when --fail-metric of a stage, cell, variant or scenario got worse by more than this (5% or 0.05), "
     "significantly (Welch's p < 0.05 over the process runs: 2 or more per side) for the timing metrics; for a rate "
-    "(samples_per_s, peak_qps) worse is lower.",
+    "(samples_per_s, peak_qps, completed_qps) worse is lower.",
 )
 @click.option(
     "--fail-metric",

@@ -23,7 +23,7 @@ from speechperf.views import Shown, View, rows_csv
 
 SERVING_KINDS = ("serving", "loadgen")
 #: The serving figures where higher is better (``speechperf.regression.HIGHER_IS_BETTER``).
-RATES = ("samples_per_s", "peak_qps")
+RATES = ("samples_per_s", "peak_qps", "completed_qps")
 #: What the test is over, in words, by a row's ``tested_over``.
 UNIT_WORDS = {
     "run": "one process run (its mean per-sample runtime)",
