@@ -123,3 +123,20 @@ def test_accuracy_mode_with_nothing_to_score_says_so_and_claims_no_pass(tmp_path
     assert "accuracy: NOT SCORED: nothing to score against, so no PASS (exit 1)" in data["warnings"]
     assert "accuracy: not scored: the dataset has no references" in done.stdout
     assert "accuracy: PASS" not in done.stdout and "NOT SCORED, no PASS" in done.stdout
+
+
+def test_multistream_reads_its_own_key_not_single_streams(tmp_path):
+    """MultiStream's figure is ``early_stopping_latency_ms``; LoadGen logs both keys in every test, the other one 0
+    (the SingleStream log here with its two keys' values swapped, as a MultiStream test logs them)."""
+    source = DATA / "single-stream"
+    estimate = detail(source, "early_stopping_latency_ss")
+    text = (source / "mlperf_log_detail.txt").read_text()
+    text = text.replace(f'"early_stopping_latency_ss", "value": {estimate}', '"early_stopping_latency_ss", "value": 0')
+    text = text.replace('"early_stopping_latency_ms", "value": 0', f'"early_stopping_latency_ms", "value": {estimate}')
+    (tmp_path / "mlperf_log_detail.txt").write_text(text)
+    (tmp_path / "mlperf_log_summary.txt").write_text((source / "mlperf_log_summary.txt").read_text())
+    assert detail(tmp_path, "early_stopping_latency_ms") == estimate
+    got = read_summary(tmp_path / "mlperf_log_summary.txt", "MultiStream", 0.0, 99.0)
+    assert got.early_stopping_ms == estimate / 1e6
+    single = read_summary(tmp_path / "mlperf_log_summary.txt", "SingleStream", 0.0, 90.0)
+    assert single.early_stopping_ms is None  # its key says 0 here: no estimate
