@@ -38,6 +38,7 @@ class HistoryOptions:
     x_axis: str = "time"
     plot: Path | None = None
     exports: Exports = Exports()
+    wide: bool = False  #: --wide: the listing unwrapped
 
 
 def split_output(output: Path | None, metric: str | None) -> tuple[Path | None, Path | None]:
@@ -62,7 +63,7 @@ def run_history(options: HistoryOptions) -> int:
         plot.check_plot_path(options.plot)
     store = options.store or default_store()
     db.check_store(store)
-    with lifecycle(options.exports) as run:
+    with lifecycle(options.exports, wide=options.wide) as run:
         rows = stored.runs(store, options.filters)
         body: dict[str, Any] = {
             "store": str(store),

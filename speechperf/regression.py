@@ -51,12 +51,24 @@ from speechperf.store.record import environment_of, row_name
 log = logging.getLogger(__name__)
 
 #: The figures ``--fail-metric`` may name; ``headline``: each unit's own (see the module's doc).
-METRICS = ("headline", "mean", "median", "p90", "p99", "peak_rss", "wer", "samples_per_s", "peak_qps")
+METRICS = (
+    "headline",
+    "mean",
+    "median",
+    "p90",
+    "p99",
+    "peak_rss",
+    "wer",
+    "samples_per_s",
+    "peak_qps",
+    "completed_qps",
+    "early_stopping",
+)
 TIMING_METRICS = ("mean", "median", "p90")
 #: Figures the machine's load does not move: gated even when the two sides timed under different loads.
 LOAD_FREE = frozenset({"peak_rss", "wer"})
 #: Rates: a drop is a regression.
-HIGHER_IS_BETTER = frozenset({"samples_per_s", "peak_qps"})
+HIGHER_IS_BETTER = frozenset({"samples_per_s", "peak_qps", "completed_qps"})
 #: The figure each metric is, by its name in the documents (``speechperf.results.figures``).
 FIGURE = {
     "mean": "mean_ms",
@@ -67,8 +79,13 @@ FIGURE = {
     "wer": "wer",
     "samples_per_s": "samples_per_s",
     "peak_qps": "peak_qps",
+    "completed_qps": "completed_qps",  # MLPerf's Server figure
+    "early_stopping": "early_stopping_ms",  # MLPerf's SingleStream / MultiStream figure
 }
 SERVING_KINDS = ("serving", "loadgen")
+#: The serving figures diff shows (those a side has), in this order: MLPerf's figures as the current checker reads
+#: them (Server ``completed_qps``, the streams' ``early_stopping``) beside the others.
+SERVING_SHOWN = ("peak_qps", "completed_qps", "samples_per_s", "early_stopping", "p90", "p99")
 #: environment keys that must match between the two runs (the commit is what is expected to differ)
 ENV_KEYS = ("python", "platform", "cpu", "cpu_count", "threads", "device", "backend", "packages")
 #: config and option keys that say where results go or how many runs there are, not what is measured
@@ -109,6 +126,9 @@ class Unit:
     samples: tuple[float, ...] = ()
     #: a serving figure: one LoadGen run's single value by design, gated on its ratio alone (docs/loadgen.md)
     ratio_gated: bool = False
+    #: a Server peak search's bracket in target rates (highest VALID, lowest that missed the bound; None: no such
+    #: trial): where its peak lies, which the gate reads rather than the ratio alone (``Row.brackets_show``)
+    bracket: tuple[float | None, float | None] | None = None
 
     def resolve(self, metric: str) -> str:
         return self.headline if metric == "headline" else metric
@@ -134,7 +154,9 @@ class Row:
 
     @property
     def counts(self) -> tuple[int, int]:
-        """The units tested on each side."""
+        """The units tested on each side (a serving figure: one LoadGen run on each)."""
+        if self.base.ratio_gated and self.new.ratio_gated:
+            return 1, 1
         if self.unit == "sample":
             return len(self.base.samples), len(self.new.samples)
         return len(self.base.values), len(self.new.values)
@@ -177,12 +199,25 @@ class Row:
         """The sides' loads differ and ``metric`` is one the load moves (a time or a rate)."""
         return self.loads_differ and self.base.resolve(metric) not in LOAD_FREE
 
+    def brackets_show(self, metric: str, fail_above: float) -> bool | None:
+        """Two peak searches' brackets on ``peak_qps``: True when BASE's lowest possible peak (its highest VALID
+        rate) is above NEW's highest possible one (its lowest missed rate) by more than ``fail_above``, False when
+        the brackets leave room for no such drop; None when a side kept no bracket (the ratio alone decides)."""
+        if self.base.resolve(metric) != "peak_qps" or self.base.bracket is None or self.new.bracket is None:
+            return None
+        base_low, new_high = self.base.bracket[0], self.new.bracket[1]
+        if base_low is None or new_high is None:  # BASE's peak may be 0, or NEW's unbounded: no drop is shown
+            return False
+        return new_high <= 0 or base_low / new_high > 1 + fail_above
+
     def regressed(self, metric: str, fail_above: float) -> bool | None:
         """True / False; None when the metric is missing on a side."""
         worse = self.worse_by(metric)
         if worse is None:
             return None
         if worse <= 1 + fail_above or self.held_by_load(metric):
+            return False
+        if self.brackets_show(metric, fail_above) is False:
             return False
         if self.base.resolve(metric) in TIMING_METRICS and not self.base.ratio_gated:  # significant, or none
             return self.p_value is not None and self.p_value < stats.SIGNIFICANCE
@@ -307,7 +342,7 @@ def _scenario_headline(scenario: Any, peak: bool) -> str:
 
 
 def _serving_figures(row: dict[str, Any]) -> dict[str, float | None]:
-    got = {m: row.get(FIGURE[m]) for m in ("peak_qps", "samples_per_s", "p90", "p99")}
+    got = {m: row.get(FIGURE[m]) for m in SERVING_SHOWN}
     # version 1 named a serving row's figure in ``metric`` and put it in ``value``, its latency in ``latency_ms``
     if row.get("metric") in ("peak_qps", "samples_per_s") and got[row["metric"]] is None:
         got[row["metric"]] = row.get("value")
@@ -340,7 +375,11 @@ def _loadgen_units(doc: Document) -> dict[str, Unit]:
         if name is None:  # a peak search's trial
             continue
         headline = _scenario_headline(row.get("scenario"), row.get("mode") == PEAK)
-        units[name] = Unit(name, (), _serving_figures(row), headline, row.get("result"), ratio_gated=True)
+        bracket = None
+        if row.get("mode") == PEAK and row.get("converged") is not None:  # written with its bracket
+            bracket = (row.get("bracket_low_qps"), row.get("bracket_high_qps"))
+        unit = Unit(name, (), _serving_figures(row), headline, row.get("result"), ratio_gated=True, bracket=bracket)
+        units[name] = unit
     return units
 
 
@@ -451,14 +490,11 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
         return f"no {name} on a side"
     if row.held_by_load(metric) and (row.worse_by(metric) or 1.0) > 1 + fail_above:
         return "not gated (loads differ)"
+    if not found and row.brackets_show(metric, fail_above) is False and (row.worse_by(metric) or 1.0) > 1 + fail_above:
+        return "not gated (brackets overlap)"
     if found or name not in TIMING_METRICS or row.base.ratio_gated or row.untested is None:
         return "REGRESSION" if found else "ok"
-    worse = row.worse_by(metric) or 1.0
-    return "not gated (no test)" if worse > 1 + fail_above else "ok"
-
-
-#: The serving figures diff shows, in this order, with the name the documents give them.
-SERVING_SHOWN = ("peak_qps", "samples_per_s", "p90", "p99")
+    return "not gated (no test)"  # a timing figure without a test gates nothing, within the threshold or not
 
 
 def _serving_figures_shown(row: Row, metric: str) -> list[dict[str, Any]]:
@@ -480,20 +516,40 @@ def _serving_figures_shown(row: Row, metric: str) -> list[dict[str, Any]]:
     ]
 
 
+#: The timing kinds' times, which ``Unit`` keeps in seconds and the diff document in milliseconds.
+SECONDS = frozenset({"mean", "median", "p90", "p99"})
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value * 1e3
+
+
 def _side(unit: Unit, tested_over: str) -> tuple[float | None, float | None]:
-    """The mean (s) and the σ (s) of what the test is over, as the table shows them."""
-    return unit.metric("mean"), stats.stdev(unit.samples if tested_over == "sample" else unit.values)
+    """The mean (ms) and the σ (ms) of what the test is over, as the table shows them."""
+    return _ms(unit.metric("mean")), _ms(stats.stdev(unit.samples if tested_over == "sample" else unit.values))
+
+
+def _figure_of(unit: Unit, name: str) -> float | None:
+    """``name``'s figure in the documents' unit (``speechperf.results.figures``): a timing kind's time in ms."""
+    value = unit.metric(name)
+    return _ms(value) if name in SECONDS and not unit.ratio_gated else value
 
 
 def _row(row: Row, kind: str, metric: str, fail_above: float | None) -> dict[str, Any]:
+    from speechperf.results.figures import unit_of
+
     name = row.base.resolve(metric)
     base_units, new_units = row.counts
     (base_mean, base_sd), (new_mean, new_sd) = _side(row.base, row.unit), _side(row.new, row.unit)
+    figure = FIGURE.get(name, f"{name}_ms")
     out: dict[str, Any] = {
         "unit": row.name,
         "metric": name,
-        "base": row.base.metric(name),
-        "new": row.new.metric(name),
+        # ``base`` and ``new`` are this figure, in its documents' unit, named (the same for every kind)
+        "figure": figure,
+        "figure_unit": unit_of(figure),
+        "base": _figure_of(row.base, name),
+        "new": _figure_of(row.new, name),
         "new_over_base": row.ratio_of(name),
         "p_value": row.p_value,
         "tested_over": row.unit,
@@ -504,10 +560,10 @@ def _row(row: Row, kind: str, metric: str, fail_above: float | None) -> dict[str
         # what the console shows beside the gated figure (docs/results.md, "diff")
         "base_runs": len(row.base.values),
         "new_runs": len(row.new.values),
-        "base_mean_s": base_mean,
-        "base_stdev_s": base_sd,
-        "new_mean_s": new_mean,
-        "new_stdev_s": new_sd,
+        "base_mean_ms": base_mean,
+        "base_stdev_ms": base_sd,
+        "new_mean_ms": new_mean,
+        "new_stdev_ms": new_sd,
         "mean_ratio": None if row.ratio is None else row.ratio.value,
         "mean_ratio_sigma": None if row.ratio is None else row.ratio.sigma,
         **{f"{m}_ratio": row.ratio_of(m) for m in ("median", "p90", "peak_rss", "wer")},
@@ -516,6 +572,8 @@ def _row(row: Row, kind: str, metric: str, fail_above: float | None) -> dict[str
     }
     if kind in SERVING_KINDS:
         out["figures"] = _serving_figures_shown(row, metric)
+        if row.base.bracket is not None and row.new.bracket is not None:  # two peak searches: what decides
+            out["base_bracket"], out["new_bracket"] = list(row.base.bracket), list(row.new.bracket)
     return out
 
 
@@ -523,7 +581,7 @@ def document(
     rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None, exit_code: int
 ) -> Document:
     """The diff as a result document (kind ``diff``): a row per stage, cell, variant or scenario with the gated
-    figure on each side (the timing figures in seconds, as ``Unit`` keeps them), NEW over BASE, the test, the
+    figure on each side (``figure``, in its documents' unit ``figure_unit``: times in ms), NEW over BASE, the test, the
     verdict, and every figure the console shows beside them (``speechperf.views.diff`` renders it)."""
     body = {
         "base": str(base.path),
@@ -550,12 +608,13 @@ class DiffOptions:
     sample_level: bool = False
     gate_under_load: bool = False
     exports: Exports = Exports()
+    wide: bool = False  #: --wide: the console's every column
 
 
 def run_diff(options: DiffOptions) -> int:
     """Read both documents, refuse what is not the same measurement, diff them, and show, write and keep the diff
     through the command lifecycle; returns the exit code (1: a significant regression above the threshold)."""
-    with lifecycle(options.exports) as run:
+    with lifecycle(options.exports, wide=options.wide) as run:
         threshold = None if options.fail_above is None else parse_percent(options.fail_above)
         base, new = load(options.base_path), load(options.new_path)
         if base.kind != new.kind:

@@ -39,6 +39,8 @@ def to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 WIDE = 480
 #: The width a table is fitted to when stdout is no terminal (a pipe, a log, CI).
 NOT_A_TERMINAL = 100
+#: The most columns the key-column tables of diff, history and loadgen take (their ``--wide`` shows every column).
+FIT = 120
 
 
 def terminal_width(file: IO[str]) -> int:

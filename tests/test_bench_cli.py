@@ -32,7 +32,7 @@ def bench_json(tmp_path: Path, *args: str) -> dict:
     result = bench(*args, "--output", str(out))
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert data["kind"] == "bench" and data["complete"] is True and data["schema_version"] == 3
+    assert data["kind"] == "bench" and data["complete"] is True and data["schema_version"] == 4
     return data
 
 

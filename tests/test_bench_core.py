@@ -189,7 +189,7 @@ def test_reports_json_csv_markdown(tmp_path):
     path, csv_path, md_path = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.md"
     Exports(json=path, csv=csv_path, markdown=md_path).write(doc)  # CSV and Markdown: the bench view's
     loaded = json.loads(path.read_text())
-    assert loaded["kind"] == "bench" and loaded["schema_version"] == 3 and loaded["complete"] is True
+    assert loaded["kind"] == "bench" and loaded["schema_version"] == 4 and loaded["complete"] is True
     assert set(loaded["environment"]) >= {"packages", "cpu", "threads", "device", "backend", "git_commit"}
     raw = loaded["result"]["stages"][0]["runtime"]["samples"][0]
     assert len(raw["ns"]) == 2 and all(isinstance(v, int) and v > 0 for v in raw["ns"])  # every raw timing

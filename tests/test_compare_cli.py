@@ -141,7 +141,7 @@ def test_exports_json_csv_markdown_and_plot(three_backends):
     _, paths, data = three_backends
     assert (
         data["kind"] == "compare"
-        and data["schema_version"] == 3
+        and data["schema_version"] == 4
         and data["complete"] is True
         and data["runs_per_cell"] == 2
     )

@@ -22,7 +22,7 @@ TIMING = ("mean_ms", "min_ms", "max_ms", "median_ms", "p90_ms", "p99_ms", "sampl
 def test_a_version_1_compare_reads_as_its_kind_with_figures_py_names(kind):
     raw = json.loads((V1 / f"{kind}.json").read_text())
     doc = read(V1 / f"{kind}.json", kinds=(kind,))
-    assert doc.kind == kind and doc.schema_version == 3 and doc.complete is True
+    assert doc.kind == kind and doc.schema_version == 4 and doc.complete is True
     assert [r["cell"] for r in doc.rows] == [r["cell"] for r in raw["summary"]]
     for row, old in zip(doc.rows, raw["summary"], strict=True):
         assert all(name in BY_NAME and row[name] == old[name] > 0 for name in TIMING)

@@ -182,7 +182,7 @@ def test_every_version_1_file_reads_as_its_kind_and_passes_the_gate_against_itse
     raw = json.loads(path.read_text())
     doc = read(path)
     kind = path.stem if path.stem in KINDS else path.stem.split("-")[0]  # loadgen-peak.json: a loadgen file
-    assert doc.schema_version == 3 and doc.kind == kind
+    assert doc.schema_version == 4 and doc.kind == kind
     assert doc.rows, "a version 1 file's table is read into rows"
     assert not {"runtime_mean_ms", "latency_ms", "rtfx"} & {k for row in doc.rows for k in row}, doc.rows[0]
     assert doc.complete is bool(raw.get("complete"))

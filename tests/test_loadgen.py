@@ -52,6 +52,14 @@ def loadgen(tmp_path: Path, *args: str, timeout: int = 300) -> tuple[subprocess.
     return done, (json.loads(out.read_text()) if out.is_file() else None)
 
 
+def detail(run: dict, key: str):
+    """LoadGen's own figure for one test (a run of the JSON): ``key``'s value in its ``mlperf_log_detail.txt``."""
+    for line in (Path(run["log_dir"]) / "mlperf_log_detail.txt").read_text().splitlines():
+        if line.startswith(":::MLLOG ") and f'"key": "{key}"' in line:
+            return json.loads(line.removeprefix(":::MLLOG "))["value"]
+    raise KeyError(key)
+
+
 def vad_args(tmp_path: Path, backend: str) -> list[str]:
     manifest = librivox_manifest(tmp_path)
     return [
@@ -84,7 +92,10 @@ def test_single_stream_on_the_silero_vad_over_librivox_reports_loadgen_figures(t
     run = data["runs"][0]
     summary = run["summary"]
     assert summary["result"] in ("VALID", "INVALID")
-    assert summary["headline"].startswith("p90 latency ")
+    if summary["early_stopping_ms"] is None:  # too few queries for LoadGen's estimate
+        assert summary["headline"].startswith("p90 latency ") and "(no early-stopping estimate)" in summary["headline"]
+    else:
+        assert summary["headline"] == f"early-stopping p90 latency {summary['early_stopping_ms']:.2f} ms"
     assert 0 < summary["percentiles_ms"]["p50"] <= summary["percentiles_ms"]["p99"]
     assert run["samples"] >= 1 and run["rtfx"] > 1  # silero serves far faster than real time
     assert "not MLPerf-compliant: duration 1 s < 600 s" in run["compliance"]
@@ -113,6 +124,8 @@ def test_server_far_above_capacity_is_invalid_and_names_the_latency_bound(tmp_pa
     ), run["summary"]["unmet"]
     assert "Server INVALID: latency bound not met: p99" in done.stdout
     assert run["summary"]["scheduled_qps"] > run["summary"]["completed_qps"]
+    # MLPerf's Server figure, as the submission checker reads it from LoadGen's detail log
+    assert run["summary"]["completed_qps"] == detail(run, "result_completed_samples_per_sec")
 
 
 @needs_librivox
@@ -151,15 +164,35 @@ def test_server_peak_is_loadgens_scheduled_rate_of_the_best_valid_trial_within_t
     # the summary prints 2 decimals of the figure the JSON keeps to more (51.4351 printed "51.43", :.2f "51.44")
     assert peak["peak_qps"] == pytest.approx(float(scheduled), abs=0.01) and best["summary"]["result"] == "VALID"
     assert peak["target_qps"] == best["target_qps"]
+    # MLPerf's Server figure (the current checker's): the best trial's completed rate, from LoadGen's detail log
+    assert peak["completed_qps"] == detail(best, "result_completed_samples_per_sec")
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("Server peak"))
-    assert f"{significant(peak['peak_qps'])} scheduled samples/s (LoadGen's; target " in line
+    assert f"{significant(peak['completed_qps'])} completed samples/s (MLPerf's figure; scheduled " in line
+    assert f"scheduled {significant(peak['peak_qps'])}, target " in line
     assert ("(a lower bound: " in line) is peak["lower_bound"]
+    assert ("(not converged: between " in line) is (not peak["converged"] and not peak["lower_bound"])
     compliance = [ln for ln in done.stdout.splitlines() if "not MLPerf-compliant: duration" in ln]
     assert len(compliance) == 1  # once, not once per trial
     assert "max_duration (ms): 600000" in text and "max_query_count : 1000000" in text
     assert best["user_conf"] == str(tmp_path / "user.conf") and best["audit_conf"] == str(tmp_path / "audit.config")
     assert data["scenario_options"]["user_conf"] == str(tmp_path / "user.conf")
     assert f"Server: audit.config {tmp_path / 'audit.config'} applied" in done.stdout
+
+
+@pytest.mark.slow
+def test_single_stream_figure_is_loadgens_early_stopping_latency_from_its_own_log(tmp_path):
+    pytest.importorskip("onnxruntime")
+    # 64 queries of the tiny S2T (about 20 ms each): enough for early stopping's p90 estimate
+    args = ["-b", "onnxruntime", "--dataset-size", "3", "--scenario", "SingleStream", "--duration", "1"]
+    done, data = loadgen(tmp_path, *args, "--min-queries", "64")
+    assert done.returncode == 0, done.stderr
+    run = data["runs"][0]
+    estimate_ns = detail(run, "early_stopping_latency_ss")
+    assert estimate_ns > 0 and run["summary"]["early_stopping_ms"] == estimate_ns / 1e6
+    assert data["rows"][0]["early_stopping_ms"] == pytest.approx(estimate_ns / 1e6, abs=0.005)
+    # the plain percentile beside it, and the estimate is what the headline (and the console) says
+    assert run["summary"]["percentiles_ms"]["p90"] <= run["summary"]["early_stopping_ms"]
+    assert f"early-stopping p90 latency {estimate_ns / 1e6:.2f} ms" in done.stdout
 
 
 @pytest.mark.slow
@@ -188,7 +221,8 @@ def test_offline_and_multistream_on_the_tiny_s2t(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     run = data["runs"][0]
-    assert run["summary"]["headline"].startswith("p99 latency ") and run["instances"] == 2
+    headline = run["summary"]["headline"]
+    assert headline.startswith(("p99 latency ", "early-stopping p99 latency ")) and run["instances"] == 2
     assert "not MLPerf-compliant: samples per query 2 != 8" in run["compliance"]
     assert run["samples"] % 2 == 0
 

@@ -61,7 +61,7 @@ def test_table_on_the_tiny_s2t(tmp_path, backend, method):
     result, doc = optimize(tmp_path, "-b", backend, "--method", method, "--runs", "2", *TINY)
     assert result.exit_code == 0, result.output
     table = rows(doc)
-    assert (doc["kind"], doc["schema_version"]) == ("optimize", 3)
+    assert (doc["kind"], doc["schema_version"]) == ("optimize", 4)
     assert list(table) == ["fp32", method] and doc["complete"] is True
     fp32, int8 = table["fp32"], table[method]
     assert fp32["status"] == "baseline" and fp32["runs"] == 2 and int8["runs"] == 2

@@ -49,7 +49,7 @@ def test_the_document_has_the_envelope_and_optimize_fields(tmp_path):
     s = study(tmp_path)
     s.write()
     doc = loads((tmp_path / "o.json").read_text())
-    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 3, False)
+    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 4, False)
     assert doc.config == {"general": {"threads": 1, "device": "cpu"}}
     env = doc.environment
     assert (env["backend"], env["backend_version"], env["threads"], env["device"]) == ("onnxruntime", "1.2.3", 1, "cpu")
@@ -101,7 +101,7 @@ def test_version_1_optimize_json_reads_as_an_optimize_document():
     from speechperf.results.figures import BY_NAME
 
     doc = read(Path(__file__).parent / "data" / "v1" / "optimize.json")
-    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 3, True)
+    assert (doc.kind, doc.schema_version, doc.complete) == ("optimize", 4, True)
     fp32, int8 = doc.rows
     assert (fp32["variant"], int8["variant"]) == ("fp32", "ort-dynamic")
     # version 1's latency_ms / latency_sigma_ms are mean_ms / stdev_ms, the other figures kept their names
@@ -131,3 +131,51 @@ def test_version_1_optimize_json_reads_as_an_optimize_document():
     ]
     assert all(r["mean_ms"] > 0 and "latency_ms" not in r for r in doc["runs"])
     assert doc["quality_budget"] == {"max_wer_increase": 1.0, "max_bleu_drop": 1.0, "min_agreement": None}
+
+
+def test_ctrl_c_gives_an_unfinished_variant_the_runs_it_finished(tmp_path):
+    """The runs interleave: a stop leaves variants some of their runs, kept in the document's ``runs``; their rows,
+    CSV and Markdown carry them (runs, mean, speed-up against fp32) and say how many of how many finished."""
+    s = study(tmp_path)
+    s.runs += [
+        {"variant": "ort-static-qdq", "run": 1, "returncode": 0, "error": None, "mean_ms": 4.0, "peak_rss_mib": 90.0},
+        {"variant": "ort-static-qdq", "run": 2, "returncode": 0, "error": None, "mean_ms": 5.0, "peak_rss_mib": 92.0},
+        {
+            "variant": "ort-static-qdq",
+            "run": 3,
+            "returncode": 1,
+            "error": "boom",
+            "mean_ms": None,
+            "peak_rss_mib": None,
+        },
+    ]
+    s.run.write(s.interrupted())
+    row = next(r for r in loads((tmp_path / "o.json").read_text()).rows if r["variant"] == "ort-static-qdq")
+    assert row["status"] == "interrupted: 2 of 3 runs finished"
+    assert (row["runs"], row["mean_ms"], row["peak_rss_mib"]) == (2, 4.5, 91.0)
+    assert row["speedup"] == round(11.0 / 4.5, 3) and row["p_value"] is not None
+    written = next(
+        r for r in csv.DictReader(io.StringIO((tmp_path / "o.csv").read_text())) if r["variant"] == row["variant"]
+    )
+    assert (written["runs"], written["mean_ms"]) == ("2", "4.5")
+    md = (tmp_path / "o.md").read_text().splitlines()
+    assert any(
+        line.startswith("| ort-static-qdq | interrupted: 2 of 3 runs finished |") and "4.50 ±" in line for line in md
+    )
+
+
+def test_ctrl_c_gives_fp32_the_runs_it_finished_and_the_variants_their_speed_up_against_them(tmp_path):
+    """fp32's row says "baseline" from the start: a stop before its last run leaves it without figures unless its
+    finished runs fill it, as a variant's."""
+    s = study(tmp_path)
+    s.rows["fp32"].latencies_ms = []
+    s.rows["ort-dynamic"].status, s.rows["ort-dynamic"].latencies_ms = "measuring", []
+    s.runs += [
+        {"variant": v, "run": n, "returncode": 0, "error": None, "mean_ms": ms, "peak_rss_mib": None}
+        for v, n, ms in (("fp32", 1, 10.0), ("ort-dynamic", 1, 5.0), ("fp32", 2, 12.0), ("ort-dynamic", 2, 6.0))
+    ]
+    rows = {r["variant"]: r for r in s.interrupted().rows}
+    assert rows["fp32"]["status"] == "baseline (interrupted: 2 of 3 runs finished)"
+    assert (rows["fp32"]["runs"], rows["fp32"]["mean_ms"]) == (2, 11.0)
+    assert rows["ort-dynamic"]["status"] == "interrupted: 2 of 3 runs finished"
+    assert (rows["ort-dynamic"]["runs"], rows["ort-dynamic"]["speedup"]) == (2, 2.0)

@@ -159,7 +159,7 @@ def test_a_version_2_document_reads_with_fractions_where_it_kept_percents(kind):
     path = Path(__file__).parent / "data" / "v2" / f"{kind}.json"
     raw = json.loads(path.read_text())
     doc = read(path, kinds=(kind,))
-    assert raw["schema_version"] == 2 and doc.schema_version == 3
+    assert raw["schema_version"] == 2 and doc.schema_version == 4
     assert any(old in row for row in raw["rows"] for old in V2_PERCENT)  # the fixture holds what is upgraded
     for before, after in zip(raw["rows"], doc.rows):
         for old, new in V2_PERCENT.items():

@@ -340,7 +340,9 @@ def test_the_roofline_plot_spans_whole_decades_and_names_what_it_leaves_out():
 
 
 @pytest.mark.slow
-def test_a_compare_measures_untrusted_roofs_once_not_in_every_child(tmp_path, monkeypatch):
+def test_untrusted_roofs_cached_for_this_machine_are_not_measured_again_by_a_compare_or_its_children(
+    tmp_path, monkeypatch
+):
     from speechperf.meters import roofs as roofs_module
 
     monkeypatch.setenv("SPEECHPERF_CACHE_DIR", str(tmp_path / "cache"))
@@ -363,10 +365,32 @@ def test_a_compare_measures_untrusted_roofs_once_not_in_every_child(tmp_path, mo
     args = ["--backends", "onnxruntime", "--runs", "3", "--executor", "inprocess", "--workdir", str(tmp_path / "w")]
     result = run("compare", "--config", str(config), "-o", str(out), *args)
     assert result.exit_code == 0, result.output
-    assert measured == [1]  # by the compare, before its 3 children; none of them measured again
+    assert measured == []  # measured once on this machine (busy): reused, neither the compare nor a child measured
     assert roofs_module.MEASURED_ENV not in os.environ
     assert roofs_module.cached(1).busy == "fixed for the test: busy"
     said = (tmp_path / "w" / "run1" / "onnxruntime" / "stderr.txt").read_text()
     assert "roofline: fixed for the test: busy; GFLOP/s are shown without a % of peak" in said
     placed = json.loads(out.read_text())["roofline"]["per_stage"]["onnxruntime"]["stage1 s2s"]
     assert placed["gflops_per_s"] > 0 and placed["fraction_of_peak"] is None  # never a % of an untrusted roof
+
+
+def test_roofs_are_measured_once_per_machine_and_reused_busy_or_not_until_the_machine_changes(tmp_path, monkeypatch):
+    from speechperf.meters import roofs as roofs_module
+
+    monkeypatch.setenv("SPEECHPERF_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(roofs_module.MEASURED_ENV, raising=False)
+    busy = attrs.evolve(roofs(100.0, 20.0), busy="fixed for the test: busy")
+    measured: list[int] = []
+
+    def measure_in_child(threads):  # the machine is busy: what it measures is kept, untrusted
+        measured.append(threads)
+        roofs_module.store(busy)
+
+    monkeypatch.setattr(roofs_module, "measure_in_child", measure_in_child)
+    assert roofs_module.roofs_for(1) is None and measured == [1]  # nothing cached: measured once
+    assert roofs_module.roofs_for(1) is None and measured == [1]  # busy roofs cached: reused, not measured again
+    # another machine (CPU, cores or the measured packages changed): its own key, nothing cached for it
+    path = tmp_path / roofs_module.ROOFS_FILE
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({"another machine": data.pop(roofs_module.machine().key)}))
+    assert roofs_module.roofs_for(1) is None and measured == [1, 1]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from speechperf.cli.options import export_options, keep_options
+from speechperf.cli.options import export_options, keep_options, wide_option
 from speechperf.regression import METRICS
 
 
@@ -29,7 +29,7 @@ from speechperf.regression import METRICS
     metavar="PCT",
     help="Exit 1 when --fail-metric of a stage, cell, variant or scenario got worse by more than this (5% or 0.05), "
     "significantly (Welch's p < 0.05 over the process runs: 2 or more per side) for the timing metrics; for a rate "
-    "(samples_per_s, peak_qps) worse is lower.",
+    "(samples_per_s, peak_qps, completed_qps) worse is lower.",
 )
 @click.option(
     "--fail-metric",
@@ -58,9 +58,12 @@ from speechperf.regression import METRICS
     help="Gate times and rates even when BASE and NEW timed under different loads (warned about); without it such a "
     "figure that got worse is 'not gated (loads differ)': it may be the machine's, not the code's.",
 )
+@wide_option("every column (the timing kinds: the median, p90, peak RSS and WER ratios)")
 @export_options("JSON export: a diff document, a row per stage, cell, variant or scenario (docs/results.md).")
 @keep_options("diff")
-def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_level, gate_under_load, exports) -> None:
+def diff(
+    base_path, new_path, fail_above, fail_metric, allow_different, sample_level, gate_under_load, wide, exports
+) -> None:
     """Compare NEW.json against BASE.json: two result documents of one kind (docs/results.md)."""
     from speechperf.regression import DiffOptions, run_diff
 
@@ -73,5 +76,6 @@ def diff(base_path, new_path, fail_above, fail_metric, allow_different, sample_l
         sample_level=sample_level,
         gate_under_load=gate_under_load,
         exports=exports,
+        wide=wide,
     )
     sys.exit(run_diff(options))

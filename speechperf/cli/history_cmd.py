@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from speechperf.cli.options import wide_option
+
 _path = click.Path(dir_okay=False, path_type=Path)
 LIMIT_MAX = 1_000_000_000  # beyond SQLite's integers the query fails and would blame the store
 
@@ -59,7 +61,10 @@ def _not_empty(ctx, param, value):
 @click.option("--csv", "csv_path", type=_path, default=None, help="The listing as CSV.")
 @click.option("--markdown", "md_path", type=_path, default=None, help="The listing as Markdown.")
 @click.option("--html", "html_path", type=_path, default=None, help="The listing (and plot) as one HTML page.")
-def history(store, backend, model, since, commit, limit, metric, stage, x_axis, output, csv_path, md_path, html_path):
+@wide_option("every column unwrapped (a long config path or headline on one line)")
+def history(
+    store, backend, model, since, commit, limit, metric, stage, x_axis, output, csv_path, md_path, html_path, wide
+):
     """List the stored runs of every kind (bench, compare, optimize, loadgen, serving...), newest first, and plot a
     metric over them (docs/history.md).
 
@@ -80,5 +85,6 @@ def history(store, backend, model, since, commit, limit, metric, stage, x_axis, 
         x_axis=x_axis,
         plot=plot,
         exports=Exports(json=json_path, csv=csv_path, markdown=md_path, keep=Keep(store=None, html=html_path)),
+        wide=wide,
     )
     sys.exit(run_history(options))

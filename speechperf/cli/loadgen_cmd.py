@@ -21,6 +21,7 @@ from speechperf.cli.options import (
     scenario_option,
     scenario_run_options,
     threads_option,
+    wide_option,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ TEST = {
 @mlperf_conf_options()
 @export_options("JSON: every test's LoadGen figures, the SUT's, the config; written after each test.")
 @keep_options("run")
+@wide_option("every column (the scheduled and completed rates, p99.9, the peak search's bracket, ...)")
 def loadgen(**params) -> None:
     """Run an MLPerf LoadGen scenario on one backend (docs/loadgen.md). Latency includes queueing.
 
@@ -98,5 +100,6 @@ def loadgen_options(p: dict[str, Any]) -> LoadgenOptions:
         find_peak=p.pop("find_peak"),
         budget_s=p.pop("budget"),
         reference_quality=p.pop("reference_quality"),
+        wide=p.pop("wide"),
         cfg=config_from_args(p, backend=backend, threads=threads),  # the last: what is left are the config options
     )

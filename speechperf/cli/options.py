@@ -355,6 +355,17 @@ def launch_options(children: str = "Children", refuse: Mapping[str, str] | None 
     )
 
 
+def wide_option(what: str = "every column"):
+    """``--wide``: the console's table with ``what``, as wide as it takes; by default its key columns, laid out to fit
+    a 120-column terminal (``speechperf.tables.FIT``). The exports have every column either way."""
+    return click.option(
+        "--wide",
+        is_flag=True,
+        help=f"Print {what}, as wide as it takes; by default the key columns, within 120 columns. The exports have "
+        "every column.",
+    )
+
+
 def export_options(json_help: str, kept: str | None = None):
     """--output/-o (JSON, written as results come in), --csv and --markdown, and with ``kept`` (what the page shows:
     "run", "comparison (with the plots)", ...) --store/--no-store and --html (``keep_options``): the exports of every

@@ -8,9 +8,12 @@ Each trial's outcome decides the next (``Search.record``, a pure function of the
   judged yet; run it again, longer: early stopping's own count of the queries it needs (x 1.1).
 - the fastest query alone takes longer than the bound: no rate can pass; stop with one line that says so.
 
-The search ends when the bracket is within 5%, or when the next trial (its minimum duration or query count at its
-rate, times how much longer than that the last trial took) would overrun the budget. The figure is MLPerf's: LoadGen's scheduled
-samples per second of the best VALID trial, with that trial's target rate beside it.
+The search ends when the bracket is within 5% (converged), or when the next trial (its minimum duration or query
+count at its rate, times how much longer than that the last trial took) would overrun the budget. The best VALID
+trial is the one of the highest scheduled rate; its figure is MLPerf's: LoadGen's completed samples per second (what
+the current submission checker reads), with its scheduled rate and target rate beside it. A search that did not
+converge gives a bound, and says so: its bracket (the highest VALID target rate, the lowest that missed the bound,
+or none) is where the peak lies, and ``speechperf diff`` of two peaks reads it.
 """
 
 from __future__ import annotations
@@ -71,6 +74,11 @@ class Search:
         if self.high is None:
             return Step(qps * 2, self.queries)
         return Step((self.low + self.high) / 2 if self.low else self.high / 2, self.queries)
+
+    @property
+    def converged(self) -> bool:
+        """The bracket closed within ``PRECISION``: the peak is known to 5%, not only bounded."""
+        return self.best is not None and self.high is not None and self.high - self.low <= PRECISION * self.high
 
     @property
     def lower_bound(self) -> bool:
@@ -138,7 +146,11 @@ def search_peak(
         "target_qps": best.target_qps if best is not None else None,
         "peak_trial": search.best + 1 if search.best is not None else None,
         "peak_latency_ms": best.summary.percentiles_ms.get(f"p{best.percentile:g}") if best is not None else None,
+        "completed_qps": best.summary.completed_qps if best is not None else None,  # MLPerf's Server figure
         "lower_bound": search.lower_bound,
+        "converged": search.converged,
+        # where the peak lies, in target rates: the highest VALID, the lowest that missed the bound (None: none did)
+        "bracket": [search.low if best is not None else None, search.high],
         "stopped": step.stop,
         "trials": len(runs),
         "seconds": time.perf_counter() - start,

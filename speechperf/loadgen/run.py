@@ -49,6 +49,7 @@ class LoadgenOptions:
     find_peak: bool = False
     budget_s: float = 300.0
     reference_quality: float | None = None  # the fp32 reference's figure: accuracy mode's PASS / FAIL
+    wide: bool = False  # --wide: the console's every column
 
     def check(self) -> None:
         """One line for options that do not go together, before anything is loaded."""
@@ -71,7 +72,7 @@ def run_loadgen(options: LoadgenOptions, *, workdir: Path, out: IO[str] | None =
     opts = options.scenario
     user_conf = user_conf_settings(opts, options.cfg.stages[0].model or "*")  # a user.conf's `model.Scenario.key`
     check_log_dir(options.log_dir, options.force)
-    with lifecycle(options.exports, out=out) as run:
+    with lifecycle(options.exports, out=out, wide=options.wide) as run:
         if opts.audit_conf is None and Path("audit.config").is_file():
             log.warning("note: ./audit.config is not applied unless passed: --audit-conf audit.config")
         # loadgen's accuracy mode asks for quality: a reference it cannot score is refused before any timing
@@ -138,6 +139,7 @@ class _Measured:
         instances = build.open_stages(cfg, backend, workdir, threads=opts.threads, instances=opts.instances)
         inputs = [instances[0][0].from_sample(sample) for sample in resolved.dataset]
         session = Session.open(lg, instances, inputs, backend, cfg.general.device, folder, user_conf)
+        session.scored = resolved.score_quality
         session.warm_up(cfg.general.warmup, opts.instances)
         environment = {**machine(), "backend": backend.name, "device": cfg.general.device, "threads": opts.threads}
         environment["instances"] = opts.instances
@@ -174,8 +176,12 @@ class _Measured:
         if failed:  # a warning of the document, collected from the log
             log.error("failed: %d sample(s); first: %s", failed, next(iter(runs[-1].failed.values()), ""))
         code = 1 if failed else 0
-        if self.body.get("quality", {}).get("verdict") == "FAIL":  # MLPerf's accuracy rule missed: the run fails
+        verdict = self.body.get("quality", {}).get("verdict")
+        if verdict == "FAIL":  # MLPerf's accuracy rule missed: the run fails
             doc.warnings.append("accuracy: FAIL: below 99% of the fp32 reference")
+            code = 1
+        elif verdict == NOT_SCORED:  # a verdict was asked for and none can be given: no pass is claimed
+            doc.warnings.append(f"accuracy: {NOT_SCORED}: nothing to score against, so no PASS (exit 1)")
             code = 1
         return doc, code
 
@@ -202,7 +208,9 @@ def _measure(run: Lifecycle, measured: _Measured) -> None:
         )
         return
     session.runs.append(session.one_test(f"{opts.scenario}-{opts.mode}", opts.target_qps, opts))
-    if measured.plan.score_quality:
+    if opts.mode == "accuracy" and not measured.plan.score_quality:
+        measured.body["quality"] = not_scored(measured.plan.quality_note, options.reference_quality)
+    elif measured.plan.score_quality:
         from speechperf.loadgen.accuracy import score
 
         resolved = measured.plan
@@ -215,6 +223,20 @@ def _measure(run: Lifecycle, measured: _Measured) -> None:
             measured.workdir,
             options.reference_quality,
         )
+
+
+#: accuracy mode's verdict when --reference-quality asked for one and there were no references to score against
+NOT_SCORED = "NOT SCORED"
+
+
+def not_scored(why: str | None, reference_quality: float | None) -> dict[str, Any]:
+    """Accuracy mode's ``quality`` with nothing to score: a line that says so, no scores, and the verdict
+    ``NOT SCORED`` when --reference-quality asked for one (exit 1: no pass is claimed), else None."""
+    why = (why or "the dataset has no references").removeprefix("quality not scored: ")
+    line = f"accuracy: not scored: {why}"
+    if reference_quality is not None:
+        line += f"; --reference-quality {reference_quality:g} cannot be checked: {NOT_SCORED}, no PASS"
+    return {"lines": [line], "scores": [], "verdict": NOT_SCORED if reference_quality is not None else None}
 
 
 def _interrupted(run: Lifecycle, measured: _Measured) -> None:

@@ -37,6 +37,7 @@ class Session:
     capacity: float = 0.0  # samples a second over every instance, from ``service_s``
     runs: list[report.LoadgenRun] = attrs.Factory(list)
     started: bool = False  # LoadGen ran a test: a process that exits after one must leave at once (see run.py)
+    scored: bool = True  # accuracy mode has references to score against (the plan's ``score_quality``)
 
     @classmethod
     def open(cls, lg, instances, inputs, backend, device: str, folder: Path, user_conf) -> Session:
@@ -85,7 +86,7 @@ class Session:
         if path.is_file() and "Result is" in path.read_text(errors="replace"):
             summary = read_summary(path, opts.scenario, opts.target_latency_ms, opts.latency_percentile)
         elif opts.mode == "accuracy" and not interrupted:  # AccuracyOnly: LoadGen judges no performance
-            summary = accuracy_summary()
+            summary = accuracy_summary(self.scored)
         else:  # interrupted before LoadGen wrote its summary: its detail log and the SUT's figures are what there is
             summary = interrupted_summary()
         served = self.sut.served

@@ -1,8 +1,11 @@
 """LoadGen's ``mlperf_log_summary.txt`` read into figures: validity with each unmet condition, percentiles, rates.
 
-Server's figure is MLPerf's: "Scheduled samples per second" (what the submission checker reads from the summary).
-The summary writes it to 2 decimals, so it is taken at full precision from the detail log of the same test
-(``result_scheduled_samples_per_sec``), which rounds to the summary's figure.
+Each scenario's figure is MLPerf's as the current submission checker reads it (``RESULT_FIELD_NEW``, v4.1 to v6.0,
+keys of LoadGen's detail log): Server ``result_completed_samples_per_sec``, SingleStream
+``early_stopping_latency_ss`` and MultiStream ``early_stopping_latency_ms`` (early stopping's estimate of the
+latency percentile, ns), Offline ``result_samples_per_second``. They are taken at full precision from the detail
+log of the same test (the summary rounds rates to 2 decimals); the scheduled rate and the plain percentiles are
+kept beside them. An early-stopping estimate of 0 (too few queries to make one) is None.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ _LINE = re.compile(r"^\s*([^:*]+?)\s*:\s*(.+?)\s*$")
 _PERCENTILE = re.compile(r"^(\d+(?:\.\d+)?) percentile latency \(ns\)$")
 _NEED = re.compile(r"Processed (\d+) queries.*?at least (\d+) more queries", re.S)
 _DETAIL = ":::MLLOG "
+_ESTIMATE = re.compile(r"Early stopping (\d+(?:\.\d+)?)th percentile estimate: (\d+)")
+#: the detail log's key of each stream scenario's early-stopping latency (MLPerf's RESULT_FIELD_NEW)
+EARLY_STOPPING_KEY = {"SingleStream": "early_stopping_latency_ss", "MultiStream": "early_stopping_latency_ms"}
 
 
 @attrs.frozen
@@ -35,6 +41,8 @@ class Summary:
     latency_missed: bool = False  # "Performance constraints satisfied: NO": the latency bound was missed
     #: early stopping's count: the queries the test processed and how many more it would need (too few queries)
     queries_needed: tuple[int, int] | None = None
+    #: SingleStream / MultiStream: early stopping's estimate of the latency percentile (MLPerf's figure), ms
+    early_stopping_ms: float | None = None
 
     @property
     def too_few_queries(self) -> bool:
@@ -87,10 +95,14 @@ def read_summary(path: Path, scenario: str, target_latency_ms: float, percentile
     if fields.get("Early stopping satisfied", "").upper() == "NO":
         why = next((e for e in early if "need" in e.lower()), early[-1] if early else "")
         unmet.append("early stopping not met" + (f": {why}" if why else ""))
-    scheduled = detail_figure(path.parent / "mlperf_log_detail.txt", "result_scheduled_samples_per_sec")
+    detail = path.parent / "mlperf_log_detail.txt"
+    scheduled = detail_figure(detail, "result_scheduled_samples_per_sec")
     if scheduled is None:
         scheduled = _number(fields.get("Scheduled samples per second"))
-    completed = _number(fields.get("Completed samples per second"))
+    completed = detail_figure(detail, "result_completed_samples_per_sec")
+    if completed is None:
+        completed = _number(fields.get("Completed samples per second"))
+    estimate = _early_stopping_ms(detail, scenario, early)
     per_second = (
         _number(fields.get("Samples per second")) or completed or _number(fields.get("QPS w/o loadgen overhead"))
     )
@@ -99,7 +111,10 @@ def read_summary(path: Path, scenario: str, target_latency_ms: float, percentile
         latency_ns = _number(fields[found_key]) if found_key else None
         headline = "-"
         if found_key is not None and latency_ns is not None:
-            headline = f"p{float(found_key.split('th')[0]):g} latency {latency_ns / 1e6:.2f} ms"
+            named = f"p{float(found_key.split('th')[0]):g} latency"
+            headline = f"{named} {latency_ns / 1e6:.2f} ms (no early-stopping estimate)"
+            if estimate is not None:
+                headline = f"early-stopping {named} {estimate:.2f} ms"
     elif scenario == "Server":
         headline = f"completed {completed:.2f} samples/s" if completed is not None else "-"
     else:
@@ -121,7 +136,21 @@ def read_summary(path: Path, scenario: str, target_latency_ms: float, percentile
         min_latency_ms=low / 1e6 if low is not None else None,
         latency_missed=bool(unmet) and unmet[0].startswith("latency bound"),
         queries_needed=(int(need.group(1)), int(need.group(2))) if need else None,
+        early_stopping_ms=estimate,
     )
+
+
+def _early_stopping_ms(detail: Path, scenario: str, early: list[str]) -> float | None:
+    """The stream scenarios' MLPerf figure: the detail log's early-stopping latency (ns), else the summary's
+    "Early stopping 90.0th percentile estimate" line; None for the other scenarios and without an estimate (0)."""
+    key = EARLY_STOPPING_KEY.get(scenario)
+    if key is None:
+        return None
+    ns = detail_figure(detail, key)
+    if ns is None:
+        found = _ESTIMATE.search(" ".join(early))
+        ns = float(found.group(2)) if found else None
+    return ns / 1e6 if ns else None
 
 
 def detail_figure(path: Path, key: str) -> float | None:
@@ -146,6 +175,8 @@ def interrupted_summary() -> Summary:
     )
 
 
-def accuracy_summary() -> Summary:
-    """AccuracyOnly: LoadGen issues every sample once and writes no result; the quality meter judges the run."""
-    return Summary(None, "ACCURACY", (), {}, None, "every sample once, scored", None, None, None, {})
+def accuracy_summary(scored: bool = True) -> Summary:
+    """AccuracyOnly: LoadGen issues every sample once and writes no result; the quality meter judges the run, when
+    there is something to score it against (``scored``)."""
+    headline = "every sample once, scored" if scored else "every sample once, NOT scored"
+    return Summary(None, "ACCURACY", (), {}, None, headline, None, None, None, {})

@@ -14,8 +14,11 @@ Each figure is the median of several timed calls after warm-up calls. The roofs 
 ISA flags, usable cores, the versions of the packages measured) and thread count in ``<cache>/roofs.json``: one
 source measured later (a bench that imports only its own framework) is merged into what is there. Roofs measured
 while other processes kept cores busy are kept there marked ``busy`` (the plot draws them as such), never in place
-of trusted ones and never used for a % of peak; ``roofs_for`` measures again where only those are cached, except
-in the children of a ``compare`` that has just measured them (``measured_once``).
+of trusted ones and never used for a % of peak. Either kind is measured once and reused until the machine changes
+(its ``key``: CPU model, ISA flags, usable cores, the measured packages' versions): ``roofs_for`` measures only
+where nothing is cached for this machine and thread count, so a busy machine's roofs are not measured again on
+every bench (~10 s of CPU each, under the same load). ``speechperf check --meters roofline`` measures them again,
+on a quiet machine, and a trusted result replaces the busy one.
 """
 
 from __future__ import annotations
@@ -268,7 +271,8 @@ def busy_reason(threads: int, free: float, cores: int) -> str | None:
         return None
     return (
         f"{BUSY_MARK} {others:.1f} of {cores} cores busy while the roofs at {threads} thread(s) were "
-        "measured: they are low, kept only as untrusted roofs; measure again on a quiet machine"
+        "measured: they are low, kept only as untrusted roofs; measure again on a quiet machine "
+        "(speechperf check --meters roofline)"
     )
 
 
@@ -343,12 +347,14 @@ MEASURED_ENV = "SPEECHPERF_ROOFS_MEASURED"
 
 
 def roofs_for(threads: int) -> Roofs | None:
-    """The trusted roofs at ``threads``, measuring them once in a child process when none are cached (the child
-    imports every installed framework, which must not happen in a measuring process); None if that fails or the
-    machine was busy. In a compare's child no roofs are measured: its parent did, once (``measured_once``)."""
+    """The trusted roofs at ``threads``, measuring them once in a child process when none are cached for this machine
+    (the child imports every installed framework, which must not happen in a measuring process); None if that fails
+    or the machine was busy. Roofs cached as untrusted (busy) are reused as such, not measured again: until the
+    machine changes, only ``speechperf check --meters roofline`` measures them again. In a compare's child no roofs
+    are measured: its parent did, once (``measured_once``)."""
     found = cached(threads)
-    if found is not None and found.trusted:
-        return found
+    if found is not None:
+        return found if found.trusted else None
     if os.environ.get(MEASURED_ENV) == machine().key:
         return None
     measure_in_child(threads)
@@ -358,9 +364,9 @@ def roofs_for(threads: int) -> Roofs | None:
 
 @contextlib.contextmanager
 def measured_once(thread_counts: Iterable[int]) -> Iterator[None]:
-    """Measure the roofs at each of ``thread_counts`` where no trusted ones are cached, before a compare's children
-    run, and keep the children from measuring them again: roofs that could not be trusted (a busy machine) are not
-    cached as trusted, so otherwise every child measured them again, itself under that load."""
+    """Measure the roofs at each of ``thread_counts`` where none are cached, before a compare's children run, and
+    keep the children from measuring them again: a measurement that failed caches nothing, so otherwise every child
+    measured them again."""
     for n in sorted(set(thread_counts)):
         roofs_for(n)
     before = os.environ.get(MEASURED_ENV)

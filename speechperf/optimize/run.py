@@ -50,11 +50,12 @@ from speechperf.optimize.table import Row
 from speechperf.outputs import check_output_folder
 from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, machine
-from speechperf.stats import SIGNIFICANCE
+from speechperf.stats import SIGNIFICANCE, speed_ratio, welch_p_value
 
 log = logging.getLogger(__name__)
 
 FP32 = "fp32"
+BASELINE = "baseline"  # fp32's status
 #: Recorded calls kept per graph for calibration (a decoder step is called once per token).
 FEEDS_PER_GRAPH = 64
 #: Calls per graph on the held-out sample for the graph difference.
@@ -114,11 +115,31 @@ class _Study:
         self.run.write(self.document())
 
     def interrupted(self) -> Document:
-        """Ctrl-C: the finished variants as they are, the others marked."""
-        for row in self.rows.values():
-            if row.status in UNFINISHED:
-                row.status = "interrupted"
+        """Ctrl-C: the finished variants as they are; the others marked, with what their finished runs measured
+        (the runs interleave, so a stop after 11 runs leaves every variant some but none all of its runs)."""
+        for name, row in self.rows.items():
+            # fp32's row says "baseline" from the start: unfinished while it has no latencies
+            if row.status in UNFINISHED or (name == FP32 and row.status == BASELINE and not row.latencies_ms):
+                self._partial(name, row)
+        fp32 = self.rows.get(FP32)
+        for name, row in self.rows.items():
+            if name != FP32 and row.status.startswith("interrupted") and fp32 is not None and fp32.latencies_ms:
+                # against fp32's finished runs, as the row's figures are over its own
+                if row.latencies_ms:
+                    ratio = speed_ratio(row.latencies_ms, fp32.latencies_ms)
+                    row.speedup, row.speedup_sigma = ratio.value, ratio.sigma
+                    row.p_value = welch_p_value(row.latencies_ms, fp32.latencies_ms)
         return self.document()
+
+    def _partial(self, name: str, row: Row) -> None:
+        """An unfinished variant's row from its finished runs (the document's ``runs``): their mean per-sample
+        runtimes and peak RSS, and a status that says how many of its runs finished."""
+        done = [r for r in self.runs if r["variant"] == name and r["returncode"] == 0 and r["mean_ms"] is not None]
+        row.latencies_ms = [r["mean_ms"] for r in done]
+        peaks = [r["peak_rss_mib"] for r in done if r.get("peak_rss_mib") is not None]
+        row.peak_mib = statistics.median(peaks) if peaks else None
+        status = f"interrupted: {len(done)} of {self.opts.runs} runs finished" if done else "interrupted"
+        row.status = f"{BASELINE} ({status})" if row.status == BASELINE else status
 
 
 def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, out=None) -> int:
@@ -204,7 +225,7 @@ def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
     speech_out = stages[-1].puts_out_speech  # a mask is no audio to dump, unless it is resynthesized
     fp32_size = sum(p.stat().st_size for stage_plan in plans for p in stage_plan.fp32_files)
     configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
-    study.rows[FP32] = Row(FP32, "baseline", fp32_size, fp32_size)
+    study.rows[FP32] = Row(FP32, BASELINE, fp32_size, fp32_size)
     shown_notes: set[str] = set()
     for method in opts.methods:
         row = study.rows[method] = Row(method, "quantizing", fp32_bytes=fp32_size)

@@ -62,7 +62,20 @@ FIGURES: tuple[Figure, ...] = (
     Figure(
         "scheduled_qps", "1/s", "LoadGen: the query rate LoadGen issued (Server: the Poisson rate reached)", digits=2
     ),
-    Figure("completed_qps", "1/s", "LoadGen: the query rate the system under test completed", digits=2),
+    Figure(
+        "completed_qps",
+        "1/s",
+        "LoadGen: the query rate the system under test completed (MLPerf's Server figure, a peak's too)",
+        digits=2,
+    ),
+    Figure(
+        "early_stopping_ms",
+        "ms",
+        "LoadGen SingleStream / MultiStream: early stopping's estimate of the latency percentile (MLPerf's figure)",
+        digits=2,
+    ),
+    Figure("bracket_low_qps", "1/s", "Server peak search: the highest VALID target rate", digits=2),
+    Figure("bracket_high_qps", "1/s", "Server peak search: the lowest target rate that missed the bound", digits=2),
     Figure("size_mb", "MB", "model file size, in 10^6 bytes"),
     Figure("batch_latency_mean_ms", "ms", "mean latency of one forward of a padded batch (batch size 1: the sample's)"),
     Figure("batch_latency_p90_ms", "ms", "90th percentile of the batch latency"),
@@ -165,3 +178,9 @@ def reference_table() -> str:
         how = "percent" if f.display == "percent" else f"{f.digits} decimals"
         lines.append(f"| `{f.name}` | {f.unit} | {how} | {f.meaning} |")
     return "\n".join(lines) + "\n"
+
+
+def unit_of(name: str) -> str | None:
+    """The unit of the figure named ``name`` (``ms``, ``1/s``, ``MiB``, ...); None for a name that is no figure."""
+    figure = BY_NAME.get(name)
+    return figure.unit if figure is not None else None

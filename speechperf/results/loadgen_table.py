@@ -2,9 +2,13 @@
 the same in version 1 and 2), so that ``speechperf loadgen`` and the upgrade of a version 1 file (which had no
 rows) give the same rows, figures named as in ``speechperf.results.figures``.
 
-One row per LoadGen test; a Server peak search adds a ``peak`` row: the best VALID trial's figures, with
-``peak_qps`` its scheduled samples per second (LoadGen's, MLPerf's Server figure) and ``target_qps`` the rate it was
-asked for (or no figures when no rate was VALID). Its trials carry their number in ``trial``.
+One row per LoadGen test, its ``headline`` MLPerf's figure as the current submission checker reads it (Server:
+completed samples/s; SingleStream / MultiStream: early stopping's latency estimate, ``early_stopping_ms``); a Server
+peak search adds a ``peak`` row: the best VALID trial's figures, with ``completed_qps`` its completed samples per
+second (MLPerf's Server figure), ``peak_qps`` its scheduled samples per second and ``target_qps`` the rate it was
+asked for (or no figures when no rate was VALID), and the search's bracket in target rates (``bracket_low_qps``:
+the highest VALID, ``bracket_high_qps``: the lowest that missed the bound) with ``converged``. Its trials carry their
+number in ``trial``.
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ COLUMNS = (
     "threads",
     "result",
     "headline",
+    "early_stopping_ms",
     "target_qps",
     "peak_qps",
+    "bracket_low_qps",
+    "bracket_high_qps",
+    "converged",
     "scheduled_qps",
     "completed_qps",
     "samples_per_s",
@@ -65,8 +73,12 @@ def run_row(run: dict[str, Any], trial: int | None = None) -> dict[str, Any]:
         "threads": run.get("threads"),
         "result": s.get("result"),
         "headline": s.get("headline"),
+        "early_stopping_ms": _r(s.get("early_stopping_ms")),
         "target_qps": _r(run.get("target_qps")),
         "peak_qps": None,
+        "bracket_low_qps": None,
+        "bracket_high_qps": None,
+        "converged": None,
         "scheduled_qps": _r(s.get("scheduled_qps")),
         "completed_qps": _r(s.get("completed_qps")),
         "samples_per_s": _r(s.get("samples_per_s")),
@@ -99,17 +111,39 @@ def rows(runs: list[dict[str, Any]], peak: dict[str, Any] | None = None) -> list
     first = out[0] if out else {}
     row = dict(best) if best is not None else {k: first.get(k) for k in ("scenario", "backend", "instances", "threads")}
     row = {c: row.get(c) for c in COLUMNS}
+    low, high = (list(peak.get("bracket") or ()) + [None, None])[:2]
     row.update(
         mode=PEAK,
         trial=None,
         result="VALID" if at is not None else "NO VALID RATE",
-        headline=(
-            f"peak {significant(at)} samples/s{' (a lower bound)' if peak.get('lower_bound') else ''}"
-            if at is not None
-            else "no VALID rate"
-        ),
+        headline=peak_headline(peak) if at is not None else "no VALID rate",
         peak_qps=_r(at),
+        bracket_low_qps=_r(low),
+        bracket_high_qps=_r(high),
+        converged=peak.get("converged"),
         trials=peak.get("trials"),
         unmet=None,
     )
+    if peak.get("completed_qps") is not None:
+        row["completed_qps"] = _r(peak["completed_qps"])
     return [*out, row]
+
+
+def bound_words(peak: dict[str, Any]) -> str:
+    """What a peak search that did not converge gives: a lower bound (no faster trial missed the bound), or a
+    bracket (the peak lies between its highest VALID and lowest missed target rates); empty when it converged or
+    (a version 1 or 2 file) did not say."""
+    low, high = (list(peak.get("bracket") or ()) + [None, None])[:2]
+    if peak.get("lower_bound"):
+        return "a lower bound"
+    if peak.get("converged") is False and low is not None and high is not None:
+        return f"not converged: between {significant(low)} VALID and {significant(high)} INVALID QPS"
+    return ""
+
+
+def peak_headline(peak: dict[str, Any]) -> str:
+    """The peak row's headline: MLPerf's figure (completed samples/s; a version 2 file: the scheduled rate)."""
+    completed = peak.get("completed_qps")
+    figure = f"{significant(completed)} completed" if completed is not None else significant(peak["peak_qps"])
+    bound = bound_words(peak)
+    return f"peak {figure} samples/s" + (f" ({bound})" if bound else "")

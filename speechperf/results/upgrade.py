@@ -178,3 +178,45 @@ def _from_v2(data: Any, what: str) -> Any:
 
 
 UPGRADES[2] = _from_v2
+
+
+#: Version 3's diff rows: the timing kinds' gated times in seconds (``base``, ``new``) and the means beside them.
+V3_TIMING_KINDS = ("bench", "compare", "compare-best", "optimize")
+V3_SECONDS = ("mean", "median", "p90", "p99")
+V3_MEANS = ("base_mean_s", "base_stdev_s", "new_mean_s", "new_stdev_s")
+#: The figure each gated metric is (``speechperf.regression.FIGURE``, kept here: results sits below regression).
+V3_FIGURE = {"peak_rss": "peak_rss_mib", "wer": "wer", "samples_per_s": "samples_per_s", "peak_qps": "peak_qps"}
+
+
+def _from_v3(data: dict[str, Any], what: str) -> dict[str, Any]:
+    """A version 3 ``diff`` document in version 4's one unit: a timing kind's ``base`` / ``new`` times and the means
+    beside them from seconds to milliseconds (``*_mean_s`` -> ``*_mean_ms``), every row's figure named
+    (``figure``, ``figure_unit``), and a serving row's units (one LoadGen run a side) 1, not 0. Other kinds are
+    unchanged."""
+    if data.get("kind") != "diff":
+        return data
+    timing = data.get("compared_kind") in V3_TIMING_KINDS
+    rows = []
+    for row in data.get("rows") or ():
+        row = dict(row)
+        metric = str(row.get("metric"))
+        if timing and metric in V3_SECONDS:
+            for key in ("base", "new"):
+                row[key] = _times_1000(row.get(key))
+        for key in V3_MEANS:
+            if key in row:
+                row[key[:-2] + "_ms"] = _times_1000(row.pop(key))
+        if not timing:
+            row.update({k: 1 for k in ("base_units", "new_units") if row.get(k) == 0})
+        figure = V3_FIGURE.get(metric, f"{metric}_ms")
+        row.setdefault("figure", figure)
+        row.setdefault("figure_unit", figures.unit_of(figure))
+        rows.append(row)
+    return {**data, "rows": rows}
+
+
+def _times_1000(value: Any) -> Any:
+    return value * 1e3 if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+UPGRADES[3] = _from_v3

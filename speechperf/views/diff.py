@@ -18,11 +18,12 @@ from speechperf.errors import shorten_path
 from speechperf.results import Document
 from speechperf.results.figures import shown
 from speechperf.store.html import table_html
+from speechperf.tables import significant
 from speechperf.views import Shown, View, rows_csv
 
 SERVING_KINDS = ("serving", "loadgen")
 #: The serving figures where higher is better (``speechperf.regression.HIGHER_IS_BETTER``).
-RATES = ("samples_per_s", "peak_qps")
+RATES = ("samples_per_s", "peak_qps", "completed_qps")
 #: What the test is over, in words, by a row's ``tested_over``.
 UNIT_WORDS = {
     "run": "one process run (its mean per-sample runtime)",
@@ -34,11 +35,13 @@ LOADS_DIFFER = (
     "rate that got worse may be the machine's, not the code's; re-run both sides on a quiet machine, or pass "
     "--gate-under-load to gate it anyway"
 )
-#: The row's columns in the CSV: the gated figure on each side (timing figures in seconds), the test, the verdict,
+#: The row's columns in the CSV: the gated figure on each side (in ``figure_unit``: times in ms), the test, the verdict,
 #: then what the console shows beside them. A serving row's ``figures`` (a list) is in the JSON only.
 CSV_COLUMNS = (
     "unit",
     "metric",
+    "figure",
+    "figure_unit",
     "base",
     "new",
     "new_over_base",
@@ -50,10 +53,10 @@ CSV_COLUMNS = (
     "verdict",
     "base_runs",
     "new_runs",
-    "base_mean_s",
-    "base_stdev_s",
-    "new_mean_s",
-    "new_stdev_s",
+    "base_mean_ms",
+    "base_stdev_ms",
+    "new_mean_ms",
+    "new_stdev_ms",
     "mean_ratio",
     "mean_ratio_sigma",
     "median_ratio",
@@ -96,27 +99,28 @@ def _gated(row: dict[str, Any], key: str) -> Any:
     return row.get(key) if row.get("metric") == "mean" else None
 
 
+#: The timing table's ratio columns beside the mean's, shown with --wide (and in the Markdown and the page).
+RATIO_COLUMNS = ("median", "p90", "peak RSS", "WER")
+
+
 def _timing_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     unit = doc.rows[0]["tested_over"] if doc.rows else "run"
     first = {"bench": "stage", "optimize": "variant"}.get(doc["compared_kind"], "cell")
     headers = (
         first,
-        f"base mean ± σ (ms, n {unit}s)",
-        f"new mean ± σ (ms, n {unit}s)",
+        f"base mean ± σ\n(ms, n {unit}s)",
+        f"new mean ± σ\n(ms, n {unit}s)",
         "new/base",
         "Welch's p",
-        "median",
-        "p90",
-        "peak RSS",
-        "WER",
-        f"gate ({doc['fail_metric']})",
+        *RATIO_COLUMNS,
+        f"gate\n({doc['fail_metric']})",
     )
 
     def ms(row: dict[str, Any], side: str) -> str:
-        mean, sigma = row.get(f"{side}_mean_s", _gated(row, side)), row.get(f"{side}_stdev_s")
+        mean, sigma = row.get(f"{side}_mean_ms", _gated(row, side)), row.get(f"{side}_stdev_ms")
         if mean is None:
             return "-"
-        return f"{stats.mean_sigma(mean * 1e3, None if sigma is None else sigma * 1e3)} (n={row[f'{side}_units']})"
+        return f"{stats.mean_sigma(mean, sigma)} (n={row[f'{side}_units']})"
 
     def mean_ratio(row: dict[str, Any]) -> str:
         ratio = row.get("mean_ratio", _gated(row, "new_over_base"))
@@ -155,7 +159,7 @@ def _serving_table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]
     first = "scenario" if doc["compared_kind"] == "loadgen" else "cell"
     headers: tuple[str, ...] = (
         first,
-        "result (base / new)",
+        "result\n(base / new)",
         "figure",
         "base",
         "new",
@@ -201,7 +205,29 @@ def _serving_lines(doc: Document) -> list[str]:
         "statistical unit: one LoadGen run (one process) on each side: its figures are single values, so no test is "
         "made and the ratio alone decides"
     )
-    return [f"{unit}; {_gate_line(doc, False)}"]
+    lines = [f"{unit}; {_gate_line(doc, False)}"]
+    for r in doc.rows:
+        if r.get("base_bracket") and r.get("new_bracket") and r.get("metric") == "peak_qps":
+            lines.append(
+                f"{r['unit']}: the two searches' brackets decide, not the ratio alone: BASE's peak is "
+                f"{_where(*r['base_bracket'])}, NEW's {_where(*r['new_bracket'])}; a regression only when BASE's "
+                "low end is above NEW's high end by more than the threshold"
+            )
+    return lines
+
+
+def _where(low: float | None, high: float | None) -> str:
+    """Where a peak search's bracket puts its peak, in target rates."""
+    if high is None:
+        return "at least " + ("0" if low is None else significant(low)) + " QPS (no trial missed the bound)"
+    if low is None:
+        return f"below {significant(high)} QPS"
+    return f"between {significant(low)} and {significant(high)} QPS"
+
+
+def _one_line(headers: Sequence[str]) -> tuple[str, ...]:
+    """The headers of the Markdown and the page: a two-line console header on one line."""
+    return tuple(h.replace("\n", " ") for h in headers)
 
 
 def _table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]:
@@ -224,15 +250,25 @@ def _left(doc: Document, headers: Sequence[str]) -> tuple[str, ...]:
 
 
 def console(doc: Document, how: Shown) -> str:
-    """The table (never wrapped: a CI log keeps every row on one line) and, under it, the unit and the gate."""
+    """The table and, under it, the unit and the gate. Within ``tables.FIT`` columns: the timing kinds' ratio
+    columns only with ``how.wide``, and the name and verdict columns wrap inside themselves; ``how.wide``: every
+    column, never wrapped."""
     headers, cells, lines = _table(doc)
-    text = tables.render_table(title(doc), headers, cells, left=_left(doc, headers))
-    return text + "".join(f"{line}\n" for line in lines)
+    width: int | None = None
+    wrap: tuple[str, ...] = ()
+    if not how.wide:
+        if not _serving(doc):
+            keep = [i for i, h in enumerate(headers) if h not in RATIO_COLUMNS]
+            headers, cells = tuple(headers[i] for i in keep), [tuple(row[i] for i in keep) for row in cells]
+        width, wrap = tables.FIT, (headers[0], headers[-1])
+    # the title on a line of its own: two paths are often wider than the table, which would fold them
+    text = tables.render_table("", headers, cells, left=_left(doc, headers), width=width, wrap=wrap)
+    return f"{title(doc)}\n{text}" + "".join(f"{line}\n" for line in lines)
 
 
 def markdown(doc: Document) -> str:
     headers, cells, lines = _table(doc)
-    text = f"# {title(doc)}\n\n" + tables.to_markdown(headers, cells)
+    text = f"# {title(doc)}\n\n" + tables.to_markdown(_one_line(headers), cells)
     return text + "".join(f"\n{line}\n" for line in lines)
 
 
@@ -242,6 +278,7 @@ def csv(doc: Document) -> str:
 
 def html_tables(doc: Document) -> list[str]:
     headers, cells, lines = _table(doc)
+    headers = _one_line(headers)
     records = [dict(zip(headers, row)) for row in cells]
     notes = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return [table_html(title(doc), headers, records, key=headers) + notes]

@@ -24,8 +24,23 @@ def _cells(doc: Document) -> list[list[object]]:
     return [[row.get(c) for c in COLUMNS] for row in doc.rows]
 
 
+#: The listing's columns that wrap inside themselves to keep it within ``tables.FIT`` columns.
+WRAP = ("model", "config", "backends", "headline")
+
+
+def _minute(value: object) -> object:
+    """An ISO time to the minute, its zone dropped (``2026-12-04 18:06``): the document keeps it whole."""
+    return value[:16].replace("T", " ") if isinstance(value, str) and len(value) >= 16 else value
+
+
 def console(doc: Document, how: Shown) -> str:
-    return tables.render_table(title(doc), COLUMNS, _cells(doc), left=LEFT)
+    """The listing within ``tables.FIT`` columns (the time to the minute, the text columns wrapping), or with
+    ``how.wide`` every value whole, on one line."""
+    if how.wide:
+        return tables.render_table(title(doc), COLUMNS, _cells(doc), left=LEFT)
+    at = COLUMNS.index("time")
+    cells = [[_minute(v) if i == at else v for i, v in enumerate(row)] for row in _cells(doc)]
+    return tables.render_table(title(doc), COLUMNS, cells, left=LEFT, width=tables.FIT, wrap=WRAP)
 
 
 def markdown(doc: Document) -> str:

@@ -17,7 +17,8 @@ from speechperf.store.html import table_html
 from speechperf.tables import significant
 from speechperf.views import Shown, View, rows_csv, rows_markdown
 
-#: The console's columns (the exports have every column of ``loadgen_table.COLUMNS``).
+#: The console's columns (the exports have every column of ``loadgen_table.COLUMNS``; ``--wide`` shows those that
+#: hold a value), with their short two-line headers: within ``tables.FIT`` columns.
 TABLE = (
     "backend",
     "scenario",
@@ -30,8 +31,15 @@ TABLE = (
     "p99_ms",
     "samples",
 )
+SHORT = {
+    "samples_per_s": "samples\n/s",
+    "audio_s_per_s": "RTFx",
+    "p50_ms": "p50\n(ms)",
+    "p90_ms": "p90\n(ms)",
+    "p99_ms": "p99\n(ms)",
+}
 #: The console's text columns, left-aligned.
-TEXT = ("backend", "scenario", "result", "headline")
+TEXT = ("backend", "scenario", "mode", "result", "headline", "unmet", "compliance")
 
 
 def _runs(doc: Document) -> list[dict[str, Any]]:
@@ -80,10 +88,19 @@ def peak_line(peak: dict[str, Any], percentile: float, bound_ms: float) -> str:
     spent = f"{peak.get('trials')} trial(s) in {peak.get('seconds') or 0:.0f} s"
     if peak.get("peak_qps") is None:
         return f"Server peak: no VALID rate found ({pct} <= {bound_ms:g} ms; {spent}): {peak.get('stopped')}"
-    lower = " (a lower bound: no faster trial missed the bound)" if peak.get("lower_bound") else ""
+    bound = loadgen_table.bound_words(peak)
+    if bound == "a lower bound":
+        bound += ": no faster trial missed the bound"
     latency = peak.get("peak_latency_ms")
+    completed = peak.get("completed_qps")
+    figure = f"{significant(peak['peak_qps'])} scheduled samples/s (LoadGen's; "  # a version 2 file's figure
+    if completed is not None:
+        figure = (
+            f"{significant(completed)} completed samples/s (MLPerf's figure; scheduled "
+            f"{significant(peak['peak_qps'])}, "
+        )
     return (
-        f"Server peak{lower}: {significant(peak['peak_qps'])} scheduled samples/s (LoadGen's; target "
+        f"Server peak{f' ({bound})' if bound else ''}: {figure}target "
         f"{significant(peak['target_qps'])} QPS, trial {peak.get('peak_trial')}) VALID at {pct} <= "
         f"{bound_ms:g} ms ({pct} {'-' if latency is None else f'{latency:.1f}'} ms; {spent}; {peak.get('stopped')})"
     )
@@ -114,10 +131,20 @@ def lines(doc: Document) -> list[str]:
 
 
 def console(doc: Document, how: Shown) -> str:
-    """The tests' table (a peak search's trials, not its peak row: the peak line says it), the lines under it. The
-    table is never fitted to the terminal (``how.width``): its text columns would fold into a column of stubs."""
-    cells = [[figures.shown(c, row.get(c)) for c in TABLE] for row in doc.rows if row.get("mode") != loadgen_table.PEAK]
-    table = tables.render_table("speechperf loadgen", TABLE, cells, left=TEXT)
+    """The tests' table (a peak search's trials, not its peak row: the peak line says it), the lines under it: the
+    key columns within ``tables.FIT`` columns (the headline wraps inside itself), or with ``how.wide`` every column
+    that holds a value, as wide as it takes."""
+    rows = [row for row in doc.rows if row.get("mode") != loadgen_table.PEAK]
+    if how.wide:
+        columns = [c for c in loadgen_table.COLUMNS if any(row.get(c) is not None for row in rows)]
+        cells = [[figures.shown(c, row.get(c)) for c in columns] for row in rows]
+        table = tables.render_table("speechperf loadgen", columns, cells, left=TEXT)
+    else:
+        headers = [SHORT.get(c, c) for c in TABLE]
+        cells = [[figures.shown(c, row.get(c)) for c in TABLE] for row in rows]
+        table = tables.render_table(
+            "speechperf loadgen", headers, cells, left=TEXT, width=tables.FIT, wrap=("headline",)
+        )
     return table + "".join(line + "\n" for line in lines(doc))
 
 
