@@ -201,7 +201,9 @@ def test_compare_runs_the_folder_on_torch_and_onnxruntime_with_parity(folders, n
     if name == "ctc":  # the logits too, as float outputs
         assert outputs["outputs.logits"]["max_rel"] < 1e-3 and outputs["outputs.logits"]["snr_db"] > 40
     assert "stage1 tokens identical" in done.stdout
-    assert all(row.get("wer") is not None for row in data["quality"].values()), data["quality"]
+    # WER against the transcripts, as every ASR stage is scored, the same on both (the same tokens)
+    quality = data["quality"]
+    assert quality["torch"]["metric"] == "WER" and quality["onnxruntime"]["headline"] == quality["torch"]["headline"]
 
 
 @pytest.mark.slow
@@ -227,7 +229,6 @@ def test_onnxruntime_runs_the_folder_without_importing_torch(folders):
     ("name", "backend", "method"),
     [
         ("ctc", "torch", "legacy-dynamic"),
-        ("ctc", "onnxruntime", "ort-dynamic"),
         ("whisper", "onnxruntime", "ort-dynamic"),
     ],
 )
