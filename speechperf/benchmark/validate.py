@@ -91,9 +91,13 @@ def batch_refusal(stage: StageConfig, role: str) -> str | None:
     from speechperf.benchmark.reference import END_TO_END_TTS, Seq2SeqStage, TTSStage, UnitVocoderStage
 
     if stage.model == "hf":
-        from speechperf.benchmark.hf_stage import HfCtcStage
+        from speechperf.benchmark.hf_stage import HfCtcStage, HfWhisperStage, folder_of
 
-        return HfCtcStage.batch_refusal
+        try:
+            kind = folder_of(stage).kind
+        except SpeechperfError:  # said by the folder's own check
+            kind = "ctc"
+        return (HfCtcStage if kind == "ctc" else HfWhisperStage).batch_refusal
     if stage.path:
         return FileStage.batch_refusal
     if stage.model == SILERO:
