@@ -248,3 +248,54 @@ def test_optimize_writes_int8_variants_of_the_folder(folders, name, backend, met
 
     stage = yaml.safe_load((folders / out / f"{method}.yaml").read_text())["stage1"]
     assert stage["model"] == "hf" and Path(stage["model_dir"]).is_dir()
+
+
+def tampered_ctc(folder: str):
+    """The CTC module of ``folder`` with its output layer's bias moved by 0.5: an export gone wrong."""
+    import torch
+
+    from speechperf.backends.torch.hf import ctc
+
+    module = ctc(folder)
+    with torch.no_grad():
+        module.model.lm_head.bias.add_(0.5)
+    return module
+
+
+@pytest.mark.slow
+@needs("librivox")
+def test_an_export_that_fails_parity_is_refused_with_the_measured_difference(folders):
+    """The exporter is handed the tampered module: the gate measures the difference and refuses the files, and bench
+    says so in one line (exit 2) from the cached verdict."""
+    import attrs
+
+    from speechperf.benchmark import hf_derive
+    from speechperf.cache import cache_dir
+    from speechperf.config import load_config
+
+    def export_tampered(backend, spec, feeds, outputs, axes, out):
+        tampered = attrs.evolve(spec, factory="tests.test_hf:tampered_ctc")
+        return hf_derive._backend_export(backend, tampered, feeds, outputs, axes, out)
+
+    # a copy with one more file: its own cache entry, apart from the good export of the same weights
+    shutil.copytree(folders / "ctc", folders / "ctc-tampered")
+    (folders / "ctc-tampered" / "README.md").write_text("tampered export\n")
+    (folders / "tampered.yaml").write_text(CONFIG.format(stage="{model: hf, path: ctc-tampered}"))
+    cfg = load_config(str(folders / "tampered.yaml"))
+    folder = cache_dir() / "derived" / hf_derive.export_key(cfg.stages[0])
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*"):  # a stale entry of an earlier run of this test
+        old.unlink()
+    verdict = hf_derive.derive(cfg, 1, folder, export_tampered)
+    assert verdict["ok"] is False
+    logits = verdict["outputs"]["ctc"]["logits"]
+    assert logits["differing"] == 2 and logits["max_abs"] > 0.1
+    config = str(folders / "tampered.yaml")
+    done = speechperf("bench", "-b", "onnxruntime", "--config", config, "--meters", "runtime", cwd=folders)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "differs" in line]
+    assert line.startswith(
+        f"Error: {config}: stage1: model: hf: the ONNX export differs from the Transformers modules on its first "
+        "2 sample(s): ctc: output 'logits'"
+    )
+    assert f"max |Δ| {logits['max_abs']:.2g}" in line

@@ -130,8 +130,13 @@ class _Recorder:
         return out
 
 
-def derive(cfg: BenchConfig, index: int, folder: Path) -> dict:
-    """Export and gate stage ``index`` in this process; writes and returns the verdict."""
+def _backend_export(backend, spec: ModelSpec, feeds: dict, outputs: list, axes: dict, out: Path) -> Path:
+    return hooks(backend).export_onnx(spec, feeds, outputs, axes, out)
+
+
+def derive(cfg: BenchConfig, index: int, folder: Path, export=_backend_export) -> dict:
+    """Export and gate stage ``index`` in this process; writes and returns the verdict. ``export`` is the exporter
+    (the modules' backend's ``export_onnx``)."""
     from speechperf.benchmark.backend_files import onnx_runner
     from speechperf.benchmark.hf_stage import hf_stage
     from speechperf.benchmark.report import write_json_atomic
@@ -165,7 +170,7 @@ def derive(cfg: BenchConfig, index: int, folder: Path) -> dict:
             )
             with atomic_path(onnx, "derived ONNX") as tmp:
                 feeds = {t.name: calls[0][0][t.name] for t in graph.inputs}  # the module's argument order
-                hooks(source).export_onnx(spec, feeds, list(graph.outputs), graph.dynamic_axes, Path(tmp))
+                export(source, spec, feeds, list(graph.outputs), dict(graph.dynamic_axes), Path(tmp))
         outputs = tuple(TensorInfo(n) for n in graph.outputs)
         spec = ModelSpec(path=onnx, format="onnx", inputs=graph.inputs, outputs=outputs)
         session = ort.load(spec, device=general.device, threads=general.threads)
