@@ -252,11 +252,13 @@ def test_optimize_writes_int8_variants_of_the_folder(folders, name, backend, met
 
 def tampered_ctc(folder: str):
     """The CTC module of ``folder`` with its output layer's bias moved by 0.5: an export gone wrong."""
+    import copy
+
     import torch
 
     from speechperf.backends.torch.hf import ctc
 
-    module = ctc(folder)
+    module = copy.deepcopy(ctc(folder))  # the process's loaded model stays as it is
     with torch.no_grad():
         module.model.lm_head.bias.add_(0.5)
     return module
