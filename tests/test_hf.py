@@ -134,17 +134,21 @@ def test_ctc_decoding_merges_repeats_drops_blanks_and_spaces_words(tmp_path):
 # -- config checks, one line each ------------------------------------------------------------------------------
 
 
-def _folder_of(tmp_path: Path, architecture: str) -> Path:
+def _folder_of(tmp_path: Path, architecture: str, processor: bool = False) -> Path:
+    """A folder as config check reads it (no weights): config.json, and with ``processor`` a CTC processor's files."""
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"architectures": [architecture]}))
+    if processor:
+        (folder / "preprocessor_config.json").write_text(json.dumps({"sampling_rate": 16000}))
+        (folder / "vocab.json").write_text(json.dumps({"<pad>": 0, "|": 1, "a": 2}))
     return folder
 
 
 def test_paddle_says_in_one_line_why_it_has_no_route(tmp_path):
     from speechperf.benchmark.hf_stage import NO_CONVERTER
 
-    _folder_of(tmp_path, "Wav2Vec2ForCTC")
+    _folder_of(tmp_path, "Wav2Vec2ForCTC", processor=True)
     (tmp_path / "c.yaml").write_text("general: {model_type: S2T}\nstage1: {model: hf, path: model}\n")
     done = speechperf("config", "check", "-b", "paddle", "c.yaml", cwd=tmp_path)
     assert done.returncode == 2
@@ -165,6 +169,7 @@ def test_paddle_says_in_one_line_why_it_has_no_route(tmp_path):
         ("{model: hf, path: model}", "MT", "Wav2Vec2ForCTC", "model: hf runs speech recognition"),
         ("{model: hf, path: model}", "S2T", "BertForMaskedLM", "has none speechperf runs; allowed: Wav2Vec2ForCTC"),
         ("{model: hf, path: nowhere}", "S2T", None, "nowhere not found"),
+        ("{model: hf, path: model}", "S2T", "HubertForCTC", "no feature extractor (preprocessor_config.json"),
     ],
 )
 def test_a_bad_hf_stage_is_one_line(tmp_path, stage, model_type, architecture, message):

@@ -93,6 +93,15 @@ def folder_of(stage: StageConfig):
     return HfFolder.read(stage.path)
 
 
+def check_processor(stage: StageConfig) -> None:
+    """The folder's processor files read as the stage will read them (no framework), so that a folder saved without
+    its processor is refused before anything runs."""
+    from speechperf.adapters.hf import CtcText, WhisperText
+
+    folder = folder_of(stage)
+    (CtcText if folder.kind == "ctc" else WhisperText).from_folder(folder)
+
+
 def graphs_of(stage: StageConfig) -> tuple[HfGraph, ...]:
     return GRAPHS[folder_of(stage).kind]
 

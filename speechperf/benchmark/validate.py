@@ -74,7 +74,7 @@ def _check_hf(stage: StageConfig, backend, where: str) -> None:
     from speechperf.benchmark import hf_stage
 
     try:
-        hf_stage.folder_of(stage)
+        hf_stage.check_processor(stage)
     except SpeechperfError as exc:
         raise ModelFileError(f"{where}: {exc}") from None
     refusal = None if backend is None else hf_stage.route_refusal(stage, backend, where)
