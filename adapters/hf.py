@@ -226,6 +226,11 @@ class WhisperText:
     def prompt(self, language: str | None, task: str) -> list[int]:
         """The decoder's first tokens, as Transformers' Whisper ``generate`` makes them without timestamps."""
         ids = [self.start]
+        if not self.languages and (language not in (None, "en") or task != "transcribe"):
+            raise ModelFileError(
+                f"an English-only Whisper (no is_multilingual in generation_config.json) transcribes English; got "
+                f"src_lang {language!r}, task {task!r}; allowed: src_lang en or unset, task transcribe"
+            )
         if self.languages:  # multilingual: <|lang|><|task|>
             token = f"<|{language or 'en'}|>"
             if token not in self.languages:

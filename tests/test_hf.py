@@ -306,3 +306,19 @@ def test_an_export_that_fails_parity_is_refused_with_the_measured_difference(fol
         "2 sample(s): ctc: output 'logits'"
     )
     assert f"max |Δ| {logits['max_abs']:.2g}" in line
+
+
+def test_an_english_only_whisper_refuses_another_language_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    folder = _folder_of(tmp_path, "WhisperForConditionalGeneration")
+    (folder / "preprocessor_config.json").write_text(json.dumps({"feature_size": 80, "sampling_rate": 16000}))
+    (folder / "generation_config.json").write_text(json.dumps({"decoder_start_token_id": 50257, "eos_token_id": 50256}))
+    (folder / "tokenizer.json").write_text("{}")
+    (tmp_path / "c.yaml").write_text("general: {model_type: S2T}\nstage1: {model: hf, path: model, src_lang: pt}\n")
+    result = CliRunner().invoke(main, ["config", "check", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert "an English-only Whisper" in line and "src_lang 'pt'" in line and "allowed: src_lang en or unset" in line

@@ -99,7 +99,10 @@ def check_processor(stage: StageConfig) -> None:
     from speechperf.adapters.hf import CtcText, WhisperText
 
     folder = folder_of(stage)
-    (CtcText if folder.kind == "ctc" else WhisperText).from_folder(folder)
+    if folder.kind == "ctc":
+        CtcText.from_folder(folder)
+    else:  # and the prompt of the stage's src_lang and task
+        WhisperText.from_folder(folder).prompt(stage.src_lang, stage.task)
 
 
 def graphs_of(stage: StageConfig) -> tuple[HfGraph, ...]:
