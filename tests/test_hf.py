@@ -322,3 +322,35 @@ def test_an_english_only_whisper_refuses_another_language_in_one_line(tmp_path):
     assert result.exit_code == 2
     (line,) = result.output.strip().splitlines()
     assert "an English-only Whisper" in line and "src_lang 'pt'" in line and "allowed: src_lang en or unset" in line
+
+
+@pytest.mark.slow
+@needs("librivox")
+@pytest.mark.parametrize(
+    ("architecture", "extra"), [("Hubert", {}), ("Wav2Vec2Conformer", {"position_embeddings_type": "rotary"})]
+)
+def test_other_ctc_architectures_run_by_config_json_and_pass_the_gate(folders, tmp_path, architecture, extra):
+    """HuBERT and Wav2Vec2-Conformer share the CTC head: read by their architectures, exported and gated the same."""
+    import torch
+    import transformers
+
+    from speechperf.benchmark import hf_derive
+    from speechperf.config import load_config
+
+    folder = folders / architecture.lower()
+    if not folder.is_dir():
+        config = getattr(transformers, f"{architecture}Config")(
+            vocab_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            conv_dim=(16, 16, 16), conv_stride=(5, 4, 4), conv_kernel=(10, 4, 4), num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=4, pad_token_id=0, **extra,
+        )  # fmt: skip
+        torch.manual_seed(0)
+        getattr(transformers, f"{architecture}ForCTC")(config).eval().save_pretrained(folder)
+        for name in ("processor_config.json", "tokenizer_config.json", "vocab.json"):
+            shutil.copy(folders / "ctc" / name, folder / name)
+    (folders / f"{architecture}.yaml").write_text(CONFIG.format(stage=f"{{model: hf, path: {folder.name}}}"))
+    cfg = load_config(str(folders / f"{architecture}.yaml"))
+    verdict = hf_derive.derive(cfg, 1, tmp_path)
+    assert verdict["ok"], verdict["line"]
+    assert f"{architecture}ForCTC" in json.loads((folder / "config.json").read_text())["architectures"]
+    assert verdict["outputs"]["ctc"]["logits"]["max_rel"] < 1e-4
