@@ -150,9 +150,13 @@ def test_paddle_says_in_one_line_why_it_has_no_route(tmp_path):
 
     _folder_of(tmp_path, "Wav2Vec2ForCTC", processor=True)
     (tmp_path / "c.yaml").write_text("general: {model_type: S2T}\nstage1: {model: hf, path: model}\n")
-    done = speechperf("config", "check", "-b", "paddle", "c.yaml", cwd=tmp_path)
-    assert done.returncode == 2
-    (line,) = done.stderr.strip().splitlines()
+    from click.testing import CliRunner
+
+    from speechperf.cli import main
+
+    result = CliRunner().invoke(main, ["config", "check", "-b", "paddle", str(tmp_path / "c.yaml")])
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
     assert "backend 'paddle' has no route for it" in line and "Wav2Vec2ForCTC" in line and NO_CONVERTER in line
 
 
