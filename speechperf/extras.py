@@ -39,6 +39,8 @@ EXTRAS = {
         Extra("mel_cepstral_distance", "mel-cepstral-distance", "speech-quality"),
         Extra("pesq", "pesq", "speech-quality"),
         Extra("pystoi", "pystoi", "speech-quality"),
+        Extra("transformers", "transformers", "hf"),
+        Extra("tokenizers", "tokenizers", "hf"),
     )
 }
 

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT = ROOT / "tools" / "lint_imports.py"
-FRAMEWORKS = {"torch", "paddle", "onnxruntime", "onnx", "paddle2onnx", "onnxscript", "silero_vad"}
+FRAMEWORKS = {"torch", "paddle", "onnxruntime", "onnx", "paddle2onnx", "onnxscript", "silero_vad", "transformers"}
 
 
 def sources(folder: str):

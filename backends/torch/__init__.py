@@ -116,6 +116,8 @@ class TorchBackend(BackendBase):
     #: ``derive: onnx`` (speechperf.benchmark.derive): the exporter and its distribution, and the formats it reads.
     onnx_exporter = ("torch.onnx.export", "torch")
     onnx_export_formats = ("torchscript",)
+    #: ``model: hf``: the Transformers modules of a save_pretrained folder, as factories (backends/torch/hf.py).
+    transformers_factories = "speechperf.backends.torch.hf"
     factory_format = "module"
     options_class = TorchOptions
     default_zoo_format = "torch-eager"
@@ -180,13 +182,16 @@ class TorchBackend(BackendBase):
         return export_weights(spec, out)
 
     def export_onnx(self, source, feeds, outputs, dynamic_axes, out):
-        """An ONNX file from the user's TorchScript file (torch.onnx.export), for ``derive: onnx``."""
+        """An ONNX file from the user's TorchScript file, or from a factory's module (``model: hf``), by
+        torch.onnx.export, for ``derive: onnx``."""
         self.require_available()
         from pathlib import Path
 
         from speechperf.backends.torch.export import export_onnx
 
-        return export_onnx(Path(source), feeds, outputs, dynamic_axes, Path(out))
+        return export_onnx(
+            source if isinstance(source, ModelSpec) else Path(source), feeds, outputs, dynamic_axes, Path(out)
+        )
 
     def build_reference(self, model, preset, folder, weights=None):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder``, weights included (see

@@ -11,13 +11,21 @@ from pathlib import Path
 
 import numpy as np
 
+from speechperf.backend import ModelSpec
 from speechperf.backends.torch.zoo import ONNX_OPSET
 
 
-def export_onnx(source: Path, feeds: dict[str, np.ndarray], outputs: list[str], dynamic_axes: dict, out: Path) -> Path:
+def export_onnx(
+    source: Path | ModelSpec, feeds: dict[str, np.ndarray], outputs: list[str], dynamic_axes: dict, out: Path
+) -> Path:
+    """``source``: a TorchScript file, or a factory's spec (a Transformers module of ``model: hf``), traced by the
+    same exporter."""
     import torch
 
-    module = torch.jit.load(str(source), map_location="cpu").eval()
+    if isinstance(source, ModelSpec):
+        module = source.build_from_factory().eval()
+    else:
+        module = torch.jit.load(str(source), map_location="cpu").eval()
     args = tuple(torch.from_numpy(np.ascontiguousarray(v)) for v in feeds.values())
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the exporter warns about every GRU's batch size

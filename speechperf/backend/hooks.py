@@ -12,7 +12,7 @@ Three groups (docs/architecture.md, "Optional hooks"):
   ``step_profiler``, ``count_flops``, ``known_session``, ``device_memory``, ``quantize``;
 - declarations the core reads: ``options_class``, ``suffix_formats``, ``zoo_formats``, ``builds_reference_weights``,
   ``default_zoo_format``, ``silero_vad_port``, ``distribution``, ``profiles_training_loops``, ``onnx_exporter``,
-  ``onnx_export_formats``, ``variants``;
+  ``onnx_export_formats``, ``transformers_factories``, ``variants``;
 - checks and builders: ``check_device``, ``check_format``, ``build_reference``, ``export_weights``, ``export_onnx``.
 """
 
@@ -75,6 +75,10 @@ class OptionalHooks(Protocol):
     onnx_exporter: tuple[str, str] | None = None
     #: The formats of this backend's files that ``export_onnx`` reads (``("torchscript",)``); empty: none.
     onnx_export_formats: tuple[str, ...] = ()
+    #: The module of this backend's package whose ``nn.Module``-like factories build the graphs of a Hugging Face
+    #: ``save_pretrained`` folder (``model: hf``, speechperf.benchmark.hf_stage) in this framework; ``export_onnx``
+    #: then also takes a factory's ModelSpec as ``source``. None: it runs no Transformers module.
+    transformers_factories: str | None = None
 
     def variants(self) -> tuple[Variant, ...]:
         """The ways this backend can run a model (speechperf.backend.variants.Variant: a name, a zoo format, its
@@ -157,7 +161,7 @@ class OptionalHooks(Protocol):
 
     def export_onnx(
         self,
-        source: Path,
+        source: Path | ModelSpec,
         feeds: Mapping[str, Any],
         outputs: list[str],
         dynamic_axes: Mapping[str, Mapping[int, str]],
@@ -165,7 +169,8 @@ class OptionalHooks(Protocol):
     ) -> Path:
         """The model file ``source`` (one of ``onnx_export_formats``) exported by ``onnx_exporter`` to the ONNX file
         ``out``, traced on ``feeds`` with ``outputs`` named and ``dynamic_axes`` (input -> axis -> name) left
-        dynamic; returns ``out`` (``derive: onnx``, run in a child process of its own)."""
+        dynamic; returns ``out`` (``derive: onnx``, run in a child process of its own). A backend with
+        ``transformers_factories`` also takes a ModelSpec of one of its factories (a ``model: hf`` graph)."""
         raise SpeechperfError(f"backend {self.name!r} exports no ONNX files")
 
 

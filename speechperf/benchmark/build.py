@@ -115,6 +115,10 @@ def build_stage(
     stage_cfg: StageConfig, role: str, index: int, cfg: BenchConfig, backend, device: str, threads: int, workdir: Path
 ) -> Stage:
     where = f"{cfg.source}: stage{index}"
+    if stage_cfg.model == "hf":  # a Hugging Face folder (speechperf.benchmark.hf_stage)
+        from speechperf.benchmark.hf_stage import hf_stage
+
+        return hf_stage(stage_cfg, role, where, backend, device, threads)
     if stage_cfg.path:
         from speechperf.benchmark.file_stage import FileStage, feature_maker
 

@@ -30,7 +30,6 @@ from importlib import metadata
 from pathlib import Path
 
 import attrs
-import numpy as np
 
 from speechperf.backend.hooks import hooks
 from speechperf.benchmark.backend_files import (
@@ -41,14 +40,12 @@ from speechperf.benchmark.backend_files import (
     require_exporter,
     stage_file,
 )
+from speechperf.benchmark.gate import GATE_SAMPLES, VERDICT, gate, gate_key, short
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import ModelFileError
 
 #: Named, not ``__name__``: the child runs this module as ``__main__``.
 _log = logging.getLogger("speechperf.benchmark.derive")
-
-GATE_SAMPLES = 2
-VERDICT = "verdict-{key}.json"
 
 
 def _version(package: str) -> str:
@@ -76,15 +73,6 @@ def export_key(stage: StageConfig) -> str:
     }
     digest.update(json.dumps(declared, sort_keys=True).encode())
     return digest.hexdigest()[:20]
-
-
-def gate_key(cfg: BenchConfig, stage: StageConfig) -> str:
-    """What the parity verdict depends on besides the file: the samples it ran and the tolerance it applied."""
-    general = attrs.asdict(cfg.general)
-    keys = ("dataset_type", "dataset_path", "generated_seconds", "sample_rate", "feat_dim", "seed")
-    data = {k: general[k] for k in keys}
-    data.update(features=attrs.asdict(stage.features), tolerance=stage.tolerance)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def derived_file(cfg: BenchConfig, index: int) -> Path:
@@ -134,8 +122,17 @@ def config_for_backend(cfg: BenchConfig, backend_name: str, workdir: Path | None
     runs. With ``workdir``, a derived
     file is made (or taken from the cache) and gated on parity; without, a stage that derives keeps its source
     file, as ``config check`` needs (nothing is exported to check a config)."""
+    from speechperf.benchmark import hf_stage
+
     stages = []
     for index, stage in enumerate(cfg.stages, 1):
+        if hf_stage.is_hf(stage):  # a Hugging Face folder: its ONNX export for the backend that runs .onnx
+            if workdir is not None and hf_stage.derives_for(stage, stage.runs_on(backend_name)):
+                from speechperf.benchmark.hf_derive import derived_folder
+
+                stage = attrs.evolve(stage, model_dir=str(derived_folder(cfg, index)))
+            stages.append(stage)
+            continue
         if not stage.path:
             stages.append(stage)
             continue
@@ -175,7 +172,6 @@ def derive(cfg: BenchConfig, index: int, folder: Path, export: Exporter = _backe
     from speechperf.benchmark import build
     from speechperf.benchmark.file_stage import FileStage
     from speechperf.data import load_dataset
-    from speechperf.meters.fidelity import FloatMeter, past_tolerance, tolerance_for
     from speechperf.outputs import atomic_path
     from speechperf.registry import require_backend
 
@@ -216,22 +212,7 @@ def derive(cfg: BenchConfig, index: int, folder: Path, export: Exporter = _backe
     )
     session = ort.load(spec, device=general.device, threads=general.threads)
     got = [session(f) for f in feeds]
-    figures, refused = {}, []
-    for name in stage_cfg.outputs:
-        pairs = [(np.asarray(e[name]), np.asarray(g[name])) for e, g in zip(expected, got)]
-        if pairs[0][0].dtype.kind in "biu":
-            differing = sum(not np.array_equal(a, b) for a, b in pairs)
-            figures[name] = {"samples": len(pairs), "differing": differing, "exact": True}
-            if differing:
-                refused.append(f"output {name!r} differs in {differing}/{len(pairs)} samples")
-            continue
-        meter = FloatMeter(tolerance_for(stage_cfg.tolerance, name))
-        for a, b in pairs:
-            meter.add(a, b)
-        fid = meter.result()
-        figures[name] = fid.plain()
-        if fid.differing:
-            refused.append(f"output {name!r} {fid.describe()}: {past_tolerance(fid)}")
+    figures, refused = gate(list(stage_cfg.outputs), expected, got, stage_cfg.tolerance)
     what = f"{onnx} exported from {source} by {require_exporter(source_backend)[0]}"
     n = len(feeds)
     if refused:
@@ -240,17 +221,13 @@ def derive(cfg: BenchConfig, index: int, folder: Path, export: Exporter = _backe
             f"sample(s): {'; '.join(refused)} (file {onnx}; tolerance: stage{index}.tolerance)"
         )
     else:
-        shown = ", ".join(f"{name} {'identical' if f.get('exact') else _short(f)}" for name, f in figures.items())
+        shown = ", ".join(f"{name} {'identical' if f.get('exact') else short(f)}" for name, f in figures.items())
         line = f"derived {what}; parity with {source_backend} on {n} sample(s): {shown}"
     verdict = {"ok": not refused, "line": line, "file": str(onnx), "source": source, "outputs": figures}
     from speechperf.benchmark.report import write_json_atomic
 
     write_json_atomic(folder / VERDICT.format(key=gate_key(cfg, stage_cfg)), verdict, "derive verdict")
     return verdict
-
-
-def _short(figures: dict) -> str:
-    return f"max |Δ| {figures['max_abs']:.2g}, rel {figures['max_rel']:.2g}"
 
 
 def main(argv: list[str]) -> int:

@@ -54,7 +54,9 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
         check_stage_model(stage, role, where)
         check_phonemizer(stage, where)
         stage_backend = get_backend(stage.backend) if stage.backend else backend  # a pinned stage runs there
-        if stage.path:
+        if stage.model == "hf":  # a Hugging Face folder: readable, and a route to the backend
+            _check_hf(stage, stage_backend, where)
+        elif stage.path:
             for file, fmt, loader in _files_to_check(stage, stage_backend, where):
                 _check_model_file(file, fmt, where, loader)
         elif stage.model is not None:  # the config holds exactly one of model and path
@@ -68,6 +70,18 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
             )
 
 
+def _check_hf(stage: StageConfig, backend, where: str) -> None:
+    from speechperf.benchmark import hf_stage
+
+    try:
+        hf_stage.check_processor(stage)
+    except SpeechperfError as exc:
+        raise ModelFileError(f"{where}: {exc}") from None
+    refusal = None if backend is None else hf_stage.route_refusal(stage, backend, where)
+    if refusal:
+        raise StageError(refusal)
+
+
 def batch_refusal(stage: StageConfig, role: str) -> str | None:
     """Why the stage that ``stage`` builds refuses batch_size > 1 (``Stage.batch_refusal``), known before anything
     is loaded; None where it batches."""
@@ -76,6 +90,14 @@ def batch_refusal(stage: StageConfig, role: str) -> str | None:
     from speechperf.benchmark.piper_stage import PiperStage
     from speechperf.benchmark.reference import END_TO_END_TTS, Seq2SeqStage, TTSStage, UnitVocoderStage
 
+    if stage.model == "hf":
+        from speechperf.benchmark.hf_stage import HfCtcStage, HfWhisperStage, folder_of
+
+        try:
+            kind = folder_of(stage).kind
+        except SpeechperfError:  # said by the folder's own check
+            kind = "ctc"
+        return (HfCtcStage if kind == "ctc" else HfWhisperStage).batch_refusal
     if stage.path:
         return FileStage.batch_refusal
     if stage.model == SILERO:

@@ -263,9 +263,13 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
             f"{at}: {section}.text_frontend = {stage.text_frontend!r} applies to your own model file (path) of a tts "
             f"stage; this is the {role} stage{'' if not stage.model else f' of reference model {stage.model!r}'}"
         )
+    if stage.model == HF_MODEL:  # a Hugging Face folder: model says how path is read
+        _check_hf_stage(stage, section, role, at)
+        return
     if stage.model and stage.path:
         raise ConfigError(
-            f"{at}: {section} sets both model ({shorten(stage.model)}) and path ({shorten(stage.path)}); set one"
+            f"{at}: {section} sets both model ({shorten(stage.model)}) and path ({shorten(stage.path)}); set one "
+            f"(or `model: {HF_MODEL}` with path a Hugging Face save_pretrained folder)"
         )
     if not stage.model and not stage.path:
         raise ConfigError(
@@ -297,6 +301,35 @@ def _check_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
         raise ConfigError(
             f"{at}: {section}.path {shorten(stage.path)} needs `outputs` declared: a list of output names"
         )
+
+
+#: ``model: hf``: the stage's ``path`` is a Hugging Face ``save_pretrained`` folder (speechperf.benchmark.hf_stage).
+HF_MODEL = "hf"
+#: The keys of a ``model: hf`` stage that belong to a user's file (its graphs, inputs and features come from the
+#: folder) or to a reference model.
+HF_REFUSED = ("inputs", "outputs", "derive", "format", "entry", "output_kind", "output_sample_rate", "text_frontend")
+
+
+def _check_hf_stage(stage: StageConfig, section: str, role: str, at: str) -> None:
+    if role != "s2t":
+        raise ConfigError(
+            f"{at}: {section}: model: {HF_MODEL} runs speech recognition (CTC or Whisper), an s2t stage; this is the "
+            f"{role} stage"
+        )
+    if not isinstance(stage.path, str):
+        raise ConfigError(
+            f"{at}: {section}: model: {HF_MODEL} needs `path`: one save_pretrained folder (config.json, weights, "
+            f"processor files); got {shorten(stage.path)}"
+        )
+    default = StageConfig()
+    for name in HF_REFUSED:
+        if getattr(stage, name) != getattr(default, name):
+            raise ConfigError(
+                f"{at}: {section}.{name} does not apply to model: {HF_MODEL}: the folder's config.json and processor "
+                "say its graphs, inputs and outputs"
+            )
+    if stage.features != FeatureConfig():
+        raise ConfigError(f"{at}: {section}.features does not apply to model: {HF_MODEL}: its processor makes them")
 
 
 #: The output kinds a user's file may declare per role: speech roles put out audio or frames of it, the others

@@ -210,7 +210,8 @@ class StageConfig:
 
     model: str | None = key(
         None,
-        "reference model by name (see `speechperf zoo list`), or `silero_vad` for the real Silero VAD",
+        "reference model by name (see `speechperf zoo list`), `silero_vad` for the real Silero VAD, or `hf`: "
+        "`path` is a Hugging Face save_pretrained folder (a CTC model or Whisper; docs/benchmark.md)",
         "str?",
     )
     preset: str = key("base", "size preset of the reference model, built on demand and cached", "str")

@@ -319,7 +319,11 @@ def _graph_diff(backend, plan, stage, keys, check, general, scratch: Path):
 
     worst, sessions = 0.0, {}
     for graph in plan.graphs:
-        if "model_dir" in keys and plan.folder is not None:
+        if plan.hf:
+            from speechperf.optimize.variants import hf_variant_spec
+
+            spec = hf_variant_spec(plan, graph, Path(keys["model_dir"]))
+        elif "model_dir" in keys and plan.folder is not None:
             from speechperf.zoo.build import model_spec
 
             spec = model_spec(Path(keys["model_dir"]), graph.session, keys["format"])

@@ -19,6 +19,7 @@ import numpy as np
 
 from speechperf.backend import ModelSpec, TensorInfo, hooks
 from speechperf.benchmark.backend_files import files_of
+from speechperf.benchmark.hf_stage import LOAD_OPTIONS
 from speechperf.config.schema import BenchConfig, StageConfig
 from speechperf.errors import SpeechperfError
 from speechperf.optimize.hook import QuantizedModel
@@ -49,6 +50,8 @@ class StagePlan:
     fp32_files: tuple[Path, ...]
     folder: Path | None = None
     fmt: str | None = None
+    #: A ``model: hf`` stage: its variant is a ``model_dir`` of graph files named after the graphs.
+    hf: bool = False
 
 
 def zoo_formats_on(backend_name: str, variants: bool = False) -> list[str]:
@@ -60,6 +63,8 @@ def zoo_formats_on(backend_name: str, variants: bool = False) -> list[str]:
 
 
 def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str) -> StagePlan:
+    if stage_cfg.model == "hf":
+        return _plan_hf(index, stage_cfg, role, backend_name)
     if stage_cfg.path:
         spec = ModelSpec(
             path=stage_cfg.path,
@@ -106,6 +111,31 @@ def plan_stage(index: int, stage_cfg: StageConfig, role: str, backend_name: str)
     return StagePlan(index, role, label, tuple(graphs), tuple(dict.fromkeys(fp32_files)), folder, fmt)
 
 
+def _plan_hf(index: int, stage_cfg: StageConfig, role: str, backend_name: str) -> StagePlan:
+    """A Hugging Face folder's graphs as the backend runs them: the Transformers modules' factories, or the files
+    of its ``model_dir`` (the ONNX export the plan derived for onnxruntime)."""
+    from speechperf.benchmark import hf_stage
+    from speechperf.registry import get_backend
+
+    specs = hf_stage.graph_specs(stage_cfg, get_backend(backend_name))
+    graphs = tuple(Graph(g.name, (specs[g.name],), dict(g.dynamic_axes)) for g in hf_stage.graphs_of(stage_cfg))
+    if stage_cfg.model_dir:
+        fp32_files = [f for spec in specs.values() for f in files_of(spec)]
+    else:  # the modules' weights
+        folder = Path(str(stage_cfg.path))
+        fp32_files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin"))
+    label = hf_stage.folder_of(stage_cfg).architecture
+    return StagePlan(index, role, f"hf:{label}", graphs, tuple(fp32_files), hf=True)
+
+
+def hf_variant_spec(plan: StagePlan, graph: Graph, model_dir: Path) -> ModelSpec:
+    """The spec of graph ``graph``'s quantized file in a ``model: hf`` variant folder."""
+    files = sorted(p for p in model_dir.glob(f"{graph.session}.*") if p.name != LOAD_OPTIONS)
+    options = json.loads((model_dir / LOAD_OPTIONS).read_text()) if (model_dir / LOAD_OPTIONS).is_file() else {}
+    spec = graph.specs[0]
+    return ModelSpec(path=files[0], inputs=spec.inputs, outputs=spec.outputs, options=options.get(graph.session, {}))
+
+
 def variant_format(plan: StagePlan, backend_name: str, quantized: QuantizedModel) -> str:
     """The zoo format a quantized file runs as: the stage's own when the file is of that kind, else the first
     format of this backend whose file has the same suffix."""
@@ -135,6 +165,16 @@ def write_variant(
     if plan.folder is not None:
         fmt, files = _write_model_folder(plan, plan.folder, backend_name, method, quantized, folder)
         return {"model_dir": str(folder.resolve()), "format": fmt}, files
+    if plan.hf:  # graph files named after the graphs, their load options beside them
+        files = []
+        for name, q in quantized.items():
+            for f in q.files:
+                files.append(folder / f"{name}{f.suffix}")
+                shutil.move(str(f), files[-1])
+        options = {name: dict(q.options) for name, q in quantized.items() if q.options}
+        if options:
+            write_text_atomic(folder / LOAD_OPTIONS, json.dumps(options, indent=2) + "\n", "load options")
+        return {"model_dir": str(folder.resolve())}, files
     (q,) = quantized.values()
     silero_file = plan.graphs[0].specs[0].path
     if plan.label == SILERO and silero_file is not None:  # the VAD stage reads the wheel's file name from model_dir
