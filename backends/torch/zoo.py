@@ -34,11 +34,16 @@ def init_components(model: ReferenceModel, preset: str) -> dict[str, torch.nn.Mo
     return components
 
 
-def load_component(model: str, preset: str, component: str, weights: str | None = None) -> torch.nn.Module:
-    """Factory for a ``ModelSpec``: one component of a reference model, with the weights file loaded if given."""
+def load_component(
+    model: str, preset: str, component: str, weights: str | None = None, architecture=None
+) -> torch.nn.Module:
+    """Factory for a ``ModelSpec``: one component of a reference model, with the weights file loaded if given;
+    ``architecture``: sizes in place of the preset's (a pruned model's smaller ``ffn``)."""
+    import attrs
+
     from speechperf.zoo.catalog import get_model
 
-    components = build(model, get_model(model).hparams(preset))
+    components = build(model, attrs.evolve(get_model(model).hparams(preset), **(architecture or {})))
     if weights is not None:
         from safetensors.torch import load_file
 
