@@ -193,7 +193,7 @@ def make_pruned(backend, name: str, plans, stages, held_out, base: dict, out_dir
         )
         layers.append(found.layers)
         model.append(found.model)
-        pruned_plans.append(attrs.evolve(plan, graphs=_graphs_in(plan, folder), folder=folder))
+        pruned_plans.append(attrs.evolve(plan, graphs=_graphs_in(plan, folder, backend.name), folder=folder))
         for graph in plan.graphs:
             spec = model_spec(folder, graph.session, plan.fmt)
             files += [f for f in files_of(spec) if f not in files]
@@ -216,12 +216,15 @@ def make_pruned(backend, name: str, plans, stages, held_out, base: dict, out_dir
     return pruned, pruned_plans
 
 
-def _graphs_in(plan, folder: Path) -> tuple:
-    """The stage's graphs as the pruned folder has them (every format built there), to quantize after pruning."""
+def _graphs_in(plan, folder: Path, backend_name: str) -> tuple:
+    """The stage's graphs as the pruned folder has them (each format built there that the backend runs, the
+    stage's first), to quantize after pruning."""
     from speechperf.benchmark.backend_files import files_of
+    from speechperf.optimize.variants import zoo_formats_on
     from speechperf.zoo.build import built_formats, model_spec, read_manifest
 
-    formats = [plan.fmt] + sorted(f for f in built_formats(read_manifest(folder)) if f != plan.fmt)
+    built = built_formats(read_manifest(folder))
+    formats = [plan.fmt] + [f for f in zoo_formats_on(backend_name) if f in built and f != plan.fmt]
     graphs = []
     for graph in plan.graphs:
         specs = [model_spec(folder, graph.session, f) for f in formats]
