@@ -177,3 +177,63 @@ def test_a_sparsity_sweep_on_onnxruntime_and_prune_then_quantize(tmp_path):
         assert both["size_ratio"] < structured["size_ratio"] and both["sparsity"] == structured["sparsity"]
     assert rows["prune-l1-global@0.5"]["compressed_mb"] < rows["prune-l1-global@0.2"]["compressed_mb"]
     assert (tmp_path / "t.png").stat().st_size > 0
+
+
+def sweep_rows():
+    def row(variant, speedup, size, zipped, wer, sparsity=None):
+        return {
+            "variant": variant,
+            "status": "ok",
+            "speedup": speedup,
+            "speedup_sigma": 0.05,
+            "size_ratio": size,
+            "compressed_ratio": zipped,
+            "wer": wer,
+            "sparsity": sparsity,
+        }
+
+    return [
+        row("fp32", None, 1.0, 1.0, 0.05),
+        row("prune-l1-global@0.5", 1.0, 1.0, 0.6, 0.20, 0.5),  # listed before the lower level on purpose
+        row("prune-l1-global@0.1", 1.0, 1.0, 0.9, 0.05, 0.1),
+        row("prune-ffn-l2@0.3+ort-dynamic", 1.9, 0.3, 0.25, 0.06, 0.2995),
+        row("ort-dynamic", 1.6, 0.8, 0.75, 0.05),
+    ]
+
+
+def test_the_plot_draws_each_sparsity_sweep_in_order_and_a_compressed_size_panel():
+    pytest.importorskip("matplotlib")
+    from speechperf.views.optimize_plot import SWEEP_GID, sweeps, tradeoff_figure
+
+    found = sweeps(sweep_rows())
+    assert list(found) == ["prune-l1-global"]  # one level alone is no sweep
+    assert [r["variant"] for r in found["prune-l1-global"]] == ["prune-l1-global@0.1", "prune-l1-global@0.5"]
+    fig = tradeoff_figure(sweep_rows(), {"max_wer_increase": 1.0}, "t")
+    speed, size, zipped = fig.axes[:3]
+    assert zipped.get_xlabel() == "compressed (zip) size / fp32's"
+    (line,) = [x for x in zipped.lines if (x.get_gid() or "").startswith(SWEEP_GID)]
+    assert line.get_gid() == f"{SWEEP_GID}:prune-l1-global"
+    assert [tuple(p) for p in line.get_xydata()] == [(0.9, 5.0), (0.6, 20.0)]  # WER in %, by sparsity
+    (line,) = [x for x in speed.lines if (x.get_gid() or "").startswith(SWEEP_GID)]
+    assert [tuple(p) for p in line.get_xydata()] == [(1.0, 5.0), (1.0, 20.0)]
+
+
+def test_the_table_shows_the_sparsity_and_the_zipped_size_of_each_row():
+    from speechperf.results import Document
+    from speechperf.views.optimize import markdown
+
+    rows = [
+        {"variant": "fp32", "status": "baseline", "size_mb": 151.41, "size_ratio": 1.0, "compressed_mb": 139.2,
+         "compressed_ratio": 1.0},
+        {"variant": "prune-l1-global@0.3", "status": "ok", "size_mb": 151.41, "size_ratio": 1.0,
+         "compressed_mb": 110.5, "compressed_ratio": 0.794, "sparsity": 0.3, "model_sparsity": 0.153,
+         "graph_max_rel_diff": 0.12, "parity_max_rel_diff": 3.1e-07},
+    ]  # fmt: skip
+    lines = markdown(Document(kind="optimize", rows=rows)).splitlines()
+    header = [c.strip() for c in lines[0].split("|")]
+    fp32, pruned = ([c.strip() for c in line.split("|")] for line in lines[2:4])
+    column = header.index
+    assert (fp32[column("zip MB (x fp32)")], fp32[column("sparsity (whole model)")]) == ("139.20 (1.00x)", "-")
+    assert pruned[column("zip MB (x fp32)")] == "110.50 (0.79x)"
+    assert pruned[column("sparsity (whole model)")] == "30.0% (15.3%)"
+    assert pruned[column("graph max rel diff")] == "0.12; parity 3.1e-07"

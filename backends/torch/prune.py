@@ -108,9 +108,13 @@ def _structured(model, hparams, components, norm: int, sparsity: float):
     return rebuilt, kept_count, names
 
 
+#: The zoo formats this backend writes by exporting the pruned model -> the kind of export.
+EXPORTS = {"torchscript": "torchscript", "onnx-torch": "onnx"}
+
+
 def prune_reference(model_name: str, preset: str, source: Path, method: str, sparsity: float, folder: Path, exports):
-    """Prune the weights ``source`` of zoo model ``model_name`` and write ``folder/weights.safetensors`` (and, with
-    ``exports``, TorchScript and ONNX of each component into ``folder/torch``); returns what
+    """Prune the weights ``source`` of zoo model ``model_name`` and write ``folder/weights.safetensors`` (and each
+    component in the zoo formats of ``exports``, TorchScript or ONNX, into ``folder/torch``); returns what
     ``speechperf.zoo.pruned`` records."""
     from speechperf.backends.torch.zoo import export_component, parameter_count, save_weights
     from speechperf.zoo.build import Artifact
@@ -136,10 +140,11 @@ def prune_reference(model_name: str, preset: str, source: Path, method: str, spa
         Artifact(path, "weights" if key == "weights" else "array", None, time.perf_counter() - start)
         for key, path in written.items()
     ]
-    if exports:
+    kinds = tuple(EXPORTS[f] for f in exports if f in EXPORTS)
+    if kinds:
         for comp in model.components:
             module = components[comp.name]
-            for fmt, (path, secs) in export_component(model, comp, preset, module, folder / "torch").items():
+            for fmt, (path, secs) in export_component(model, comp, preset, module, folder / "torch", kinds).items():
                 artifacts.append(Artifact(path, "onnx-torch" if fmt == "onnx" else "torchscript", comp.name, secs))
     return {
         "weights": written["weights"],

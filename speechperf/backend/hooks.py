@@ -155,11 +155,11 @@ class OptionalHooks(Protocol):
         raise SpeechperfError(f"backend {self.name!r} builds no zoo formats")
 
     def prune_reference(
-        self, model: str, preset: str, source: Path, method: str, sparsity: float, folder: Path, exports: bool
+        self, model: str, preset: str, source: Path, method: str, sparsity: float, folder: Path, exports: tuple
     ) -> Any:
         """The backend that ``builds_reference_weights``: zoo model ``model``'s weights ``source`` pruned by
-        ``method`` at ``sparsity``, written as ``folder/weights.safetensors`` (with ``exports``, its own zoo formats
-        too); returns a dict: ``weights``, ``artifacts``, ``architecture`` (sizes changed), ``targets`` (the pruned
+        ``method`` at ``sparsity``, written as ``folder/weights.safetensors`` (and in its own zoo formats named in
+        ``exports``); returns a dict: ``weights``, ``artifacts``, ``architecture`` (sizes changed), ``targets`` (the pruned
         weights' names), ``parameter_count`` (speechperf.zoo.pruned)."""
         raise SpeechperfError(f"backend {self.name!r} prunes no weights")
 

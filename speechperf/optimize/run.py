@@ -217,29 +217,10 @@ def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
         start = time.perf_counter()
         try:
             with build.stdout_to_stderr():
-                if pruning.is_pruning(method):  # pruned, then quantized where the name says so
-                    pruned, pruned_plans = pruning.make_pruned(
-                        backend, method, plans, stages, held_out, base, out_dir, general
-                    )
+                made = make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general)
+                data, size, diff, notes, op_shares, files, pruned = made
+                if pruned is not None:
                     row.sparsity, row.parity, row.parity_text = pruned.sparsity, pruned.parity, pruned.parity_text
-                    int8 = pruning.parse_variant(method)[2]
-                    made = pruned.made()
-                    if int8 is not None:
-                        made = make_variant(
-                            backend,
-                            int8,
-                            pruned_plans,
-                            stages,
-                            calibration,
-                            held_out,
-                            pruned.data,
-                            out_dir,
-                            general,
-                            method,
-                        )
-                else:
-                    made = make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general)
-                data, size, diff, notes, op_shares, files = made
                 row.compressed_bytes = pruning.compressed_size(files)
         except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
             reason = first_line(exc) if isinstance(exc, SpeechperfError) else f"{type(exc).__name__}: {first_line(exc)}"
@@ -299,11 +280,22 @@ def _with_dumps(data: dict, out_dir: Path, name: str, speech_out: bool) -> dict:
 
 
 def make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general, name=None):
-    """Quantize every graph of every stage with ``method`` into ``out_dir/<name>`` (default: the method's name);
-    returns (variant config, bytes, graph diff, notes, op shares, the files the stages load)."""
+    """Quantize every graph of every stage with ``method`` into ``out_dir/<name>`` (default: the method's name), or
+    prune it where ``method`` is a pruned variant's name (``prune-l1-global@0.3``, then quantized where it says
+    ``+ort-dynamic``: speechperf.optimize.pruning); returns (variant config, bytes, graph diff, notes, op shares, the
+    files the stages load, the pruning.Pruned or None)."""
     from speechperf.optimize.hook import QuantizeSource
     from speechperf.optimize.variants import write_variant
 
+    if pruning.is_pruning(method):
+        pruned, pruned_plans = pruning.make_pruned(backend, method, plans, stages, held_out, base, out_dir, general)
+        int8 = pruning.parse_variant(method)[2]
+        if int8 is None:
+            return (*pruned.made(), pruned)
+        made = make_variant(
+            backend, int8, pruned_plans, stages, calibration, held_out, pruned.data, out_dir, general, method
+        )
+        return (*made[:6], pruned)
     name = name or method
     data = json.loads(json.dumps(base))
     size, diffs, notes, op_shares, all_files = 0, [], [], [], []
@@ -323,7 +315,7 @@ def make_variant(backend, method, plans, stages, calibration, held_out, base, ou
         diff, shares = _graph_diff(backend, plan, stage, keys, check, general, scratch / f"stage{plan.index}")
         diffs.append(diff)
         op_shares.append((plan.index, shares))
-    return data, size, max(diffs), notes, op_shares, all_files
+    return data, size, max(diffs), notes, op_shares, all_files, None
 
 
 def _graph_diff(backend, plan, stage, keys, check, general, scratch: Path):

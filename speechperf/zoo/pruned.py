@@ -26,10 +26,10 @@ def build_pruned(source: Path, method: str, sparsity: float, folder: Path, forma
     builders = builders_for(formats)
     weights_backend, ports = builders[0], builders[1:]
     own = hooks(weights_backend).zoo_formats
-    # The weights' own backend exports its file formats only when one is asked for: its eager format (a factory
-    # and the weights) needs the weights alone.
-    exports = any(own[f].path is not None for f in formats if f in own)
-    built = [f for f, zf in own.items() if not zf.variant and (exports or zf.path is None)]
+    # The weights' own backend exports only the file formats asked for: its eager format (a factory and the
+    # weights) needs the weights alone.
+    exports = tuple(f for f in formats if f in own and own[f].path is not None)
+    built = [f for f, zf in own.items() if not zf.variant and (f in exports or zf.path is None)]
     built += [f for port in ports for f, zf in hooks(port).zoo_formats.items() if not zf.variant]
     with atomic_folder(folder, f"pruned model {folder.name}") as work:
         pruned = hooks(weights_backend).prune_reference(
