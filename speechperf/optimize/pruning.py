@@ -96,6 +96,11 @@ def check_methods(backend, methods: tuple[str, ...], sparsity: tuple[float, ...]
     return methods
 
 
+def levels_for(methods: Iterable[str]) -> tuple[float, ...]:
+    """The levels pruning runs at when ``--sparsity`` is not given: the default, where a method prunes."""
+    return DEFAULT_SPARSITY if any(is_pruning(m) for m in methods) else ()
+
+
 def variant_names(methods: Iterable[str], sparsity: tuple[float, ...]) -> list[str]:
     """Every variant of the study: each pruning method at each level (``prune-l1-global@0.3+ort-dynamic``)."""
     names = []

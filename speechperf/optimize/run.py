@@ -97,7 +97,8 @@ class _Study:
             body={
                 "backend": opts.backend,
                 "methods": list(opts.methods),
-                "sparsity": list(opts.sparsity),
+                #: the levels the pruning methods ran at (the default when none was given)
+                "sparsity": list(opts.sparsity or pruning.levels_for(opts.methods)),
                 "runs_per_variant": opts.runs,
                 "calibration_size": opts.calibration_size,
                 "quality_budget": attrs.asdict(opts.budget),
