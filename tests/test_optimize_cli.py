@@ -127,10 +127,11 @@ def test_an_unknown_method_is_one_line_exit_2(tmp_path):
 def test_method_list_shows_every_backend(tmp_path):
     result = CliRunner().invoke(main, ["optimize", "--method", "list"])
     assert result.exit_code == 0
+    pruning = "prune-l1-global, prune-l1-layer, prune-ffn-l1, prune-ffn-l2"
     assert result.output.splitlines() == [
-        "onnxruntime: ort-dynamic, ort-static-qdq",
-        "paddle: paddle-ptq",
-        "torch: torchao-dynamic, pt2e-static, legacy-dynamic, fp32-export",
+        f"onnxruntime: ort-dynamic, ort-static-qdq, {pruning}",
+        f"paddle: paddle-ptq, {pruning}",
+        f"torch: torchao-dynamic, pt2e-static, legacy-dynamic, fp32-export, {pruning}",
     ]
 
 

@@ -93,7 +93,7 @@ def test_tune_interrupted_then_resumed_writes_a_winner_that_bench_runs(tmp_path)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--precisions", "fp16"], "Error: --precisions fp16: unknown fp16; allowed: fp32, bf16, int8"),
+        (["--precisions", "fp16"], "Error: --precisions fp16: unknown fp16; allowed: fp32, bf16, int8, pruned"),
         (["--batch-sizes", "4"], "Error: --batch-sizes 4: only with --objective throughput (latency and memory are per sample)"),
         (["--batch-sizes", "0", "--objective", "throughput"], "Error: --batch-sizes 0: expected whole numbers from 1 to 4096, comma-separated"),
         (["--backends", "tensorflow"], "Error: --backends: unknown backend 'tensorflow'; known backends:"),

@@ -59,6 +59,7 @@ class OnnxRuntimeBackend(BackendBase):
         formats=("onnx",),
         profilers=("session profiling",),
         quantization=("ort-dynamic", "ort-static-qdq"),
+        pruning=("prune-l1-global", "prune-l1-layer", "prune-ffn-l1", "prune-ffn-l2"),
     )
 
     framework_module = "onnxruntime"

@@ -76,6 +76,7 @@ class PaddleBackend(BackendBase):
         formats=("inference", "layer"),
         profilers=("paddle.profiler (api=new)", "legacy (api=legacy)"),
         quantization=("paddle-ptq",),
+        pruning=("prune-l1-global", "prune-l1-layer", "prune-ffn-l1", "prune-ffn-l2"),
     )
 
     profiles_training_loops = True
@@ -146,7 +147,7 @@ class PaddleBackend(BackendBase):
 
         return export_onnx(Path(source), feeds, outputs, dynamic_axes, Path(out))
 
-    def build_reference(self, model, preset, folder, weights=None):
+    def build_reference(self, model, preset, folder, weights=None, architecture=None):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder`` from the ``weights`` the backend
         that ``builds_reference_weights`` wrote (see speechperf.zoo.build); paddle writes none of its own."""
         from pathlib import Path
@@ -157,4 +158,4 @@ class PaddleBackend(BackendBase):
             raise SpeechperfError(
                 "the paddle backend builds the zoo's models from the torch backend's weights; none given"
             )
-        return build_reference(model, preset, Path(weights), Path(folder))
+        return build_reference(model, preset, Path(weights), Path(folder), architecture)

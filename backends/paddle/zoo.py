@@ -24,22 +24,29 @@ paddle = import_paddle()
 ONNX_OPSET = 17
 
 
-def load_components(model: str, preset: str, weights: Path) -> dict:
+def hparams_of(model: str, preset: str, architecture=None):
+    """The preset's sizes, with ``architecture``'s in their place (a pruned model's smaller ``ffn``)."""
+    import attrs
+
+    return attrs.evolve(get_model(model).hparams(preset), **(architecture or {}))
+
+
+def load_components(model: str, preset: str, weights: Path, architecture=None) -> dict:
     """Every component of ``model``, sharing one parent layer loaded from ``weights``."""
-    components = build(model, get_model(model).hparams(preset))
+    components = build(model, hparams_of(model, preset, architecture))
     load_weights(parent_of(components), Path(weights))
     for layer in components.values():
         layer.eval()
     return components
 
 
-def load_component(model: str, preset: str, component: str, weights: str | None = None):
+def load_component(model: str, preset: str, component: str, weights: str | None = None, architecture=None):
     """Factory for a ``ModelSpec``: one component of a reference model. ``weights`` is loaded here because the
     layer session would otherwise read it with the component's own (``model.``-prefixed) parameter names."""
     if weights is None:
-        components = build(model, get_model(model).hparams(preset))
+        components = build(model, hparams_of(model, preset, architecture))
     else:
-        components = load_components(model, preset, Path(weights))
+        components = load_components(model, preset, Path(weights), architecture)
     return components[component]
 
 
@@ -103,11 +110,11 @@ def _name_outputs(path: Path, names: list[str]) -> None:
     onnx.save(model, str(path))
 
 
-def build_reference(name: str, preset: str, weights: Path, folder: Path) -> list:
+def build_reference(name: str, preset: str, weights: Path, folder: Path, architecture=None) -> list:
     """Every component of ``name``, loaded from the torch ``weights``, exported into ``folder/paddle``."""
     from speechperf.zoo.build import Artifact
 
-    components = load_components(name, preset, weights)
+    components = load_components(name, preset, weights, architecture)
     artifacts = []
     for comp in get_model(name).components:
         for fmt, (path, secs) in export_component(comp, components[comp.name], folder / "paddle").items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from speechperf.backend import BackendBase, Capabilities, ModelSpec, Session, Variant, ZooFormat, check_threads
-from speechperf.errors import DeviceError
+from speechperf.errors import DeviceError, SpeechperfError
 from speechperf.values import key
 
 #: File suffix -> format. ``.pt`` is TorchScript; weights for a factory are given as ``weights``.
@@ -107,6 +107,7 @@ class TorchBackend(BackendBase):
         formats=("torchscript", "export", "module"),
         profilers=("torch.profiler",),
         quantization=("torchao-dynamic", "pt2e-static", "legacy-dynamic", "fp32-export"),
+        pruning=("prune-l1-global", "prune-l1-layer", "prune-ffn-l1", "prune-ffn-l2"),
     )
 
     profiles_training_loops = True
@@ -193,11 +194,24 @@ class TorchBackend(BackendBase):
             source if isinstance(source, ModelSpec) else Path(source), feeds, outputs, dynamic_axes, Path(out)
         )
 
-    def build_reference(self, model, preset, folder, weights=None):
+    def build_reference(self, model, preset, folder, weights=None, architecture=None):
         """Build reference model ``model`` of the zoo at ``preset`` into ``folder``, weights included (see
         speechperf.zoo.build); ``weights`` is None: this backend writes them."""
         from pathlib import Path
 
         from speechperf.backends.torch.zoo import build_reference
 
+        if weights is not None or architecture:
+            raise SpeechperfError(
+                "the torch backend writes the zoo's weights; a pruned model is made by prune_reference"
+            )
         return build_reference(model, preset, Path(folder))
+
+    def prune_reference(self, model, preset, source, method, sparsity, folder, exports):
+        """``torch.nn.utils.prune`` on the zoo weights ``source`` (speechperf.backends.torch.prune)."""
+        self.require_available()
+        from pathlib import Path
+
+        from speechperf.backends.torch.prune import prune_reference
+
+        return prune_reference(model, preset, Path(source), method, sparsity, Path(folder), exports)

@@ -34,11 +34,16 @@ def init_components(model: ReferenceModel, preset: str) -> dict[str, torch.nn.Mo
     return components
 
 
-def load_component(model: str, preset: str, component: str, weights: str | None = None) -> torch.nn.Module:
-    """Factory for a ``ModelSpec``: one component of a reference model, with the weights file loaded if given."""
+def load_component(
+    model: str, preset: str, component: str, weights: str | None = None, architecture=None
+) -> torch.nn.Module:
+    """Factory for a ``ModelSpec``: one component of a reference model, with the weights file loaded if given;
+    ``architecture``: sizes in place of the preset's (a pruned model's smaller ``ffn``)."""
+    import attrs
+
     from speechperf.zoo.catalog import get_model
 
-    components = build(model, get_model(model).hparams(preset))
+    components = build(model, attrs.evolve(get_model(model).hparams(preset), **(architecture or {})))
     if weights is not None:
         from safetensors.torch import load_file
 
@@ -70,7 +75,12 @@ def _example_args(model: ReferenceModel, comp: Component, preset: str) -> tuple[
 
 
 def export_component(
-    model: ReferenceModel, comp: Component, preset: str, module: torch.nn.Module, out_dir: Path
+    model: ReferenceModel,
+    comp: Component,
+    preset: str,
+    module: torch.nn.Module,
+    out_dir: Path,
+    kinds: tuple[str, ...] = ("torchscript", "onnx"),
 ) -> dict[str, tuple[Path, float]]:
     """Write ``<component>.pt`` (TorchScript) and ``<component>.onnx`` into ``out_dir``.
 
@@ -81,16 +91,11 @@ def export_component(
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     args = _example_args(model, comp, preset)
-    start = time.perf_counter()
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # TracerWarnings about Python values; the parity tests check the result
-        traced = torch.jit.trace(module, args, check_trace=False)
-        # Freezing keeps only the weights this component uses (a traced wrapper holds the whole parent model).
-        traced = torch.jit.freeze(traced.eval())
-    script = out_dir / f"{comp.name}.pt"
-    traced.save(str(script))
-    script_seconds = time.perf_counter() - start
-
+    written: dict[str, tuple[Path, float]] = {}
+    if "torchscript" in kinds:
+        written["torchscript"] = _torchscript(comp, module, args, out_dir)
+    if "onnx" not in kinds:
+        return written
     start = time.perf_counter()
     onnx_path = out_dir / f"{comp.name}.onnx"
     with warnings.catch_warnings(), torch.no_grad():
@@ -105,7 +110,20 @@ def export_component(
             opset_version=ONNX_OPSET,
             dynamo=False,
         )
-    return {"torchscript": (script, script_seconds), "onnx": (onnx_path, time.perf_counter() - start)}
+    written["onnx"] = (onnx_path, time.perf_counter() - start)
+    return written
+
+
+def _torchscript(comp: Component, module: torch.nn.Module, args, out_dir: Path) -> tuple[Path, float]:
+    start = time.perf_counter()
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # TracerWarnings about Python values; the parity tests check the result
+        traced = torch.jit.trace(module, args, check_trace=False)
+        # Freezing keeps only the weights this component uses (a traced wrapper holds the whole parent model).
+        traced = torch.jit.freeze(traced.eval())
+    script = out_dir / f"{comp.name}.pt"
+    traced.save(str(script))
+    return script, time.perf_counter() - start
 
 
 def build_reference(name: str, preset: str, folder: Path):

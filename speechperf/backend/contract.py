@@ -30,6 +30,9 @@ class Capabilities:
     formats: tuple[str, ...] = ()
     profilers: tuple[str, ...] = ()
     quantization: tuple[str, ...] = ()
+    #: ``speechperf optimize``'s pruning methods this backend runs (speechperf.optimize.pruning): the weights are
+    #: pruned by the backend that writes the zoo's weights, and this backend's formats built from them.
+    pruning: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -13,7 +13,8 @@ Three groups (docs/architecture.md, "Optional hooks"):
 - declarations the core reads: ``options_class``, ``suffix_formats``, ``zoo_formats``, ``builds_reference_weights``,
   ``default_zoo_format``, ``silero_vad_port``, ``distribution``, ``profiles_training_loops``, ``onnx_exporter``,
   ``onnx_export_formats``, ``transformers_factories``, ``variants``;
-- checks and builders: ``check_device``, ``check_format``, ``build_reference``, ``export_weights``, ``export_onnx``.
+- checks and builders: ``check_device``, ``check_format``, ``build_reference``, ``prune_reference``,
+  ``export_weights``, ``export_onnx``.
 """
 
 from __future__ import annotations
@@ -148,11 +149,23 @@ class OptionalHooks(Protocol):
             raise ModelFileError(f"format {fmt!r} is not loaded by backend {name!r}; it loads: {', '.join(formats)}")
         return fmt
 
-    def build_reference(self, model: str, preset: str, folder: Path, weights: Path | None = None) -> Any:
+    def build_reference(
+        self, model: str, preset: str, folder: Path, weights: Path | None = None, architecture: Any = None
+    ) -> Any:
         """Build zoo model ``model`` at ``preset`` into ``folder`` in this backend's ``zoo_formats``
         (speechperf.zoo.build). The backend that ``builds_reference_weights`` gets ``weights=None``, writes them and
-        returns a SourceBuild; the others read ``weights`` and return their Artifacts."""
+        returns a SourceBuild; the others read ``weights`` and return their Artifacts. ``architecture``: sizes that
+        differ from the preset's (a pruned model's smaller ``ffn``, speechperf.zoo.pruned)."""
         raise SpeechperfError(f"backend {self.name!r} builds no zoo formats")
+
+    def prune_reference(
+        self, model: str, preset: str, source: Path, method: str, sparsity: float, folder: Path, exports: tuple
+    ) -> Any:
+        """The backend that ``builds_reference_weights``: zoo model ``model``'s weights ``source`` pruned by
+        ``method`` at ``sparsity``, written as ``folder/weights.safetensors`` (and in its own zoo formats named in
+        ``exports``); returns a dict: ``weights``, ``artifacts``, ``architecture`` (sizes changed), ``targets`` (the pruned
+        weights' names), ``parameter_count`` (speechperf.zoo.pruned)."""
+        raise SpeechperfError(f"backend {self.name!r} prunes no weights")
 
     def export_weights(self, spec: ModelSpec, out: Path) -> Path:
         """The weights of the model file ``spec`` (in this framework's own format) written to ``out`` as

@@ -35,7 +35,8 @@ def _methods_table(backend_name: str | None) -> str:
     names = [backend_name] if backend_name else known_backends()
     lines = []
     for name in names:
-        methods = get_backend(name).capabilities.quantization
+        capabilities = get_backend(name).capabilities
+        methods = (*capabilities.quantization, *capabilities.pruning)
         lines.append(f"{name}: {', '.join(methods) if methods else 'none'}")
     return "\n".join(lines)
 
@@ -48,7 +49,15 @@ def _methods_table(backend_name: str | None) -> str:
     "methods",
     default=None,
     metavar="M1,M2",
-    help="Comma-separated quantization methods of the backend; `list` shows every backend's methods.",
+    help="Comma-separated quantization and pruning methods of the backend (a pruning method followed by "
+    "+INT8METHOD prunes, then quantizes: prune-l1-global+ort-dynamic); `list` shows every backend's methods.",
+)
+@click.option(
+    "--sparsity",
+    default=None,
+    metavar="S1,S2",
+    help="The pruning methods' sparsity: a fraction of the weights to remove, or a sweep (0.1,0.3,0.5), each level "
+    "a variant.  [default: 0.3]",
 )
 @click.option(
     "--runs",
@@ -116,9 +125,12 @@ def optimize_options(p: dict[str, Any]) -> tuple[BenchConfig, OptimizeOptions]:
         raise SpeechperfError(
             f"no --method given; methods: {_methods_table(backend).split(': ', 1)[1]} (see --method list)"
         )
+    from speechperf.optimize.pruning import parse_sparsity
+
     return cfg, OptimizeOptions(
         backend=backend,
         methods=names,
+        sparsity=parse_sparsity(study["sparsity"]),
         out_dir=study["out_dir"] or cache_dir() / "optimize" / backend,
         runs=study["runs"],
         calibration_size=study["calibration_size"],
@@ -135,6 +147,7 @@ def optimize_options(p: dict[str, Any]) -> tuple[BenchConfig, OptimizeOptions]:
 #: optimize's options that describe the study, not the config.
 STUDY = (
     "methods",
+    "sparsity",
     "runs",
     "calibration_size",
     "out_dir",

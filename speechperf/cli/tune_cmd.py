@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     show_default=True,
     metavar="P1,P2",
     help="fp32 (every variant of every backend), bf16 (a backend's bf16 variants, on a CPU with AVX-512 BF16 or "
-    "AMX), int8 (every quantization method of every backend).",
+    "AMX), int8 (every quantization method of every backend), pruned (FFN neurons removed at 10% and 30%, the "
+    "layers rebuilt smaller, where a backend offers pruning; not in the default).",
 )
 @click.option(
     "--threads",

@@ -38,7 +38,6 @@ from typing import Any
 
 import attrs
 
-from speechperf.backend.quantization import check_methods
 from speechperf.benchmark import plan as run_plan
 from speechperf.cache import cache_dir
 from speechperf.config.schema import BenchConfig
@@ -46,6 +45,7 @@ from speechperf.errors import SpeechperfError, first_line
 from speechperf.exports import Exports
 from speechperf.lifecycle import Lifecycle, lifecycle
 from speechperf.optimize import fidelity as fid
+from speechperf.optimize import pruning
 from speechperf.optimize.table import Row
 from speechperf.outputs import check_output_folder
 from speechperf.results import Document
@@ -69,6 +69,8 @@ class OptimizeOptions:
     backend: str
     methods: tuple[str, ...]
     out_dir: Path
+    #: --sparsity: the levels each pruning method runs at (speechperf.optimize.pruning); () with none asked
+    sparsity: tuple[float, ...] = ()
     runs: int = 5
     calibration_size: int = 4
     timeout_s: float | None = None
@@ -96,6 +98,8 @@ class _Study:
             body={
                 "backend": opts.backend,
                 "methods": list(opts.methods),
+                #: the levels the pruning methods ran at (the default when none was given)
+                "sparsity": list(opts.sparsity or pruning.levels_for(opts.methods)),
                 "runs_per_variant": opts.runs,
                 "calibration_size": opts.calibration_size,
                 "quality_budget": attrs.asdict(opts.budget),
@@ -156,7 +160,7 @@ def run_optimize(cfg: BenchConfig, opts: OptimizeOptions, out=None) -> int:
         # as bench would: the config checked, the references read against the dataset, the stage's file of this
         # backend, before the first quantization
         plan = run_plan.resolve(cfg, opts.backend, workdir=opts.workdir, quality="asked")
-        check_methods(plan.backend, opts.methods)
+        pruning.check_methods(plan.backend, opts.methods, opts.sparsity)
         if plan.size_note:
             log.info("note: %s", plan.size_note)
         study = _Study(opts, plan, run)
@@ -223,19 +227,23 @@ def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
     study.doc.body["stage_labels"] = " + ".join(p.label for p in plans)
 
     speech_out = stages[-1].puts_out_speech  # a mask is no audio to dump, unless it is resynthesized
-    fp32_size = sum(p.stat().st_size for stage_plan in plans for p in stage_plan.fp32_files)
+    fp32_files = [p for stage_plan in plans for p in stage_plan.fp32_files]
+    fp32_size = sum(p.stat().st_size for p in fp32_files)
+    fp32_zip = pruning.compressed_size(fp32_files)
     configs = {FP32: _with_dumps(base, out_dir, FP32, speech_out)}
-    study.rows[FP32] = Row(FP32, BASELINE, fp32_size, fp32_size)
+    study.rows[FP32] = Row(FP32, BASELINE, fp32_size, fp32_size, compressed_bytes=fp32_zip, fp32_compressed=fp32_zip)
     shown_notes: set[str] = set()
-    for method in opts.methods:
-        row = study.rows[method] = Row(method, "quantizing", fp32_bytes=fp32_size)
+    for method in pruning.variant_names(opts.methods, opts.sparsity):
+        row = study.rows[method] = Row(method, "quantizing", fp32_bytes=fp32_size, fp32_compressed=fp32_zip)
         study.write()
         start = time.perf_counter()
         try:
             with build.stdout_to_stderr():
-                data, size, diff, notes, op_shares = make_variant(
-                    backend, method, plans, stages, calibration, held_out, base, out_dir, general
-                )
+                made = make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general)
+                data, size, diff, notes, op_shares, files, pruned = made
+                if pruned is not None:
+                    row.sparsity, row.parity, row.parity_text = pruned.sparsity, pruned.parity, pruned.parity_text
+                row.compressed_bytes = pruning.compressed_size(files)
         except Exception as exc:  # any failure of a method is a row with its reason, never a crash of the others
             reason = first_line(exc) if isinstance(exc, SpeechperfError) else f"{type(exc).__name__}: {first_line(exc)}"
             row.status = f"failed: {reason}"
@@ -252,7 +260,14 @@ def _run(study: _Study, plan: run_plan.Plan, out_dir: Path) -> int:
                 shown_notes.add(note)
                 log.info("note: %s", note)
         configs[method] = _with_dumps(data, out_dir, method, speech_out)
-        log.info("%s: quantized in %.1f s, %.2f MB", method, time.perf_counter() - start, size / 1e6)
+        log.info(
+            "%s: made in %.1f s, %.2f MB (%.2f MB compressed)%s",
+            method,
+            time.perf_counter() - start,
+            size / 1e6,
+            (row.compressed_bytes or 0) / 1e6,
+            f", sparsity {row.sparsity.layers:.1%} of the pruned layers" if row.sparsity else "",
+        )
     study.write()
     del stages  # the frameworks' sessions are not needed while the children run
 
@@ -286,14 +301,27 @@ def _with_dumps(data: dict, out_dir: Path, name: str, speech_out: bool) -> dict:
     return data
 
 
-def make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general):
-    """Quantize every graph of every stage with ``method``; returns (variant config, bytes, graph diff, notes)."""
+def make_variant(backend, method, plans, stages, calibration, held_out, base, out_dir, general, name=None):
+    """Quantize every graph of every stage with ``method`` into ``out_dir/<name>`` (default: the method's name), or
+    prune it where ``method`` is a pruned variant's name (``prune-l1-global@0.3``, then quantized where it says
+    ``+ort-dynamic``: speechperf.optimize.pruning); returns (variant config, bytes, graph diff, notes, op shares, the
+    files the stages load, the pruning.Pruned or None)."""
     from speechperf.optimize.hook import QuantizeSource
     from speechperf.optimize.variants import write_variant
 
+    if pruning.is_pruning(method):
+        pruned, pruned_plans = pruning.make_pruned(backend, method, plans, stages, held_out, base, out_dir, general)
+        int8 = pruning.parse_variant(method)[2]
+        if int8 is None:
+            return (*pruned.made(), pruned)
+        made = make_variant(
+            backend, int8, pruned_plans, stages, calibration, held_out, pruned.data, out_dir, general, method
+        )
+        return (*made[:6], pruned)
+    name = name or method
     data = json.loads(json.dumps(base))
-    size, diffs, notes, op_shares = 0, [], [], []
-    scratch = out_dir / ".scratch" / method
+    size, diffs, notes, op_shares, all_files = 0, [], [], [], []
+    scratch = out_dir / ".scratch" / name
     for plan, stage, feeds, check in zip(plans, stages, calibration, held_out):
         quantized = {}
         for graph in plan.graphs:
@@ -302,13 +330,14 @@ def make_variant(backend, method, plans, stages, calibration, held_out, base, ou
             )
             quantized[graph.session] = backend.quantize(method, source, scratch / f"stage{plan.index}")
             notes += [n for q in [quantized[graph.session]] for n in q.notes if n not in notes]
-        keys, files = write_variant(plan, backend.name, method, quantized, out_dir / method / f"stage{plan.index}")
+        keys, files = write_variant(plan, backend.name, method, quantized, out_dir / name / f"stage{plan.index}")
         data[f"stage{plan.index}"].update(keys)
         size += sum(f.stat().st_size for f in files)
+        all_files += files
         diff, shares = _graph_diff(backend, plan, stage, keys, check, general, scratch / f"stage{plan.index}")
         diffs.append(diff)
         op_shares.append((plan.index, shares))
-    return data, size, max(diffs), notes, op_shares
+    return data, size, max(diffs), notes, op_shares, all_files, None
 
 
 def _graph_diff(backend, plan, stage, keys, check, general, scratch: Path):

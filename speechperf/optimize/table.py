@@ -13,6 +13,7 @@ and ``stdev_ms`` for the latency, ``wer`` / ``cer`` as fractions, ``bleu`` in po
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 
@@ -42,6 +43,14 @@ class Row:
     min_snr_db: float | None = None  # the lowest SNR of a float output against fp32's
     #: fp32's PESQ and STOI against the clean reference, shown beside a variant's (speech enhancement)
     fp32_pesq_stoi: tuple[float, float] | None = None
+    #: the files the stages load, deflated as a zip would ship them (speechperf.optimize.pruning.compressed_size)
+    compressed_bytes: int | None = None
+    fp32_compressed: int | None = None
+    #: a pruned variant's sparsity measured from its weights (speechperf.optimize.pruning.Sparsity)
+    sparsity: Any = None
+    #: a pruned graph on this backend against the pruned weights on the backend that pruned them: max rel diff
+    parity: float | None = None
+    parity_text: str | None = None
 
     def fp32_text(self) -> str | None:
         if not self.fp32_ops:
@@ -84,6 +93,17 @@ class Row:
             "status": self.status,
             "size_mb": _round(self.size_bytes / 1e6, 3) if self.size_bytes is not None else None,
             "size_ratio": _round(self.size_ratio, 3),
+            "compressed_mb": _round(self.compressed_bytes / 1e6, 3) if self.compressed_bytes is not None else None,
+            "compressed_ratio": _round(
+                self.compressed_bytes / self.fp32_compressed
+                if self.compressed_bytes and self.fp32_compressed
+                else None,
+                3,
+            ),
+            "sparsity": _round(self.sparsity.layers, 4) if self.sparsity is not None else None,
+            "model_sparsity": _round(self.sparsity.model, 4) if self.sparsity is not None else None,
+            "parity_max_rel_diff": _round(self.parity, 10),
+            "parity": self.parity_text,
             "mean_ms": _round(self.mean_ms, 3),
             "stdev_ms": _round(self.stdev_ms, 3),
             "speedup": _round(self.speedup, 3),

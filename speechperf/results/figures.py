@@ -102,6 +102,18 @@ FIGURES: tuple[Figure, ...] = (
     Figure("efficiency", "fraction", "speed-up over 1 thread divided by the thread count", display="percent"),
     Figure("agreement", "fraction", "token or VAD-segment agreement with the reference cell", display="percent"),
     Figure("size_ratio", "ratio", "optimize: the variant's file size over fp32's"),
+    Figure("compressed_mb", "MB", "optimize: the files deflated as a zip ships them, in 10^6 bytes"),
+    Figure("compressed_ratio", "ratio", "optimize: the variant's compressed size over fp32's"),
+    Figure("sparsity", "fraction", "optimize: share of the pruned layers' weights zero or removed", display="percent"),
+    Figure(
+        "model_sparsity", "fraction", "optimize: share of all the model's weights zero or removed", display="percent"
+    ),
+    Figure(
+        "parity_max_rel_diff",
+        "ratio",
+        "optimize: a pruned graph against the pruned weights on the backend that pruned them",
+        digits=6,
+    ),
     Figure("target_qps", "1/s", "LoadGen: the query rate asked for", digits=2),
     Figure("target_latency_ms", "ms", "LoadGen Server: the latency bound", digits=0),
     Figure("ms_per_step", "ms", "profile: milliseconds per profiled step spent in an op category"),

@@ -47,19 +47,24 @@ def cached(folder: Path) -> dict | SpeechperfError | None:
 
 
 def int8_variants(
-    cfg, backends: Sequence[str], root: Path, workdir: Path, calibration_size: int
+    cfg,
+    backends: Sequence[str],
+    root: Path,
+    workdir: Path,
+    calibration_size: int,
+    precisions: Sequence[str] = ("int8",),
 ) -> tuple[dict[tuple[str, str, int], dict | BaseException], int]:
     """``{(backend, method, stage): the stage keys that load its int8 files, or the failure}`` for every int8
     method of every backend and every stage, and how many came from the cache. Each stage is quantized on its
     own: a method that finds nothing to quantize in one stage (a decoder without MatMul) still serves the others."""
     from speechperf.benchmark import plan as run_plan
     from speechperf.optimize.variants import config_dict
-    from speechperf.tune.space import int8_methods
+    from speechperf.tune.space import technique_methods
 
     out: dict[tuple[str, str, int], dict | BaseException] = {}
     reused = 0
     for name in backends:
-        methods = int8_methods(name)
+        methods = technique_methods(name, precisions)  # int8 methods, and pruned variants (--precisions pruned)
         if not methods:
             continue
         plan = run_plan.resolve(cfg, name, workdir=workdir, quality="off")  # the backend's config, its dataset

@@ -35,7 +35,7 @@ from speechperf.tune import combine, report
 from speechperf.tune.combine import Pipeline
 from speechperf.tune.runs import Budget, Runner, state_digest
 from speechperf.tune.screen import Screening, ScreenPlan, rungs, screen
-from speechperf.tune.space import INT8, cpu_has_bf16, float_candidates, int8_candidates
+from speechperf.tune.space import INT8, PRUNED, cpu_has_bf16, float_candidates, int8_candidates
 from speechperf.views import tune as tune_view
 
 log = logging.getLogger(__name__)
@@ -209,10 +209,10 @@ def _search(state: _Tune, workdir: Path) -> int:
         )
 
     candidates, dropped = float_candidates(cfg, opts.backends, opts.precisions, opts.threads, cpu_has_bf16())
-    if INT8 in opts.precisions:
+    if INT8 in opts.precisions or PRUNED in opts.precisions:
         log.info("tune: making the int8 variants (cached by content in %s) ...", workdir / "tune" / "int8")
         made, state.reused_int8 = int8_variants(
-            cfg, opts.backends, workdir / "tune" / "int8", workdir, opts.calibration_size
+            cfg, opts.backends, workdir / "tune" / "int8", workdir, opts.calibration_size, opts.precisions
         )
         more, gone = int8_candidates(made, opts.threads)
         candidates += more
@@ -307,7 +307,7 @@ def _write_winner(state: _Tune, plan: ScreenPlan) -> Path:
         stage = data[f"stage{i}"]
         for key in ("model_dir", "path"):
             source = stage.get(key)
-            if source and INT8 in _precision(winner, i) and Path(source).exists():
+            if source and _precision(winner, i).startswith((INT8, PRUNED)) and Path(source).exists():
                 target = out_dir / "models" / f"stage{i}" / Path(source).name
                 if target.exists():
                     shutil.rmtree(target) if target.is_dir() else target.unlink()

@@ -219,7 +219,7 @@ def _judge(row: Screened, cand: StageCandidate, index: int, rung: Rung, results,
         row.status = f"failed: stage{cand.stage}'s {'peak RSS' if pick else 'runtime'} missing from its bench JSON"
         return
     if cand.is_int8:
-        row.parity = "int8: judged end to end against the quality budget"
+        row.parity = f"{cand.precision.partition(':')[0]}: judged end to end against the quality budget"
         row.status = "kept"
         return
     reference = reference_key(index, cand.threads)

@@ -11,7 +11,11 @@ Precisions:
 - ``bf16``: the variants a backend declares with ``precision="bf16"``, on a CPU with AVX-512 BF16 or AMX; where either
   is missing, one dropped candidate per backend says which;
 - ``int8:<method>``: each quantization method of the backend (``capabilities.quantization``, less ``fp32-export``,
-  which is no int8), on the backend's own path (int8 files load in one way).
+  which is no int8), on the backend's own path (int8 files load in one way);
+- ``pruned:<variant>``: with ``--precisions ...,pruned``, structured pruning (``PRUNED_VARIANTS``: FFN neurons
+  removed and the layers rebuilt smaller, the kind of pruning that can lower latency on a dense runtime; made by
+  ``speechperf optimize``'s pruning, speechperf.optimize.pruning) where the backend offers it
+  (``capabilities.pruning``); judged end to end by the quality budget, as int8 is.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ from speechperf.backend import Variant
 FP32 = "fp32"
 BF16 = "bf16"
 INT8 = "int8"
-PRECISIONS = (FP32, BF16, INT8)
+PRUNED = "pruned"
+PRECISIONS = (FP32, BF16, INT8, PRUNED)
+#: The pruned variants ``--precisions ...,pruned`` searches (optimize's variant names: method@sparsity).
+PRUNED_VARIANTS = ("prune-ffn-l2@0.1", "prune-ffn-l2@0.3")
 #: Quantization methods that change no precision (optimize's control for the container's effect).
 NOT_INT8 = ("fp32-export",)
 #: /proc/cpuinfo flags of a CPU with bf16 arithmetic (AVX-512 BF16; AMX tiles with bf16).
@@ -53,7 +60,8 @@ class StageCandidate:
 
     @property
     def is_int8(self) -> bool:
-        return self.precision.startswith(INT8)
+        """int8 or pruned: files of their own, judged end to end against the quality budget (no fp32 parity)."""
+        return self.precision.startswith((INT8, PRUNED))
 
 
 @attrs.frozen
@@ -142,7 +150,8 @@ def int8_candidates(
     out: list[StageCandidate] = []
     dropped: list[Dropped] = []
     for (backend, method, index), made in quantized.items():
-        precision = f"{INT8}:{method}"
+        kind = PRUNED if method in PRUNED_VARIANTS else INT8
+        precision = f"{kind}:{method}"
         if isinstance(made, BaseException):
             for n in threads:
                 key = f"stage{index} {backend}:default {precision} t={n}"
@@ -151,7 +160,7 @@ def int8_candidates(
         sets = [f"stage{index}.backend={backend}"]
         sets += [f"stage{index}.{k}={json.dumps(v)}" for k, v in sorted(made.items()) if k in LOAD_KEYS]
         for n in threads:
-            out.append(StageCandidate(index, backend, "default", precision, n, tuple(sets), f"{method} int8 files"))
+            out.append(StageCandidate(index, backend, "default", precision, n, tuple(sets), f"{method} {kind} files"))
     return out, dropped
 
 
@@ -163,3 +172,15 @@ def int8_methods(backend: str) -> tuple[str, ...]:
     from speechperf.registry import get_backend
 
     return tuple(m for m in get_backend(backend).capabilities.quantization if m not in NOT_INT8)
+
+
+def technique_methods(backend: str, precisions: Sequence[str] = (INT8,)) -> tuple[str, ...]:
+    """What ``speechperf optimize``'s ``make_variant`` makes for ``precisions``: the int8 methods, and the pruned
+    variants the backend offers."""
+    from speechperf.registry import get_backend
+
+    methods = int8_methods(backend) if INT8 in precisions else ()
+    if PRUNED in precisions:
+        offered = get_backend(backend).capabilities.pruning
+        methods += tuple(v for v in PRUNED_VARIANTS if v.partition("@")[0] in offered)
+    return methods

@@ -24,6 +24,10 @@ COLUMNS = (
     "status",
     "size_mb",
     "size_ratio",
+    "compressed_mb",
+    "compressed_ratio",
+    "sparsity",
+    "model_sparsity",
     "mean_ms",
     "stdev_ms",
     "speedup",
@@ -45,6 +49,8 @@ COLUMNS = (
     "stoi",
     "min_snr_db",
     "graph_max_rel_diff",
+    "parity_max_rel_diff",
+    "parity",
     "float_outputs",
     "fp32_ops",
 )
@@ -57,6 +63,8 @@ HEADERS = (
     "latency ms mean ± σ",
     "speed-up vs fp32",
     "peak RSS MiB",
+    "zip MB (x fp32)",
+    "sparsity (whole model)",
     "fidelity vs fp32",
     "graph max rel diff",
     "float outputs vs fp32",
@@ -89,7 +97,16 @@ def _display(p: dict) -> list[Any]:
         speed = stats.Ratio(p["speedup"], p.get("speedup_sigma")).text()
         speed += f" ({stats.p_text(p['p_value'])})" if p.get("p_value") is not None else ""
     diff = p.get("graph_max_rel_diff")
+    graphs = "-" if diff is None else (str(diff) if isinstance(diff, str) else f"{diff:.2g}")
+    if p.get("parity_max_rel_diff") is not None:  # a pruned graph against the pruned weights where they were pruned
+        graphs += f"; parity {p['parity_max_rel_diff']:.2g}"
     peak = p.get("peak_rss_mib")
+    zipped = "-" if p.get("compressed_mb") is None else f"{p['compressed_mb']:.2f}"
+    if p.get("compressed_ratio") is not None:
+        zipped += f" ({p['compressed_ratio']:.2f}x)"
+    sparsity = "-"
+    if p.get("sparsity") is not None:
+        sparsity = f"{100 * p['sparsity']:.1f}% ({100 * (p.get('model_sparsity') or 0):.1f}%)"
     return [
         p.get("variant"),
         p.get("status"),
@@ -97,8 +114,10 @@ def _display(p: dict) -> list[Any]:
         latency,
         speed,
         "-" if peak is None else str(peak),
+        zipped,
+        sparsity,
         p.get("fidelity") or "-",
-        "-" if diff is None else (str(diff) if isinstance(diff, str) else f"{diff:.2g}"),
+        graphs,
         p.get("float_outputs") or "-",
         p.get("fp32_ops") or "-",
     ]

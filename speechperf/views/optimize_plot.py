@@ -2,7 +2,9 @@
 variant keeps against what it buys, in two panels of one figure: quality against speed-up over fp32, and quality
 against file size as a share of fp32's. fp32 is the star at (1, its quality); the quality budget
 (``--max-wer-increase``, ``--max-bleu-drop``, ``--min-agreement``) is the dashed line a variant must stay on the
-good side of.
+good side of. When a variant was pruned (``optimize --sparsity``), a third panel has quality against the compressed
+(zip) size as a share of fp32's, and each method's sparsity sweep is a dotted line through its levels in every
+panel, so the cost of each step of sparsity reads off the curve.
 
 The quality is the first of these the run scored: WER (%), BLEU, token or VAD agreement with fp32 (%), SNR against
 fp32's waveforms (dB), the graphs' max relative difference. matplotlib runs with the Agg backend, so no display is
@@ -90,9 +92,12 @@ def tradeoff_figure(rows: Sequence[Mapping[str, Any]], budget: Mapping[str, Any]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    panels = (("speedup", "speed-up over fp32 (x, higher is faster)"), ("size_ratio", "size / fp32 size"))
+    panels = [("speedup", "speed-up over fp32 (x, higher is faster)"), ("size_ratio", "size / fp32 size")]
+    if any(_finite(r.get("compressed_ratio")) is not None for r in rows if r["variant"] != FP32):
+        panels.append(("compressed_ratio", "compressed (zip) size / fp32's"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.5), sharey=True)
     for ax, (key, xlabel) in zip(axes, panels):
+        _sweeps(ax, rows, quality, key)
         for row in rows:
             name = row["variant"]
             x, y = (1.0 if name == FP32 else _finite(row.get(key))), quality.values.get(name)
@@ -113,6 +118,31 @@ def tradeoff_figure(rows: Sequence[Mapping[str, Any]], budget: Mapping[str, Any]
     axes[0].set_ylabel(quality.label)
     fig.suptitle(title if quality.budget is not None else f"{title}\n({quality.budget_label})")
     return fig
+
+
+#: The gid prefix of a sparsity sweep's line (``sparsity-sweep:prune-l1-global``).
+SWEEP_GID = "sparsity-sweep"
+
+
+def sweeps(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The pruned rows of each method (``prune-l1-global@0.3+ort-dynamic`` is of ``prune-l1-global+ort-dynamic``),
+    in order of their measured sparsity; only methods run at two levels or more."""
+    by_method: dict[str, list] = {}
+    for row in rows:
+        if _finite(row.get("sparsity")) is not None and "@" in row["variant"]:
+            head, _, tail = row["variant"].partition("@")
+            method = head + ("+" + tail.partition("+")[2] if "+" in tail else "")
+            by_method.setdefault(method, []).append(row)
+    return {m: sorted(r, key=lambda row: row["sparsity"]) for m, r in by_method.items() if len(r) > 1}
+
+
+def _sweeps(ax, rows, quality: Quality, key: str) -> None:
+    """Each sparsity sweep as a line through its levels, in the order of their sparsity."""
+    for method, levels in sweeps(rows).items():
+        xy = [(_finite(r.get(key)), quality.values.get(r["variant"])) for r in levels]
+        xy = [(x, y) for x, y in xy if x is not None and y is not None]
+        if len(xy) > 1:
+            ax.plot(*zip(*xy), linestyle=":", color="grey", linewidth=1, gid=f"{SWEEP_GID}:{method}")
 
 
 def plot_tradeoff(rows: Sequence[Mapping[str, Any]], budget: Mapping[str, Any], path: Path, title: str) -> Path | None:

@@ -386,6 +386,8 @@ def model_spec(folder: Path, component: str, fmt: str) -> ModelSpec:
                 "preset": manifest["preset"],
                 "component": component,
                 "weights": str(folder / "weights.safetensors"),
+                # a pruned model's sizes that differ from the preset's (speechperf.zoo.pruned)
+                **({"architecture": arch} if (arch := manifest.get("pruning", {}).get("architecture")) else {}),
             },
             inputs=comp.inputs,
             outputs=comp.outputs,
