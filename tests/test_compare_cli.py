@@ -36,6 +36,9 @@ S2T_TINY = [
     "1",
 ]
 
+#: The built-in default (no --config: the tiny S2T on generated data), 2 samples, one timed forward each.
+DEFAULT_TINY = ["--dataset-size", "2", "--repeat", "1", "--warmup", "1"]
+
 
 def compare_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "speechperf", "compare", *args]
@@ -43,12 +46,17 @@ def compare_cmd(*args: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def three_backends(tmp_path_factory):
-    """One real comparison on every backend, every meter, 2 runs, with every export."""
+    """One real comparison on every backend, every meter, 2 runs, with every export.
+
+    It compares the built-in default (the tiny S2T, greedy decoding of at most 20 tokens, not S2T.yaml's 50) on 2
+    samples: counting FLOPs is most of a child's time (paddle traces a program per decoder step's shapes), and the
+    counts are kept in the run's cache by model and shapes (speechperf.meters.flops_cache), so this comparison's
+    counts and those of the other tests of the default on 2 samples (test_bench_cli's FLOPs test) are made once."""
     out = tmp_path_factory.mktemp("compare")
     paths = {"json": out / "c.json", "csv": out / "c.csv", "md": out / "c.md", "png": out / "c.png"}
     proc = subprocess.run(
         compare_cmd(
-            *S2T_TINY,
+            *DEFAULT_TINY,
             "--backends",
             "torch,paddle,onnxruntime",
             "--runs",

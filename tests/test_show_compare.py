@@ -1,6 +1,7 @@
-"""``speechperf show`` on ``compare``, ``compare-best`` and ``serving`` documents prints what ``speechperf compare``
-printed and writes the same Markdown and CSV, from the JSON file and from the store (real children on the tiny S2T,
-and for ``--scenario`` real LoadGen over the silero VAD); upgraded version 1 and 2 files are shown by the same views.
+"""``speechperf show`` on ``compare`` and ``serving`` documents prints what ``speechperf compare`` printed and writes
+the same Markdown and CSV, from the JSON file and from the store (real children on the tiny S2T, and for
+``--scenario`` real LoadGen over the silero VAD); upgraded version 1 and 2 files are shown by the same views. A
+``compare-best`` document's: tests/test_compare_best.py, on its end-to-end search (one search, not two).
 """
 
 from __future__ import annotations
@@ -47,20 +48,6 @@ def test_show_prints_and_writes_what_a_compare_did(tmp_path):
     # the note on what a plain compare ranks is printed and kept, once
     note = next(line for line in done.stdout.splitlines() if line.startswith("note: this compares"))
     assert doc["notes"].count(note.removeprefix("note: ")) == 1
-
-
-@pytest.mark.slow
-def test_show_prints_and_writes_what_a_compare_best_did(tmp_path):
-    args = [*S2T_TINY, "--dataset-size", "1", "--meters", "runtime", "--runs", "1", "--best", "--best-runs", "1"]
-    # onnxruntime's variants alone: the search's table and the winners' comparison cost seconds, not torch.compile's
-    done = compare(tmp_path, "best", *args, "--best-budget", "70", backends="onnxruntime")
-    assert_shown_from_json_and_store(done.stdout, tmp_path / "best", tmp_path / "store.sqlite", stored_id(done))
-    doc = json.loads((tmp_path / "best.json").read_text())
-    assert doc["kind"] == "compare-best" and doc["best"]["winners"]
-    # the search's table comes first, then the winners' comparison
-    out = done.stdout
-    assert out.index("compare --best: the search") < out.index("Cell: ")
-    assert "## compare --best: the search" in (tmp_path / "best.md").read_text()
 
 
 @pytest.mark.slow
