@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from tests.show_again import assert_shown_again, stored_id
 
 REPO = Path(__file__).resolve().parents[1]
 S2T_TINY = [
@@ -36,6 +37,9 @@ S2T_TINY = [
     "1",
 ]
 
+#: The built-in default (no --config: the tiny S2T on generated data), 2 samples, one timed forward each.
+DEFAULT_TINY = ["--dataset-size", "2", "--repeat", "1", "--warmup", "1"]
+
 
 def compare_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "speechperf", "compare", *args]
@@ -43,12 +47,18 @@ def compare_cmd(*args: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def three_backends(tmp_path_factory):
-    """One real comparison on every backend, every meter, 2 runs, with every export."""
+    """One real comparison on every backend, every meter, 2 runs, with every export.
+
+    It compares the built-in default (the tiny S2T, greedy decoding of at most 20 tokens, not S2T.yaml's 50) on 2
+    samples: counting FLOPs is most of a child's time (paddle traces a program per decoder step's shapes), and the
+    counts are kept in the run's cache by model and shapes (speechperf.meters.flops_cache), so this comparison's
+    counts and those of the other tests of the default on 2 samples (test_bench_cli's FLOPs test) are made once."""
     out = tmp_path_factory.mktemp("compare")
     paths = {"json": out / "c.json", "csv": out / "c.csv", "md": out / "c.md", "png": out / "c.png"}
+    paths["store"] = out / "store.sqlite"
     proc = subprocess.run(
         compare_cmd(
-            *S2T_TINY,
+            *DEFAULT_TINY,
             "--backends",
             "torch,paddle,onnxruntime",
             "--runs",
@@ -63,6 +73,8 @@ def three_backends(tmp_path_factory):
             str(paths["md"]),
             "--plot",
             str(paths["png"]),
+            "--store",
+            str(paths["store"]),
         ),
         capture_output=True,
         text=True,
@@ -162,6 +174,23 @@ def test_exports_json_csv_markdown_and_plot(three_backends):
     assert md[3].split(" | ")[1] == "paddle"
     png = paths["png"].read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+@pytest.mark.slow
+def test_show_prints_and_writes_what_the_compare_did_from_its_json_and_its_stored_id(three_backends, tmp_path):
+    """The show test of compare documents (tests/test_show_compare.py's others: compare --scenario, older files)."""
+    proc, paths, doc = three_backends
+    sources = [paths["json"], stored_id(proc, "compare")]
+    assert_shown_again(proc.stdout, paths["json"].with_suffix(""), sources, "--store", paths["store"], into=tmp_path)
+    assert doc["kind"] == "compare" and doc["complete"] is True
+    # the ranking's sentences and each cell's block, as the document's comparisons and rows say them
+    for comparison in doc["comparisons"][0]:
+        assert f"  {comparison['sentence']}" in proc.stdout.splitlines()
+    for row in doc["rows"]:
+        assert f"Cell: {row['cell']} (2 of 2 runs finished, 1 thread(s))" in proc.stdout
+    # the note on what a plain compare ranks is printed and kept, once
+    note = next(line for line in proc.stdout.splitlines() if line.startswith("note: this compares"))
+    assert doc["notes"].count(note.removeprefix("note: ")) == 1
 
 
 @pytest.mark.slow

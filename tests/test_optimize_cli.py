@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from speechperf.cli import main
+from tests.show_again import assert_shown_again, stored_id
 
 VAD = Path(__file__).resolve().parents[1] / "configs" / "VAD.yaml"  # absolute: the tests run from any folder
 
@@ -57,8 +58,9 @@ def rows(doc: dict) -> dict[str, dict]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend,method", [("onnxruntime", "ort-dynamic"), ("torch", "legacy-dynamic")])
-def test_table_on_the_tiny_s2t(tmp_path, backend, method):
-    result, doc = optimize(tmp_path, "-b", backend, "--method", method, "--runs", "2", *TINY)
+def test_table_on_the_tiny_s2t_and_show_gives_it_again(tmp_path, backend, method):
+    store = tmp_path / "store.sqlite"
+    result, doc = optimize(tmp_path, "-b", backend, "--method", method, "--runs", "2", *TINY, "--store", str(store))
     assert result.exit_code == 0, result.output
     table = rows(doc)
     assert (doc["kind"], doc["schema_version"]) == ("optimize", 4)
@@ -80,6 +82,12 @@ def test_table_on_the_tiny_s2t(tmp_path, backend, method):
     assert method in result.output and "speed-up vs fp32" in result.output
     # The variant is a config that bench runs like any other.
     assert (tmp_path / "variants" / f"{method}.yaml").is_file()
+    # show, from the JSON and from the stored id, prints what the run printed and writes its Markdown and CSV again
+    # (the show test of optimize documents: it ran an optimize of its own)
+    assert "speechperf optimize: " in result.stdout
+    assert_shown_again(
+        result.stdout, tmp_path / "t", [tmp_path / "optimize.json", stored_id(result, "optimize")], "--store", store
+    )
 
 
 @pytest.mark.slow

@@ -1,6 +1,8 @@
-"""``speechperf show`` on ``compare``, ``compare-best`` and ``serving`` documents prints what ``speechperf compare``
-printed and writes the same Markdown and CSV, from the JSON file and from the store (real children on the tiny S2T,
-and for ``--scenario`` real LoadGen over the silero VAD); upgraded version 1 and 2 files are shown by the same views.
+"""``speechperf show`` on ``serving`` documents prints what ``speechperf compare --scenario`` printed and writes the
+same Markdown and CSV, from the JSON file and from the store (real LoadGen over the silero VAD); upgraded version 1
+and 2 compare files are shown by the same views. A plain ``compare`` document's show test is in
+tests/test_compare_cli.py, on its three-backend comparison, and a ``compare-best`` document's in
+tests/test_compare_best.py, on its end-to-end search (one real run each, not two).
 """
 
 from __future__ import annotations
@@ -14,11 +16,7 @@ import pytest
 from tests.needs import needs
 from tests.show_again import assert_shown_from_json_and_store, export_args, show, speechperf, stored_id
 
-REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
-#: the cheapest comparison (tests/test_compare_cli.py's): the tiny S2T on two generated samples
-S2T_TINY = ["--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny", "--dataset-size", "2"]
-S2T_TINY += ["--repeat", "1", "--warmup", "1"]
 
 
 def compare(
@@ -31,36 +29,6 @@ def compare(
     command = ["compare", "--backends", backends, "--workdir", tmp_path / f"{name}-work"]
     command += ["--store", tmp_path / "store.sqlite", *export_args(tmp_path / name), *args]
     return speechperf(*command, timeout=timeout)
-
-
-@pytest.mark.slow
-def test_show_prints_and_writes_what_a_compare_did(tmp_path):
-    done = compare(tmp_path, "plain", *S2T_TINY, "--runs", "2", "--meters", "runtime")
-    assert_shown_from_json_and_store(done.stdout, tmp_path / "plain", tmp_path / "store.sqlite", stored_id(done))
-    doc = json.loads((tmp_path / "plain.json").read_text())
-    assert doc["kind"] == "compare" and doc["complete"] is True
-    # the ranking's sentence and each cell's block, as the document's comparisons and rows say them
-    sentence = doc["comparisons"][0][0]["sentence"]
-    assert f"  {sentence}" in done.stdout.splitlines()
-    for row in doc["rows"]:
-        assert f"Cell: {row['cell']} (2 of 2 runs finished, 1 thread(s))" in done.stdout
-    # the note on what a plain compare ranks is printed and kept, once
-    note = next(line for line in done.stdout.splitlines() if line.startswith("note: this compares"))
-    assert doc["notes"].count(note.removeprefix("note: ")) == 1
-
-
-@pytest.mark.slow
-def test_show_prints_and_writes_what_a_compare_best_did(tmp_path):
-    args = [*S2T_TINY, "--dataset-size", "1", "--meters", "runtime", "--runs", "1", "--best", "--best-runs", "1"]
-    # onnxruntime's variants alone: the search's table and the winners' comparison cost seconds, not torch.compile's
-    done = compare(tmp_path, "best", *args, "--best-budget", "70", backends="onnxruntime")
-    assert_shown_from_json_and_store(done.stdout, tmp_path / "best", tmp_path / "store.sqlite", stored_id(done))
-    doc = json.loads((tmp_path / "best.json").read_text())
-    assert doc["kind"] == "compare-best" and doc["best"]["winners"]
-    # the search's table comes first, then the winners' comparison
-    out = done.stdout
-    assert out.index("compare --best: the search") < out.index("Cell: ")
-    assert "## compare --best: the search" in (tmp_path / "best.md").read_text()
 
 
 @pytest.mark.slow

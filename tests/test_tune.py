@@ -1,6 +1,10 @@
 """``speechperf tune`` through the real CLI, real onnxruntime and its real int8 methods on the tiny S2T: Ctrl-C keeps
 the document (complete: false) and exits 130, a rerun resumes (every finished process reused), the winner is a
-config bench runs, the final compare is in the document, and bad input is one line."""
+config bench runs, the final compare is in the document, ``speechperf show`` of the run's JSON and of its stored id
+prints and writes what the run did, and bad input is one line.
+
+A tune costs tens of seconds, so one run (interrupted, then resumed) serves every check of it, show's too: its test
+used to run a tune of its own."""
 
 from __future__ import annotations
 
@@ -14,21 +18,24 @@ from pathlib import Path
 
 import pytest
 
+from tests.show_again import assert_shown_from_json_and_store, stored_id
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def tune_args(tmp_path: Path) -> list[str]:
+    """The tune of this file; its exports are the stem ``tmp_path / "tune"``, its runs stored in ``store.sqlite``."""
     return [
         sys.executable, "-m", "speechperf", "tune", "--config", str(REPO / "configs" / "S2T.yaml"), "--preset", "tiny",
         "--dataset-size", "2", "--set", "general.repeat=1", "--backends", "onnxruntime", "--precisions", "bf16,int8",
         "--calibration-size", "1", "--final-runs", "2", "--budget", "900", "--out-dir", str(tmp_path / "out"),
         "-o", str(tmp_path / "tune.json"), "--csv", str(tmp_path / "tune.csv"), "--markdown", str(tmp_path / "tune.md"),
-        "--no-store",
+        "--store", str(tmp_path / "store.sqlite"),
     ]  # fmt: skip
 
 
 @pytest.mark.slow
-def test_tune_interrupted_then_resumed_writes_a_winner_that_bench_runs(tmp_path):
+def test_tune_interrupted_then_resumed_writes_a_winner_that_bench_runs_and_show_gives_again(tmp_path, monkeypatch):
     env = {**os.environ, "COLUMNS": "200"}
     proc = subprocess.Popen(tune_args(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     ledger = tmp_path / "out" / "state" / "runs.jsonl"
@@ -76,6 +83,15 @@ def test_tune_interrupted_then_resumed_writes_a_winner_that_bench_runs(tmp_path)
     )
     csv_lines = (tmp_path / "tune.csv").read_text().splitlines()
     assert csv_lines[0].startswith("phase,candidate,stage,backend") and len(csv_lines) == len(doc["rows"]) + 1
+
+    # show, from the JSON and from the stored id, prints what the resumed run printed and writes its Markdown and CSV.
+    # stdout is the tune's report alone: its stage table, the pipelines and the answer (the final compare's own table
+    # goes to stderr). show runs in this process: the same terminal width as the run's.
+    assert ": stage1 (s2t)" in done.stdout and ": end to end" in done.stdout and "\nwinner: " in done.stdout
+    assert "\n## The answer\n" in markdown
+    monkeypatch.setenv("COLUMNS", env["COLUMNS"])
+    store = tmp_path / "store.sqlite"
+    assert_shown_from_json_and_store(done.stdout, tmp_path / "tune", store, stored_id(done, "tune"))
 
     config = Path(doc["winner_config"])
     assert config.parent == tmp_path / "out"
