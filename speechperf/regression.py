@@ -17,13 +17,16 @@ regression. For the timing kinds: ``new/base`` of the mean with its propagated Ï
 runs (``speechperf.stats``: the one place these are defined), and the ratios of the median, p90 and peak RSS, and of
 WER when both runs scored it. A regression on ``--fail-metric`` is the figure worse by more than ``--fail-above``
 (``new/base > 1 + X``; for a rate, where higher is better, ``base/new > 1 + X``: the time per sample grew by more
-than X) and, for the timing metrics, Welch's p < 0.05 over the runs: with fewer than two runs on a side there is no
-test and no regression ("no significance test: one process per side"), unless ``--sample-level`` asks for the test
-over the samples. Peak RSS, WER and the serving figures (a single LoadGen run per side by design) are gated on the
+than X) and, for the timing metrics, worse by more than X even at the lower 95% confidence bound of the ratio over
+the runs, a between-session drift per side (``--drift``, ``DRIFT``) in its variance (``stats.ratio_lower_bound``):
+the runs of one side run back to back and cannot show how far the machine moves between the two sessions. With
+fewer than two runs on a side there is no test and no regression ("no significance test: one process per side"),
+unless ``--sample-level`` asks for the test over the samples. Peak RSS, WER and the serving figures (a single LoadGen run per side by design) are gated on the
 ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
 scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s; SingleStream: p90;
 MultiStream and a Server at a fixed rate: p99). ``load_warning``: one line when the two sides timed under
-different loads.
+different loads; ``wait_warning``: one when a side's runs waited for a CPU (their own schedstat wait): either way
+no time or rate is gated without ``--gate-under-load``.
 """
 
 from __future__ import annotations
