@@ -25,8 +25,8 @@ unless ``--sample-level`` asks for the test over the samples. Peak RSS, WER and 
 ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
 scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s; SingleStream: p90;
 MultiStream and a Server at a fixed rate: p99). ``load_warning``: one line when the two sides timed under
-different loads; ``wait_warning``: one when a side's runs waited for a CPU (their own schedstat wait): either way
-no time or rate is gated without ``--gate-under-load``.
+different loads; ``wait_warning``: one when a side's runs waited for a CPU (their own schedstat wait): for different
+loads, or NEW having waited, no time or rate is gated without ``--gate-under-load``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from speechperf.errors import SpeechperfError, shorten_path
 from speechperf.exports import Exports
 from speechperf.lifecycle import lifecycle
 from speechperf.results import Document, read
-from speechperf.results.load import load_warning, side_wait, wait_warning
+from speechperf.results.load import load_warning, side_wait, wait_warning, waited_sides
 from speechperf.results.loadgen_table import PEAK
 from speechperf.store.record import environment_of, row_name
 
@@ -136,7 +136,8 @@ class Row:
     loads_differ: bool = False
     #: the lower confidence bound of new/base over the units, a between-session drift included (``stats.Bound``)
     bound: stats.Bound | None = None
-    #: a side's runs waited for a CPU (``speechperf.results.load.wait_warning``): not gated either, as loads_differ
+    #: NEW's runs waited for a CPU (``speechperf.results.load.wait_warning``): not gated either, as loads_differ (a
+    #: BASE that waited is slower, which can hide a regression but not make one)
     waited: bool = False
 
     @property
@@ -628,7 +629,8 @@ def run_diff(options: DiffOptions) -> int:
             if warned:
                 log.warning("%s", warned)
         held = not options.gate_under_load
-        rows = diff(base, new, options.sample_level, bool(load_line) and held, drift, bool(wait_line) and held)
+        new_waited = "NEW" in waited_sides(base.doc, new.doc)  # a BASE that waited only hides a regression
+        rows = diff(base, new, options.sample_level, bool(load_line) and held, drift, new_waited and held)
         if not rows:
             raise DiffInputError(
                 "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"

@@ -242,6 +242,10 @@ def test_a_side_whose_runs_waited_for_a_cpu_is_flagged_and_not_gated(tmp_path):
     # under 1% of waiting is no contention: gated
     calm = bench_doc(tmp_path / "c.json", _tight(15.0), LOADED, wait=0.005)
     assert run_diff(base, calm, "--fail-above", "5%").exit_code == 1
+    # a BASE that waited is only slower: it can hide a regression, not make one, so the gate still runs
+    waited_base = bench_doc(tmp_path / "e.json", _tight(10.0), LOADED, wait=0.13)
+    caught = run_diff(waited_base, calm, "--fail-above", "5%")
+    assert caught.exit_code == 1 and "BASE waited" in caught.output and "the gate still runs" in caught.output
 
 
 def test_the_lower_bound_widens_with_the_drift_and_the_runs_spread():

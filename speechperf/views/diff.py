@@ -35,9 +35,9 @@ LOADS_DIFFER = (
     "--gate-under-load to gate it anyway"
 )
 WAITED = (
-    "not gated (waited for a CPU): a side's runs waited for a CPU (the warning above: other processes took their "
-    "core), so a time or rate that got worse may be the machine's, not the code's; re-run that side on a quiet "
-    "machine, or pass --gate-under-load to gate it anyway"
+    "not gated (waited for a CPU): NEW's runs waited for a CPU (the warning above: other processes took their "
+    "core), so a time or rate that got worse may be the machine's, not the code's; re-run it on a quiet machine, or "
+    "pass --gate-under-load to gate it anyway"
 )
 #: The row's columns in the CSV: the gated figure on each side (timing figures in seconds), the test, the verdict,
 #: then what the console shows beside them. A serving row's ``figures`` (a list) is in the JSON only.
