@@ -21,8 +21,8 @@ than X) and, for the timing metrics, worse by more than X even at the lower 95% 
 the runs, a between-session drift per side (``--drift``, ``DRIFT``) in its variance (``stats.ratio_lower_bound``):
 the runs of one side run back to back and cannot show how far the machine moves between the two sessions. With
 fewer than two runs on a side there is no test and no regression ("no significance test: one process per side"),
-unless ``--sample-level`` asks for the test over the samples. Peak RSS, WER and the serving figures (a single LoadGen run per side by design) are gated on the
-ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
+unless ``--sample-level`` asks for the test over the samples. Peak RSS, WER and the serving figures (a single
+LoadGen run per side by design) are gated on the ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
 scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s; SingleStream: p90;
 MultiStream and a Server at a fixed rate: p99). ``load_warning``: one line when the two sides timed under
 different loads; ``wait_warning``: one when a side's runs waited for a CPU (their own schedstat wait): for different
@@ -182,7 +182,7 @@ class Row:
         return float("inf") if b == 0 else n / b
 
     def held_by_load(self, metric: str) -> bool:
-        """The sides' loads differ, or a side waited for a CPU, and ``metric`` is one the load moves (a time or a
+        """The sides' loads differ, or NEW waited for a CPU, and ``metric`` is one the load moves (a time or a
         rate)."""
         return (self.loads_differ or self.waited) and self.base.resolve(metric) not in LOAD_FREE
 
@@ -449,7 +449,7 @@ def diff(
     """Per unit both documents have: new/base of the mean, Welch's p and the gate's lower bound (``drift`` per
     side included) over the process runs, or, with ``sample_level``, over every per-sample runtime (where both
     sides have them; optimize keeps none). ``loads_differ``, ``waited``: the sides timed under different loads, or
-    a side waited for a CPU, so no time or rate of theirs is gated."""
+    NEW waited for a CPU, so no time or rate of theirs is gated."""
     left, right = units(base), units(new)
     out = []
     for name in [n for n in left if n in right]:
