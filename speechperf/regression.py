@@ -17,13 +17,16 @@ regression. For the timing kinds: ``new/base`` of the mean with its propagated Ï
 runs (``speechperf.stats``: the one place these are defined), and the ratios of the median, p90 and peak RSS, and of
 WER when both runs scored it. A regression on ``--fail-metric`` is the figure worse by more than ``--fail-above``
 (``new/base > 1 + X``; for a rate, where higher is better, ``base/new > 1 + X``: the time per sample grew by more
-than X) and, for the timing metrics, Welch's p < 0.05 over the runs: with fewer than two runs on a side there is no
-test and no regression ("no significance test: one process per side"), unless ``--sample-level`` asks for the test
-over the samples. Peak RSS, WER and the serving figures (a single LoadGen run per side by design) are gated on the
-ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
+than X) and, for the timing metrics, worse by more than X even at the lower 95% confidence bound of the ratio over
+the runs, a between-session drift per side (``--drift``, ``DRIFT``) in its variance (``stats.ratio_lower_bound``):
+the runs of one side run back to back and cannot show how far the machine moves between the two sessions. With
+fewer than two runs on a side there is no test and no regression ("no significance test: one process per side"),
+unless ``--sample-level`` asks for the test over the samples. Peak RSS, WER and the serving figures (a single
+LoadGen run per side by design) are gated on the ratio alone, and the output says so. The default metric, ``headline``, is the mean for the timing kinds and each
 scenario's own figure for the serving ones (Server peak: peak QPS; Offline: samples/s; SingleStream: p90;
 MultiStream and a Server at a fixed rate: p99). ``load_warning``: one line when the two sides timed under
-different loads.
+different loads; ``wait_warning``: one when a side's runs waited for a CPU (their own schedstat wait): for different
+loads, or NEW having waited, no time or rate is gated without ``--gate-under-load``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from speechperf.errors import SpeechperfError, shorten_path
 from speechperf.exports import Exports
 from speechperf.lifecycle import lifecycle
 from speechperf.results import Document, read
-from speechperf.results.load import load_warning
+from speechperf.results.load import load_warning, side_wait, wait_warning, waited_sides
 from speechperf.results.loadgen_table import PEAK
 from speechperf.store.record import environment_of, row_name
 
@@ -151,6 +154,11 @@ class Row:
     #: the two sides timed under different loads (``speechperf.results.load.load_warning``): a time or rate worse by
     #: more than the threshold may be the machine's, so it is not gated (``--gate-under-load`` gates it anyway)
     loads_differ: bool = False
+    #: the lower confidence bound of new/base over the units, a between-session drift included (``stats.Bound``)
+    bound: stats.Bound | None = None
+    #: NEW's runs waited for a CPU (``speechperf.results.load.wait_warning``): not gated either, as loads_differ (a
+    #: BASE that waited is slower, which can hide a regression but not make one)
+    waited: bool = False
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -164,7 +172,7 @@ class Row:
     @property
     def untested(self) -> str | None:
         """Why no significance test was made (``no significance test: one process per side``); None when one was."""
-        if self.p_value is not None:
+        if self.p_value is not None or self.bound is not None:
             return None
         base, new = self.counts
         if self.unit == "run" and base <= 1 and new <= 1:
@@ -196,8 +204,21 @@ class Row:
         return float("inf") if b == 0 else n / b
 
     def held_by_load(self, metric: str) -> bool:
-        """The sides' loads differ and ``metric`` is one the load moves (a time or a rate)."""
-        return self.loads_differ and self.base.resolve(metric) not in LOAD_FREE
+        """The sides' loads differ, or NEW waited for a CPU, and ``metric`` is one the load moves (a time or a
+        rate)."""
+        return (self.loads_differ or self.waited) and self.base.resolve(metric) not in LOAD_FREE
+
+    def tested(self, metric: str) -> bool:
+        """``metric`` is gated on its lower confidence bound (a timing figure over units), not on its ratio alone."""
+        return self.base.resolve(metric) in TIMING_METRICS and not self.base.ratio_gated
+
+    def low(self, metric: str) -> float | None:
+        """The lower confidence bound of how many times worse ``metric`` is: its ratio moved down by as much as the
+        bound of the means lies below their ratio (``stats.ratio_lower_bound``); None untested."""
+        worse = self.worse_by(metric)
+        if worse is None or self.bound is None or not self.tested(metric):
+            return None
+        return worse * self.bound.factor
 
     def brackets_show(self, metric: str, fail_above: float) -> bool | None:
         """Two peak searches' brackets on ``peak_qps``: True when BASE's lowest possible peak (its highest VALID
@@ -211,7 +232,9 @@ class Row:
         return new_high <= 0 or base_low / new_high > 1 + fail_above
 
     def regressed(self, metric: str, fail_above: float) -> bool | None:
-        """True / False; None when the metric is missing on a side."""
+        """True / False; None when the metric is missing on a side. A timing figure regressed when even the lower
+        bound of its ratio is above ``1 + fail_above`` (worse by more than the threshold beyond the runs' spread
+        and the drift between sessions); the other figures when their ratio is."""
         worse = self.worse_by(metric)
         if worse is None:
             return None
@@ -219,8 +242,9 @@ class Row:
             return False
         if self.brackets_show(metric, fail_above) is False:
             return False
-        if self.base.resolve(metric) in TIMING_METRICS and not self.base.ratio_gated:  # significant, or none
-            return self.p_value is not None and self.p_value < stats.SIGNIFICANCE
+        if self.tested(metric):  # significant, or none
+            low = self.low(metric)
+            return low is not None and low > 1 + fail_above
         return True
 
 
@@ -448,10 +472,23 @@ def differences(base: Loaded, new: Loaded) -> list[str]:
     ]
 
 
-def diff(base: Loaded, new: Loaded, sample_level: bool = False, loads_differ: bool = False) -> list[Row]:
-    """Per unit both documents have: new/base of the mean and Welch's p over the process runs, or, with
-    ``sample_level``, over every per-sample runtime (where both sides have them; optimize keeps none).
-    ``loads_differ``: the sides timed under different loads, so no time or rate of theirs is gated."""
+#: The drift between two sessions of the same runs, per side (a relative standard deviation), the gate allows for
+#: by default: measured on the project's 2-core machine (docs/compare.md, "Regression gate": Drift).
+DRIFT = 0.03
+
+
+def diff(
+    base: Loaded,
+    new: Loaded,
+    sample_level: bool = False,
+    loads_differ: bool = False,
+    drift: float = DRIFT,
+    waited: bool = False,
+) -> list[Row]:
+    """Per unit both documents have: new/base of the mean, Welch's p and the gate's lower bound (``drift`` per
+    side included) over the process runs, or, with ``sample_level``, over every per-sample runtime (where both
+    sides have them; optimize keeps none). ``loads_differ``, ``waited``: the sides timed under different loads, or
+    NEW waited for a CPU, so no time or rate of theirs is gated."""
     left, right = units(base), units(new)
     out = []
     for name in [n for n in left if n in right]:
@@ -459,7 +496,8 @@ def diff(base: Loaded, new: Loaded, sample_level: bool = False, loads_differ: bo
         unit = "sample" if sample_level and b.samples and n.samples else "run"
         xs, ys = (b.samples, n.samples) if unit == "sample" else (b.values, n.values)
         ratio = stats.speed_ratio(xs, ys) if xs and ys and stats.mean(xs) else None
-        out.append(Row(name, b, n, ratio, stats.welch_p_value(xs, ys), unit, loads_differ))
+        bound = stats.ratio_lower_bound(xs, ys, drift)
+        out.append(Row(name, b, n, ratio, stats.welch_p_value(xs, ys), unit, loads_differ, bound, waited))
     return out
 
 
@@ -467,17 +505,19 @@ def diff(base: Loaded, new: Loaded, sample_level: bool = False, loads_differ: bo
 FAIL_ABOVE_MAX = 100.0
 
 
-def parse_percent(text: str) -> float:
+#: The largest --drift: a machine whose sessions move by more than half is no place for a gate.
+DRIFT_MAX = 0.5
+
+
+def parse_percent(text: str, option: str = "--fail-above", most: float = FAIL_ABOVE_MAX) -> float:
     """``5%`` or ``0.05`` -> 0.05."""
     raw = text.strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise DiffInputError(f"--fail-above {text!r}: not a percentage; write e.g. 5% or 0.05") from None
-    if not 0 <= value <= FAIL_ABOVE_MAX:  # nan and inf too: they compare false
-        raise DiffInputError(
-            f"--fail-above {text!r}: must be a finite percentage from 0% to {FAIL_ABOVE_MAX:.0%} ({FAIL_ABOVE_MAX:g})"
-        )
+        raise DiffInputError(f"{option} {text!r}: not a percentage; write e.g. 5% or 0.05") from None
+    if not 0 <= value <= most:  # nan and inf too: they compare false
+        raise DiffInputError(f"{option} {text!r}: must be a finite percentage from 0% to {most:.0%} ({most:g})")
     return value
 
 
@@ -488,13 +528,16 @@ def verdict(row: Row, metric: str, fail_above: float | None) -> str:
     name = row.base.resolve(metric)
     if found is None:
         return f"no {name} on a side"
-    if row.held_by_load(metric) and (row.worse_by(metric) or 1.0) > 1 + fail_above:
-        return "not gated (loads differ)"
-    if not found and row.brackets_show(metric, fail_above) is False and (row.worse_by(metric) or 1.0) > 1 + fail_above:
+    worse = row.worse_by(metric) or 1.0
+    if row.held_by_load(metric) and worse > 1 + fail_above:
+        return "not gated (waited for a CPU)" if row.waited else "not gated (loads differ)"
+    if not found and row.brackets_show(metric, fail_above) is False and worse > 1 + fail_above:
         return "not gated (brackets overlap)"
-    if found or name not in TIMING_METRICS or row.base.ratio_gated or row.untested is None:
+    if found or not row.tested(metric):
         return "REGRESSION" if found else "ok"
-    return "not gated (no test)"  # a timing figure without a test gates nothing, within the threshold or not
+    if row.untested is not None:
+        return "not gated (no test)"  # a timing figure without a test gates nothing, within the threshold or not
+    return "ok" if worse <= 1 + fail_above else "not significant"
 
 
 def _serving_figures_shown(row: Row, metric: str) -> list[dict[str, Any]]:
@@ -564,6 +607,8 @@ def _row(row: Row, kind: str, metric: str, fail_above: float | None) -> dict[str
         "base_stdev_ms": base_sd,
         "new_mean_ms": new_mean,
         "new_stdev_ms": new_sd,
+        # the gate's lower confidence bound of how many times worse the gated figure is (None: no test)
+        "worse_low": row.low(metric),
         "mean_ratio": None if row.ratio is None else row.ratio.value,
         "mean_ratio_sigma": None if row.ratio is None else row.ratio.sigma,
         **{f"{m}_ratio": row.ratio_of(m) for m in ("median", "p90", "peak_rss", "wer")},
@@ -578,7 +623,13 @@ def _row(row: Row, kind: str, metric: str, fail_above: float | None) -> dict[str
 
 
 def document(
-    rows: Sequence[Row], base: Loaded, new: Loaded, metric: str, fail_above: float | None, exit_code: int
+    rows: Sequence[Row],
+    base: Loaded,
+    new: Loaded,
+    metric: str,
+    fail_above: float | None,
+    exit_code: int,
+    drift: float = DRIFT,
 ) -> Document:
     """The diff as a result document (kind ``diff``): a row per stage, cell, variant or scenario with the gated
     figure on each side (``figure``, in its documents' unit ``figure_unit``: times in ms), NEW over BASE, the test, the
@@ -590,6 +641,10 @@ def document(
         "fail_metric": metric,
         "fail_above": fail_above,
         "loads_differ": any(r.loads_differ for r in rows),
+        "drift": drift,
+        "confidence": stats.GATE_CONFIDENCE,
+        "wait_share": {"base": side_wait(base.doc), "new": side_wait(new.doc)},
+        "waited": any(r.waited for r in rows),
         "exit_code": exit_code,
     }
     out = [_row(row, base.kind, metric, fail_above) for row in rows]
@@ -607,6 +662,7 @@ class DiffOptions:
     allow_different: bool = False
     sample_level: bool = False
     gate_under_load: bool = False
+    drift: str | None = None  #: as given (``3%``, ``0.03``); None: ``DRIFT``
     exports: Exports = Exports()
     wide: bool = False  #: --wide: the console's every column
 
@@ -616,6 +672,7 @@ def run_diff(options: DiffOptions) -> int:
     through the command lifecycle; returns the exit code (1: a significant regression above the threshold)."""
     with lifecycle(options.exports, wide=options.wide) as run:
         threshold = None if options.fail_above is None else parse_percent(options.fail_above)
+        drift = DRIFT if options.drift is None else parse_percent(options.drift, "--drift", DRIFT_MAX)
         base, new = load(options.base_path), load(options.new_path)
         if base.kind != new.kind:
             raise DiffInputError(
@@ -629,14 +686,17 @@ def run_diff(options: DiffOptions) -> int:
                 f"BASE and NEW differ in {len(differs)} respect(s) (listed above, first: {differs[0]}); they are not "
                 "the same measurement: pass --allow-different to compare them anyway"
             )
-        load_line = load_warning(base.doc, new.doc)
-        if load_line:
-            log.warning("%s", load_line)
-        rows = diff(base, new, options.sample_level, loads_differ=bool(load_line) and not options.gate_under_load)
+        load_line, wait_line = load_warning(base.doc, new.doc), wait_warning(base.doc, new.doc)
+        for warned in (load_line, wait_line):
+            if warned:
+                log.warning("%s", warned)
+        held = not options.gate_under_load
+        new_waited = "NEW" in waited_sides(base.doc, new.doc)  # a BASE that waited only hides a regression
+        rows = diff(base, new, options.sample_level, bool(load_line) and held, drift, new_waited and held)
         if not rows:
             raise DiffInputError(
                 "BASE and NEW have no stage, cell, variant or scenario in common: there is nothing to compare"
             )
         metric = options.fail_metric
         code = 1 if any(threshold is not None and r.regressed(metric, threshold) for r in rows) else 0
-        return run.finish(document(rows, base, new, metric, threshold, code), code)
+        return run.finish(document(rows, base, new, metric, threshold, code, drift), code)

@@ -16,6 +16,13 @@ Definitions, as hyperfine prints them:
   ``ratio * sqrt((s_fast / m_fast)**2 + (s_slow / m_slow)**2)``; s is the sample standard deviation (n-1).
 - p-value: Welch's two-sided t-test (unequal variances, ``scipy.stats.ttest_ind(equal_var=False)``); a difference
   with p >= 0.05 is reported as "not significant".
+- the gate's lower bound (``ratio_lower_bound``): the one-sided 95% lower confidence bound of ``mean(new) /
+  mean(base)`` over process runs, on the log scale: ``ratio * exp(-t * se)`` with
+  ``se**2 = s_base**2 / (n_base * m_base**2) + s_new**2 / (n_new * m_new**2) + 2 * drift**2`` (first-order, each
+  side's relative standard error of its mean, plus a between-session drift ``drift`` per side: the runs of one side
+  run back to back, so their spread cannot see how far the machine moves between the two sessions) and ``t`` the
+  Student quantile at the Welch-Satterthwaite degrees of freedom of the two estimated terms (the drift, a fixed
+  figure, adds none).
 - outliers: the modified z-score of Iglewicz and Hoaglin, ``0.6745 * (x - median) / MAD``, above 3.5.
 """
 
@@ -30,6 +37,8 @@ import numpy as np
 
 #: a difference with Welch's p below this is significant
 SIGNIFICANCE = 0.05
+#: the one-sided confidence of the gate's lower bound (``ratio_lower_bound``): its false-alarm rate at the threshold
+GATE_CONFIDENCE = 0.95
 OUTLIER_Z = 3.5
 _MAD_TO_Z = 0.6745  # the 0.75 quantile of the standard normal: makes the MAD comparable with a standard deviation
 PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy 'linear', Hyndman-Fan type 7)"
@@ -154,6 +163,44 @@ def welch_p_value(a: Sequence[float], b: Sequence[float]) -> float | None:
     from scipy.stats import ttest_ind  # scipy is slow to import; only comparisons need it
 
     return float(ttest_ind(a, b, equal_var=False).pvalue)
+
+
+@attrs.frozen
+class Bound:
+    """``mean(new) / mean(base)`` and its lower confidence bound (``ratio_lower_bound``)."""
+
+    ratio: float
+    low: float
+    se_log: float  #: the standard error of log(ratio), drift included
+    df: float  #: Welch-Satterthwaite degrees of freedom (inf when only the drift is uncertain)
+
+    @property
+    def factor(self) -> float:
+        """``low / ratio``: the bound's distance below the ratio, applied to another figure of the same runs."""
+        return self.low / self.ratio
+
+
+def ratio_lower_bound(
+    base: Sequence[float], new: Sequence[float], drift: float = 0.0, confidence: float = GATE_CONFIDENCE
+) -> Bound | None:
+    """The one-sided lower confidence bound of ``mean(new) / mean(base)`` (see the module's doc); None with fewer
+    than 2 values on a side, a mean that is not positive, or nothing uncertain at all (no spread, no drift)."""
+    if len(base) < 2 or len(new) < 2:
+        return None
+    m_base, m_new = statistics.fmean(base), statistics.fmean(new)
+    if m_base <= 0 or m_new <= 0:
+        return None
+    a = statistics.variance(base) / (len(base) * m_base**2)
+    b = statistics.variance(new) / (len(new) * m_new**2)
+    var = a + b + 2 * drift**2
+    if var == 0:
+        return None
+    estimated = a**2 / (len(base) - 1) + b**2 / (len(new) - 1)
+    df = var**2 / estimated if estimated > 0 else math.inf
+    from scipy.stats import t  # scipy is slow to import; only comparisons need it
+
+    ratio, se = m_new / m_base, math.sqrt(var)
+    return Bound(ratio, ratio * math.exp(-float(t.ppf(confidence, df)) * se), se, df)
 
 
 def compare(fast_name: str, fast: Sequence[float], slow_name: str, slow: Sequence[float]) -> Comparison:

@@ -80,6 +80,7 @@ def test_bench_runs_2_keeps_each_process_and_diff_tests_over_them(runs):
     for run in data["runs"]:
         assert {"busy_cores_others", "loadavg_before", "busy"} <= set(run["load"])
         assert set(run["per_sample_s"]) == {"stage1 s2t", "total"} and len(run["per_sample_s"]["total"]) == 4
+        assert 0 <= run["wait_share"] < 1  # its thread's own wait for a CPU, what diff reads as contention
     # the rows: over every sample of both runs
     pooled = [v for run in data["runs"] for v in run["per_sample_s"]["total"].values()]
     total = next(r for r in data["rows"] if r["stage"] == "total")

@@ -7,6 +7,7 @@ every figure asserted is one the test wrote. The real runs are tests/test_diff_c
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -45,14 +46,22 @@ def _result(per_sample_ms: list[float]) -> dict:
     }
 
 
-def bench_doc(path: Path, runs: list[list[float]], load: dict | None = None, peak_mib: float = 100.0) -> Path:
+def bench_doc(
+    path: Path, runs: list[list[float]], load: dict | None = None, peak_mib: float = 100.0, wait: float | None = None
+) -> Path:
     """A bench document of ``len(runs)`` process runs, each one's per-sample runtimes in ms; one run is written as a
-    plain bench (schema version 2 before --runs) writes it: no ``runs``."""
+    plain bench (schema version 2 before --runs) writes it: no ``runs``. ``wait``: each run's ``wait_share``."""
     body: dict = {"result": _result(runs[0])}
     if len(runs) > 1:
         body["process_runs"] = len(runs)
         body["runs"] = [
-            {"run": i, "ok": True, "load": load, "per_sample_s": {"stage1 s2t": _seconds(ms), "total": _seconds(ms)}}
+            {
+                "run": i,
+                "ok": True,
+                "load": load,
+                "per_sample_s": {"stage1 s2t": _seconds(ms), "total": _seconds(ms)},
+                **({} if wait is None else {"wait_share": wait}),
+            }
             for i, ms in enumerate(runs)
         ]
     rows = [{"stage": name, "peak_rss_mib": peak_mib} for name in ("stage1 s2t", "total")]
@@ -186,3 +195,69 @@ def test_diff_writes_a_diff_document_with_the_gate_it_printed(tmp_path):
     assert total["verdict"] == "REGRESSION" and total["tested_over"] == "run" and total["new_units"] == 3
     assert total["new_over_base"] == pytest.approx(2.0, rel=0.05) and total["p_value"] < 0.05
     assert "REGRESSION" in md.read_text()
+
+
+def _tight(level_ms: float) -> list[list[float]]:
+    """Three process runs a side, back to back: their means within 0.1% of ``level_ms`` (sigma about 0.01 ms)."""
+    return [[level_ms * f] * 4 for f in (0.999, 1.0, 1.001)]
+
+
+def test_two_tight_sides_8_percent_apart_are_drift_not_a_regression(tmp_path):
+    """The issue's false alarm: each side's three processes ran back to back, so their spread (0.1%) says nothing of
+    how far the machine moved between the two sessions (5-8% here). Welch's p over the runs alone is tiny; the gate's
+    bound, with the between-session drift (3% a side), stays under the threshold: not significant, exit 0. With
+    --drift 0 the old gate comes back and calls it a regression."""
+    base, new = bench_doc(tmp_path / "a.json", _tight(10.0), QUIET), bench_doc(tmp_path / "b.json", _tight(10.8), QUIET)
+    out = tmp_path / "d.json"
+    done = run_diff(base, new, "--fail-above", "5%", "-o", str(out))
+    assert done.exit_code == 0, done.output
+    row = next(line for line in done.output.splitlines() if "│ total" in line)
+    assert "not significant" in row and "drift of 3.0% per side" in done.output
+    total = next(r for r in json.loads(out.read_text())["rows"] if r["unit"] == "total")
+    assert total["p_value"] < 1e-4 and total["new_over_base"] == pytest.approx(1.08)
+    assert 1.0 < total["worse_low"] < 1.05  # the lower bound: 1.08 * exp(-1.645 * sqrt(2 * 0.03**2 + tiny))
+    assert run_diff(base, new, "--fail-above", "5%", "--drift", "0").exit_code == 1
+    # a real 1.5x stays a regression with the drift allowed for
+    slow = bench_doc(tmp_path / "c.json", _tight(15.0), QUIET)
+    assert run_diff(base, slow, "--fail-above", "5%").exit_code == 1
+    bad = run_diff(base, new, "--drift", "70%")
+    assert bad.exit_code == 2 and "--drift '70%': must be a finite percentage from 0% to 50%" in bad.output
+
+
+def test_a_side_whose_runs_waited_for_a_cpu_is_flagged_and_not_gated(tmp_path):
+    """Other processes' busy cores the same on both sides (so no load warning), but NEW's own thread waited
+    runnable for a CPU 4% of its timed time: its slowdown is the machine's. Not gated unless --gate-under-load."""
+    base = bench_doc(tmp_path / "a.json", _tight(10.0), LOADED, wait=0.0002)
+    new = bench_doc(tmp_path / "b.json", _tight(15.0), LOADED, wait=0.04)
+    out = tmp_path / "d.json"
+    done = run_diff(base, new, "--fail-above", "5%", "-o", str(out))
+    assert done.exit_code == 0, done.output
+    (line,) = [ln for ln in done.output.splitlines() if ln.startswith("warning:") and "waited for a CPU" in ln]
+    assert "NEW waited" in line and "BASE 0.0%, NEW 4.0%" in line and "different loads" not in done.output
+    row = next(ln for ln in done.output.splitlines() if "│ total" in ln)
+    assert "not gated (waited for a CPU)" in row
+    written = json.loads(out.read_text())
+    assert written["waited"] is True and written["wait_share"] == {"base": 0.0002, "new": 0.04}
+    assert run_diff(base, new, "--fail-above", "5%", "--gate-under-load").exit_code == 1
+    # under 1% of waiting is no contention: gated
+    calm = bench_doc(tmp_path / "c.json", _tight(15.0), LOADED, wait=0.005)
+    assert run_diff(base, calm, "--fail-above", "5%").exit_code == 1
+    # a BASE that waited is only slower: it can hide a regression, not make one, so the gate still runs
+    waited_base = bench_doc(tmp_path / "e.json", _tight(10.0), LOADED, wait=0.13)
+    caught = run_diff(waited_base, calm, "--fail-above", "5%")
+    assert caught.exit_code == 1 and "BASE waited" in caught.output and "the gate still runs" in caught.output
+
+
+def test_the_lower_bound_widens_with_the_drift_and_the_runs_spread():
+    from speechperf.stats import ratio_lower_bound
+
+    tight = ratio_lower_bound([10.0, 10.01, 9.99], [10.8, 10.81, 10.79], drift=0.0)
+    assert tight is not None and tight.low == pytest.approx(1.08, abs=0.003)  # the runs' spread alone: 0.1%
+    drifted = ratio_lower_bound([10.0, 10.01, 9.99], [10.8, 10.81, 10.79], drift=0.03)
+    assert drifted is not None and drifted.low == pytest.approx(
+        1.08 * math.exp(-1.6449 * math.sqrt(2) * 0.03), rel=1e-3
+    )
+    spread = ratio_lower_bound([10.0, 11.0, 9.0], [10.8, 11.8, 9.8], drift=0.03)
+    assert spread is not None and spread.low < drifted.low and spread.df < drifted.df
+    assert ratio_lower_bound([10.0], [10.8, 10.9]) is None
+    assert ratio_lower_bound([10.0, 10.0], [10.8, 10.8]) is None  # nothing uncertain, nothing allowed for

@@ -163,6 +163,35 @@ def test_each_timed_repeat_records_the_calling_threads_cpu_time():
         assert len(timing.wait_ns) == 3 and all(q >= 0 for q in timing.wait_ns)
 
 
+@pytest.mark.skipif(not Path("/proc/thread-self/schedstat").exists(), reason="no schedstat here (not Linux)")
+def test_a_busy_loop_on_the_runs_core_shows_as_its_own_wait_for_a_cpu():
+    """What diff reads as contention (speechperf.results.load.wait_share): a busy loop pinned to the core the timing
+    thread is pinned to takes about half of it, and the thread's schedstat wait says so, whatever else runs."""
+    import os
+    import subprocess
+    import sys
+
+    from speechperf.results.load import WAIT_LIMIT, wait_share
+
+    core = sorted(os.sched_getaffinity(0))[0]
+    before = os.sched_getaffinity(0)
+    spin = f"import os, time; os.sched_setaffinity(0, {{{core}}}); end = time.time() + 5\nwhile time.time() < end: pass"
+    loop = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        os.sched_setaffinity(0, {core})
+        time.sleep(0.1)  # the loop is running on the core
+        meter = RuntimeMeter(warmup=0, repeat=5)
+        for i in range(8):
+            meter.measure(f"s{i}", lambda: sum(range(200_000)))
+    finally:
+        os.sched_setaffinity(0, before)
+        loop.kill()
+        loop.wait()
+    timed = [{"ns": list(s.ns), "wait_ns": list(s.wait_ns)} for s in meter.result().samples]
+    share = wait_share({"stages": [{"runtime": {"samples": timed}}]})
+    assert share is not None and share > 10 * WAIT_LIMIT, share
+
+
 def test_cold_start_is_load_time_plus_first_call():
     meter = RuntimeMeter()
     cold = meter.measure_cold_start(lambda: spin(0.003) or "session", lambda s: spin(0.002))

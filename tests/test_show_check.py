@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.show_again import assert_shown_again, export_args, invoke
 
 
+@pytest.mark.slow  # the runtime check measures until its interval decides: 2-3 s of CPU on a loaded machine
 def test_check_of_the_runtime_meter_is_shown_again(tmp_path):
     done = invoke("check", "--quick", "--meters", "runtime", *export_args(tmp_path / "run"))
     doc = json.loads((tmp_path / "run.json").read_text())

@@ -7,7 +7,8 @@ between processes says how far a figure moves from one run to the next. The docu
 FLOPs, quality, notes), with:
 
 - ``process_runs``: N, and ``runs``: per run how it ended, the load while it timed (the child's
-  ``environment.load``, marked ``busy`` on a busy machine) and ``per_sample_s``: each stage's and the total's
+  ``environment.load``, marked ``busy`` on a busy machine), ``wait_share`` (the share of its timed wall time its
+  thread waited runnable for a CPU, ``speechperf.results.load.wait_share``) and ``per_sample_s``: each stage's and the total's
   per-sample runtimes (seconds), which ``speechperf diff`` tests over;
 - in the rows, ``mean_ms``, ``stdev_ms``, ``median_ms`` and ``p90_ms`` over every sample of every finished run and
   ``peak_rss_mib`` the largest of the runs'; the other columns are run 1's;
@@ -34,6 +35,7 @@ from speechperf.launch.result import RunResult
 from speechperf.lifecycle import lifecycle
 from speechperf.results import Document, DocumentError, read
 from speechperf.results.environment import LoadProbe, busy_warning
+from speechperf.results.load import wait_share
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +57,16 @@ class Finished:
     def record(self) -> dict[str, Any]:
         kept = {name: getattr(self.process, name) for name in RUN_FIELDS}
         if self.doc is None:
-            return {**kept, "load": None, "per_sample_s": None}
-        return {**kept, "load": self.doc.environment.get("load"), "per_sample_s": unit_seconds(self.doc["result"])}
+            return {**kept, "load": None, "per_sample_s": None, "wait_share": None}
+        result = self.doc["result"]
+        waited = wait_share(result)
+        return {
+            **kept,
+            "load": self.doc.environment.get("load"),
+            "per_sample_s": unit_seconds(result),
+            # the run's own contention: what diff reads to tell a side that waited for a CPU (docs/compare.md)
+            "wait_share": None if waited is None else round(waited, 5),
+        }
 
 
 def run_bench(

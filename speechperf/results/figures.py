@@ -98,6 +98,12 @@ FIGURES: tuple[Figure, ...] = (
     Figure("ratio", "ratio", "compare: this cell's mean over the fastest cell's (its sigma: ratio_sigma)"),
     Figure("new_over_base", "ratio", "diff: NEW's figure over BASE's (above 1: NEW is higher)"),
     Figure("p_value", "probability", "Welch's two-sided t-test over the statistical units", digits=4),
+    Figure(
+        "worse_low",
+        "ratio",
+        "diff: the gate's lower 95% confidence bound of how many times worse the gated figure is (the units' spread "
+        "and the between-session drift allowed for)",
+    ),
     Figure("speedup_vs_1t", "ratio", "compare --threads 1,N: the 1-thread mean over this cell's"),
     Figure("efficiency", "fraction", "speed-up over 1 thread divided by the thread count", display="percent"),
     Figure("agreement", "fraction", "token or VAD-segment agreement with the reference cell", display="percent"),

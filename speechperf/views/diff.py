@@ -35,6 +35,11 @@ LOADS_DIFFER = (
     "rate that got worse may be the machine's, not the code's; re-run both sides on a quiet machine, or pass "
     "--gate-under-load to gate it anyway"
 )
+WAITED = (
+    "not gated (waited for a CPU): NEW's runs waited for a CPU (the warning above: other processes took their "
+    "core), so a time or rate that got worse may be the machine's, not the code's; re-run it on a quiet machine, or "
+    "pass --gate-under-load to gate it anyway"
+)
 #: The row's columns in the CSV: the gated figure on each side (in ``figure_unit``: times in ms), the test, the verdict,
 #: then what the console shows beside them. A serving row's ``figures`` (a list) is in the JSON only.
 CSV_COLUMNS = (
@@ -51,6 +56,7 @@ CSV_COLUMNS = (
     "new_units",
     "untested",
     "verdict",
+    "worse_low",
     "base_runs",
     "new_runs",
     "base_mean_ms",
@@ -91,6 +97,12 @@ def _gate_line(doc: Document, test: bool) -> str:
         metric += f" ({', '.join(dict.fromkeys(r['metric'] for r in doc.rows))})"
     line = f"gate: {metric} worse by more than {fail_above:.1%} (new/base above {1 + fail_above:.3f}; for a rate, "
     line += f"base/new above {1 + fail_above:.3f})"
+    if test and doc.get("drift") is not None:  # a diff written before the drift was allowed for: Welch's p
+        return line + (
+            f" at the lower {doc.get('confidence', stats.GATE_CONFIDENCE):.0%} confidence bound of the ratio (the "
+            f"units' spread and a drift of {doc['drift']:.1%} per side between sessions, --drift) is a regression; "
+            "above the threshold but not at its bound: not significant"
+        )
     return line + (f" with Welch's p < {stats.SIGNIFICANCE}" if test else ", the ratio alone") + " is a regression"
 
 
@@ -240,6 +252,8 @@ def _table(doc: Document) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[
         lines = _timing_lines(doc)
     if any(r["verdict"] == "not gated (loads differ)" for r in doc.rows):
         lines.append(LOADS_DIFFER)
+    if any(r["verdict"] == "not gated (waited for a CPU)" for r in doc.rows):
+        lines.append(WAITED)
     return headers, cells, lines
 
 
