@@ -45,6 +45,9 @@ class StageCandidate:
     threads: int
     sets: tuple[str, ...] = ()
     what: str = ""  # the variant's description
+    #: its files are made when it comes up in the screening (int8: speechperf.tune.quantized.Int8Maker); until
+    #: then ``sets`` only pin the backend
+    pending: bool = False
 
     @property
     def key(self) -> str:
@@ -153,6 +156,28 @@ def int8_candidates(
         for n in threads:
             out.append(StageCandidate(index, backend, "default", precision, n, tuple(sets), f"{method} int8 files"))
     return out, dropped
+
+
+def pending_int8_candidates(stages: int, backends: Sequence[str], threads: Sequence[int]) -> list[StageCandidate]:
+    """Every int8 method of every backend on every stage, its files not made yet (made when it comes up)."""
+    out = []
+    for index in range(1, stages + 1):
+        for backend in backends:
+            for method in int8_methods(backend):
+                for n in threads:
+                    sets = (f"stage{index}.backend={backend}",)
+                    what = f"{method} int8 files, made when it comes up"
+                    out.append(StageCandidate(index, backend, "default", f"{INT8}:{method}", n, sets, what, True))
+    return out
+
+
+def with_int8_files(cand: StageCandidate, made: Any) -> StageCandidate | Dropped:
+    """A pending int8 candidate once its files are made (``made``: the stage keys, or what stopped the method)."""
+    if isinstance(made, BaseException):
+        return Dropped(cand.key, cand.stage, cand.backend, cand.precision, f"could not quantize: {made}")
+    sets = [f"stage{cand.stage}.backend={cand.backend}"]
+    sets += [f"stage{cand.stage}.{k}={json.dumps(v)}" for k, v in sorted(made.items()) if k in LOAD_KEYS]
+    return attrs.evolve(cand, sets=tuple(sets), what=f"{cand.precision.partition(':')[2]} int8 files", pending=False)
 
 
 #: The stage keys a quantized variant changes (speechperf.optimize.variants.write_variant).
