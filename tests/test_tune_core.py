@@ -403,7 +403,7 @@ def test_over_the_wer_budget_only_where_a_paired_bootstrap_over_the_utterances_s
     low, high = paired_bootstrap([1.0] * 10, [4] * 10)  # the same loss on every utterance: no spread
     assert low == high == 25.0
     assert resolution_note(20, 1.0) == (
-        "note: quality budget finer than the dataset resolves: with 20 reference words one error is 5.0 WER points,"
+        "quality budget finer than the dataset resolves: with 20 reference words one error is 5.0 WER points,"
         " more than --max-wer-increase 1; a pipeline is ruled over it only where a paired bootstrap over the "
         "utterances shows the loss (95% interval)"
     )
@@ -440,3 +440,35 @@ def test_a_winner_not_significantly_faster_than_the_reference_in_the_final_compa
     assert got["answer"] == "winner" and got["p_value"] < 0.01 and got["from"] == "final compare"
     rows[1]["mean_ms"] = 301.0
     assert settle(_State(w, None, final("torch only", label, 0.01, rows)))["answer"] == "reference"
+
+
+CHATTER = """
+import logging, os, sys
+from speechperf import logs
+from speechperf.tune.quiet import third_party_to_log
+
+for level in (logging.INFO, logging.DEBUG):  # the console, then -v
+    logs.configure(level)
+    with third_party_to_log():
+        os.write(2, b"USDT profiler_start at 0x7f\\n")  # C++ on file descriptor 2
+        os.write(1, b"Folding constants of the graph\\n")  # and on 1
+        logging.getLogger("torchao").warning("Failed to load _C_mxfp8.so")  # Python's last-resort handler
+        logging.getLogger("speechperf.tune").info("tune: quantizing stage1 ...")
+    print("the report", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_framework_output_in_tunes_process_goes_to_the_debug_log_and_speechperfs_own_lines_to_the_console():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", CHATTER], capture_output=True, text=True, timeout=60)
+    assert done.stdout == "the report\nthe report\n"
+    assert done.stderr.splitlines() == [
+        "tune: quantizing stage1 ...",  # the console: speechperf's line alone
+        "tune: quantizing stage1 ...",  # -v: and what the frameworks said, at DEBUG
+        "framework output: USDT profiler_start at 0x7f",
+        "framework output: Folding constants of the graph",
+        "framework output: Failed to load _C_mxfp8.so",
+    ]

@@ -105,6 +105,7 @@ class _Tune:
     environment: dict[str, Any] = attrs.Factory(machine)
     maker: Int8Maker | None = None  #: the int8 files, made as their candidates come up
     nothing: str | None = None  #: the one line when nothing could be measured
+    short: bool = False  #: a budget too short for every pipeline and final cell (SHORT_SETS)
     verdict: dict[str, Any] | None = None  #: the final compare's verdict on the winner against the reference
 
     def document(self) -> Document:
@@ -134,6 +135,7 @@ class _Tune:
             "winner_config": None if self.winner_config is None else str(self.winner_config),
             "final_compare": self.final,
             "verdict": self.verdict,
+            "short_budget": self.short,
             "nothing_measured": self.nothing,
             "answer": answer.lines(self),
             "options": o.options,
@@ -268,6 +270,14 @@ def _search(state: _Tune, workdir: Path, candidates: list[StageCandidate], dropp
     if _scored_wall(state) is None:
         state.nothing = _nothing_measured(state, candidates)
         return EXIT_NOTHING_MEASURED
+    state.short = _tight(state)
+    if state.short:
+        log.info(
+            "tune: a short budget for this pipeline (one scored process takes %.0f s): after the screening, one "
+            "pipeline runs whole, and it and the final compare time one pass (general.repeat=1) without the "
+            "memory pass",
+            _full_wall(state),
+        )
 
     def reserve(found: Screening | None = None) -> float:
         return _reserve(state)
@@ -310,9 +320,9 @@ def _search(state: _Tune, workdir: Path, candidates: list[StageCandidate], dropp
 
 
 def _answer_processes(opts: TuneOptions) -> int:
-    """The fewest processes an answer needs after the screening: the best pipeline run whole (twice, for a σ), the
-    reference's second run, and a final compare of the winner against the all-default pipeline."""
-    return len(opts.batch_sizes) * PIPELINE_RUNS + PIPELINE_RUNS - 1 + 2 * opts.final_runs
+    """The fewest processes an answer needs after the screening: the best pipeline run whole once (its quality),
+    and a final compare of the winner against the all-default pipeline (its speed, with σ and p)."""
+    return len(opts.batch_sizes) + 2 * opts.final_runs
 
 
 def _reserve(state: _Tune) -> float:
@@ -321,15 +331,31 @@ def _reserve(state: _Tune) -> float:
     had, and screened nothing)."""
     opts = state.opts
     wall = _scored_wall(state) or 0.0
-    every = MAX_PIPELINES * len(opts.batch_sizes) * PIPELINE_RUNS + PIPELINE_RUNS - 1 + _final_processes(opts)
-    return wall * (_answer_processes(opts) if _tight(state) else every) * MARGIN
+    return wall * (_answer_processes(opts) if state.short else _every_process(opts)) * MARGIN
+
+
+def _every_process(opts: TuneOptions) -> int:
+    """Every pipeline run whole (twice), the reference's second run and every final compare cell."""
+    return MAX_PIPELINES * len(opts.batch_sizes) * PIPELINE_RUNS + PIPELINE_RUNS - 1 + _final_processes(opts)
 
 
 def _tight(state: _Tune) -> bool:
     """A budget where every pipeline and every final cell would take more than half of it."""
-    opts = state.opts
-    every = MAX_PIPELINES * len(opts.batch_sizes) * PIPELINE_RUNS + PIPELINE_RUNS - 1 + _final_processes(opts)
-    return (_scored_wall(state) or 0.0) * every * MARGIN > opts.budget_s / 2
+    return (_full_wall(state) or 0.0) * _every_process(state.opts) * MARGIN > state.opts.budget_s / 2
+
+
+#: On a short budget, the whole-dataset processes after the reference's first: one timed pass, no memory pass
+#: (the first reference process of Whisper tiny.en on 5 clips took 75 s on a busy 2-core machine: nine such
+#: processes are more than a 600 s budget), and what they take, as a share of the reference's first.
+SHORT_SETS = ("general.repeat=1",)
+SHORT_SHARE = 0.5
+
+
+def _end_sets(state: _Tune) -> tuple[str, ...]:
+    if not state.short:
+        return END_SETS
+    meters = "[runtime,memory,quality]" if state.opts.objective == "memory" else "[runtime,quality]"
+    return (f"general.meters={meters}", *SHORT_SETS)
 
 
 def _pass_line(state: _Tune, candidates: Sequence[StageCandidate], found: Screening) -> str:
@@ -337,7 +363,7 @@ def _pass_line(state: _Tune, candidates: Sequence[StageCandidate], found: Screen
     assert state.maker is not None
     process = found.first_wall_s
     if process is None:
-        return "one screening pass: unknown (the reference's first process did not finish)"
+        return "one screening pass: unknown: no screening process fitted in what is left after an answer's time"
     costs = [state.maker.cost(c.backend, c.precision.partition(":")[2], c.stage) for c in candidates if c.pending]
     to_make = [c for c in costs if c != 0.0]  # not cached: made by this tune when its candidate comes up
     known, unknown = sum(c for c in to_make if c is not None), sum(1 for c in to_make if c is None)
@@ -414,12 +440,15 @@ def _end_to_end(state: _Tune, plan: ScreenPlan) -> None:
     assert state.reference is not None
 
     def reserve() -> float:  # the final compare's processes score quality as these do: timed by the reference's
-        processes = 2 * opts.final_runs if _tight(state) else _final_processes(opts)  # a short budget: 2 cells
+        processes = 2 * opts.final_runs if state.short else _final_processes(opts)  # a short budget: 2 cells
         return (_scored_wall(state) or 0.0) * processes * MARGIN
 
-    log.info("tune: %d pipeline(s) end to end, %d run(s) each, with the reference", len(pipelines), PIPELINE_RUNS)
+    runs = PIPELINE_RUNS
+    if state.short:  # the best predicted pipeline once, for its quality: the final compare times it
+        pipelines, runs = pipelines[: len(opts.batch_sizes)], 1
+    log.info("tune: %d pipeline(s) end to end, %d run(s) each, with the reference", len(pipelines), runs)
     state.pipelines = combine.run_pipelines(
-        state.reference, pipelines, plan, END_SETS, PIPELINE_RUNS, state.runner, reserve, _scored_wall(state) or 0.0
+        state.reference, pipelines, plan, _end_sets(state), runs, state.runner, reserve, _scored_wall(state) or 0.0
     )
     for p in state.pipelines:
         p.size_bytes = report.pipeline_size(cfg, p)
@@ -442,9 +471,18 @@ def _final_processes(opts: TuneOptions) -> int:
     return (len(opts.backends) + 2) * opts.final_runs
 
 
-def _scored_wall(state: _Tune) -> float | None:
-    """Seconds one quality-scored whole-pipeline process takes: the reference's longest end-to-end run."""
+def _full_wall(state: _Tune) -> float | None:
+    """Seconds the reference's first end-to-end process took (the config's repeat, every meter)."""
     walls = [r.wall_s for r in (state.reference.runs if state.reference else []) if r.ok and r.wall_s]
+    return walls[0] if walls else None
+
+
+def _scored_wall(state: _Tune) -> float | None:
+    """Seconds one quality-scored whole-pipeline process takes: the reference's longest end-to-end run (on a
+    short budget, its runs after the first, or the first's share until one ran)."""
+    walls = [r.wall_s for r in (state.reference.runs if state.reference else []) if r.ok and r.wall_s]
+    if walls and state.short:
+        return max(walls[1:]) if len(walls) > 1 else walls[0] * SHORT_SHARE
     if walls:
         return max(walls)
     return state.screening.reference_wall_s if state.screening else None
@@ -526,10 +564,12 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
     assert winner is not None and state.screening is not None and state.winner_config is not None
     runs_left = state.budget.left
     wall = _scored_wall(state) or 0.0
-    shared = (*_final_sets(state.cfg), f"general.batch_size={winner.batch_size}")  # as the winner's config has them
+    short = SHORT_SETS if state.short else ()  # one timed pass a process on a short budget, every cell alike
+    shared = (*_final_sets(state.cfg), f"general.batch_size={winner.batch_size}", *short)  # as the winner's config
     # All default first: compare scores every cell's quality against its first, so the winner's is read against fp32.
     cells = [Cell(DEFAULT_CELL, plan.backend, winner.threads, plan.config, None, shared)]
-    cells.append(Cell(f"{WINNER_CELL}{winner.name}", winner.stages[0].backend, winner.threads, state.winner_config))
+    label = f"{WINNER_CELL}{winner.name}"
+    cells.append(Cell(label, winner.stages[0].backend, winner.threads, state.winner_config, None, short))
     # Each cell's process time: the reference's, the winner's own, a backend's pipeline's from what its stages'
     # processes took over the reference's in the screening (paddle's Whisper loads for minutes where onnxruntime's
     # takes seconds).

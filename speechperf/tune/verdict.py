@@ -115,7 +115,7 @@ def resolution_note(words: int, max_wer_increase: float | None) -> str | None:
     if step <= max_wer_increase:
         return None
     return (
-        f"note: quality budget finer than the dataset resolves: with {words} reference words one error is "
+        f"quality budget finer than the dataset resolves: with {words} reference words one error is "
         f"{step:.1f} WER points, more than --max-wer-increase {max_wer_increase:g}; a pipeline is ruled over it "
         f"only where a paired bootstrap over the utterances shows the loss ({CONFIDENCE:.0%} interval)"
     )
