@@ -328,8 +328,8 @@ def test_each_backends_default_then_each_techniques_most_promising_variant_come_
     alive += [cand("paddle", "predictor", "fp32"), cand("paddle", "default", "int8:paddle-ptq")]
     order = [(c.backend, c.precision.partition(":")[2] or c.variant) for c in round_robin(alive)]
     assert order[:3] == [("onnxruntime", "all"), ("torch", "eager"), ("paddle", "predictor")]  # the defaults
-    assert order[3:7] == [  # then each technique's best guess per backend: dynamic int8 before static
-        ("torch", "eager-bf16"), ("onnxruntime", "ort-dynamic"), ("torch", "legacy-dynamic"), ("paddle", "paddle-ptq")
+    assert order[3:7] == [  # then each technique's best guess per backend: dynamic int8 first, then bf16
+        ("onnxruntime", "ort-dynamic"), ("torch", "legacy-dynamic"), ("paddle", "paddle-ptq"), ("torch", "eager-bf16")
     ]  # fmt: skip
     assert order[7:] == [  # then the rest, one of each (backend, technique) in turn
         ("onnxruntime", "extended"), ("torch", "compile"), ("onnxruntime", "ort-static-qdq"),

@@ -125,14 +125,20 @@ def best_so_far(state) -> str | None:
     sigma = statistics.stdev(times) if len(times) > 1 else None
     return (
         f"best measured so far (screened alone, rung {best.rung}, quality not judged end to end): "
-        f"{best.candidate.key} {_ms(statistics.fmean(times) if times else best.mean, sigma)} per sample; the "
-        f"reference run whole: {ref_text}"
+        f"{best.candidate.key} {_ms(statistics.fmean(times) if times else best.mean, sigma)} per sample on "
+        f"{_samples(best.rung)}; the reference run whole: {ref_text}"
     )
 
 
 def _ms(mean_s: float | None, sigma_s: float | None) -> str:
-    return stats.mean_sigma(None if mean_s is None else mean_s * 1e3, None if sigma_s is None else sigma_s * 1e3,
-                            " ms")  # fmt: skip
+    if mean_s is None:
+        return "-"
+    sigma = "" if sigma_s is None else f" ± {sigma_s * 1e3:.1f}"
+    return f"{mean_s * 1e3:.1f}{sigma} ms"
+
+
+def _samples(rung: int) -> str:
+    return "the first rung's sample" if rung == 1 else "the whole dataset"
 
 
 def no_winner(state) -> str:
