@@ -172,9 +172,10 @@ def run_tune(cfg: BenchConfig, opts: TuneOptions, out=None) -> int:
             check_plot_path(opts.plot)
         check_output_folder(opts.out_dir, "--out-dir")
         workdir = opts.workdir
-        _check(cfg, opts)
-        state = _Tune(opts, cfg, Budget(opts.budget_s), run=run)
-        candidates, dropped = _candidates(cfg, opts)
+        with third_party_to_log():  # the frameworks imported to list their variants and methods
+            _check(cfg, opts)
+            state = _Tune(opts, cfg, Budget(opts.budget_s), run=run)
+            candidates, dropped = _candidates(cfg, opts)
         log.info("tune: %s", _first_line(cfg, opts, candidates, dropped))
         with third_party_to_log():  # the derived files (an ONNX export logs its constant folding)
             _check_configs(cfg, opts, workdir)
@@ -290,8 +291,10 @@ def _search(state: _Tune, workdir: Path, candidates: list[StageCandidate], dropp
         assert state.maker is not None
         method = cand.precision.partition(":")[2]
         cost = state.maker.cost(cand.backend, method, cand.stage)
-        if cost is None:  # never made here: as long as those this tune made took, else nothing known
-            cost = state.maker.seconds / state.maker.made if state.maker.made else 0.0
+        if cost is None:  # never made here: as long as those this tune made took, else as the reference's first
+            # whole-dataset process (calibrating feeds calibration_size samples through the stages and checks one
+            # more: ort-dynamic on Whisper tiny.en took 74 s on a busy machine, its reference process 80 s)
+            cost = state.maker.seconds / state.maker.made if state.maker.made else (_full_wall(state) or 0.0)
         if state.budget.left - reserve_s < cost + expect_s:
             return None
         return with_int8_files(cand, state.maker.make(cand.backend, method, cand.stage))
@@ -590,6 +593,8 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
             )
             continue
         sets = tuple(s for c in best for s in c.sets)
+        if sets == winner.sets:  # the winner is this backend's own best: one cell, not two of the same pipeline
+            continue
         cells.append(
             Cell(f"{backend} only, best variants", backend, winner.threads, plan.config, None, (*shared, *sets))
         )
