@@ -323,12 +323,12 @@ def test_each_backends_default_then_each_techniques_most_promising_variant_come_
 
     alive = [cand("onnxruntime", m, "fp32") for m in ("all", "extended", "basic")]
     alive += [cand("onnxruntime", "default", f"int8:{m}") for m in ("ort-static-qdq", "ort-dynamic")]
+    alive += [cand("paddle", "predictor", "fp32"), cand("paddle", "default", "int8:paddle-ptq")]
     alive += [cand("torch", v, "fp32") for v in ("eager", "compile")] + [cand("torch", "eager-bf16", "bf16")]
     alive += [cand("torch", "default", f"int8:{m}") for m in ("torchao-dynamic", "pt2e-static", "legacy-dynamic")]
-    alive += [cand("paddle", "predictor", "fp32"), cand("paddle", "default", "int8:paddle-ptq")]
     order = [(c.backend, c.precision.partition(":")[2] or c.variant) for c in round_robin(alive)]
-    assert order[:3] == [("onnxruntime", "all"), ("torch", "eager"), ("paddle", "predictor")]  # the defaults
-    assert order[3:7] == [  # then each technique's best guess per backend: dynamic int8 first, then bf16
+    assert order[:3] == [("onnxruntime", "all"), ("paddle", "predictor"), ("torch", "eager")]  # the defaults
+    assert order[3:7] == [  # then each technique's best guess per backend, most promising first: int8, then bf16
         ("onnxruntime", "ort-dynamic"), ("torch", "legacy-dynamic"), ("paddle", "paddle-ptq"), ("torch", "eager-bf16")
     ]  # fmt: skip
     assert order[7:] == [  # then the rest, one of each (backend, technique) in turn

@@ -60,7 +60,13 @@ def stage_order(cands: Sequence[StageCandidate]) -> list[StageCandidate]:
         members.sort(key=_rank)
     order = [t for t in TECHNIQUES if any(k[0] == t for k in groups)]
     order += [t for t in dict.fromkeys(k[0] for k in groups) if t not in order]
-    keys = [(t, b) for t in order for b in backends if (t, b) in groups]
+    # within a technique, the backends' best guesses by their promise (ort-dynamic and legacy-dynamic before
+    # paddle-ptq, whose calibration built paddle's Whisper for 119 s), the declared order between equals
+    keys = [
+        k
+        for t in order
+        for k in sorted([(t, b) for b in backends if (t, b) in groups], key=lambda k: _rank(groups[k][0]))
+    ]
     first: list[StageCandidate] = []
     for key in keys:  # the defaults and each technique's best guess, every thread count of it
         head = groups[key][0]

@@ -373,15 +373,16 @@ def _pass_line(state: _Tune, candidates: Sequence[StageCandidate], found: Screen
     costs = [state.maker.cost(c.backend, c.precision.partition(":")[2], c.stage) for c in candidates if c.pending]
     to_make = [c for c in costs if c != 0.0]  # not cached: made by this tune when its candidate comes up
     known, unknown = sum(c for c in to_make if c is not None), sum(1 for c in to_make if c is None)
-    total = len(candidates) * process + known
+    guess = _full_wall(state) or 0.0  # a set never made here: as long as the reference's first process
+    total = len(candidates) * process + known + unknown * guess
     making = ""
     if to_make:
         parts = [f"{known:.0f} s as last made here"] if len(to_make) > unknown else []
-        parts += [f"{unknown} never made here: unknown"] if unknown else []
+        parts += [f"{unknown} never made here, about {guess:.0f} s each (a guess)"] if unknown else []
         making = f" + making {len(to_make)} int8 file set(s): {', '.join(parts)}"
     reserve = _reserve(state)
     room = state.budget.left - reserve
-    covers = min(len(candidates), int(max(0.0, room - known) // process)) if process > 0 else len(candidates)
+    covers = min(len(candidates), int(max(0.0, room) // process)) if process > 0 else len(candidates)
     return (
         f"one screening pass over {len(candidates)} candidate(s): about {total:.0f} s ({len(candidates)} "
         f"process(es) of about {process:.0f} s, the reference's first{making}); {max(0.0, room):.0f} s of --budget "
