@@ -407,7 +407,10 @@ def _nothing_measured(state: _Tune, candidates: Sequence[StageCandidate]) -> str
     if state.maker is not None:
         costs = [state.maker.cost(c.backend, c.precision.partition(":")[2], c.stage) for c in candidates if c.pending]
         making = sum(c for c in costs if c)
-    need = state.budget.elapsed + wall * (len(candidates) + _answer_processes(opts)) * MARGIN + making
+    # a screening process: the first rung's reference where it ran, else (an upper bound) a whole scored one
+    first = state.screening.first_wall_s if state.screening else None
+    process = first or wall
+    need = state.budget.elapsed + process * len(candidates) * MARGIN + making + _reserve(state)
     return (
         f"nothing measured: --budget {opts.budget_s:.0f} s left no time for a candidate after the reference "
         f"({wall:.0f} s a process) and what an answer needs; a first pass needs about --budget {_round_up(need)}"
