@@ -20,6 +20,8 @@ import click
 LOGGER_NAME = "speechperf"
 
 _handler: logging.Handler | None = None
+#: Where the handler writes while stderr's file descriptor is captured (speechperf.tune.quiet); None: sys.stderr.
+_console = None
 
 
 class ClickStderrHandler(logging.Handler):
@@ -28,7 +30,10 @@ class ClickStderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            click.echo(self.format(record), err=True)
+            if _console is not None:
+                click.echo(self.format(record), file=_console)
+            else:
+                click.echo(self.format(record), err=True)
         except Exception:
             self.handleError(record)
 
@@ -56,6 +61,17 @@ def configure(level: int = logging.INFO) -> logging.Logger:
     logger.setLevel(level)
     logger.propagate = False  # a root handler (Ray's, an application's) must not print every line a second time
     return logger
+
+
+@contextlib.contextmanager
+def console_to(stream) -> Iterator[None]:
+    """speechperf's own lines to ``stream`` inside the block (the console, while file descriptor 2 is captured)."""
+    global _console
+    was, _console = _console, stream
+    try:
+        yield
+    finally:
+        _console = was
 
 
 @contextlib.contextmanager

@@ -18,7 +18,14 @@ from speechperf.tune import combine
 from speechperf.tune.combine import Pipeline
 from speechperf.tune.runs import Budget, Runner
 from speechperf.tune.screen import Rung, ScreenPlan, screen
-from speechperf.tune.space import StageCandidate, cpu_has_bf16, float_candidates, int8_candidates
+from speechperf.tune.space import (
+    Dropped,
+    StageCandidate,
+    cpu_has_bf16,
+    float_candidates,
+    pending_int8_candidates,
+    with_int8_files,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,15 +67,12 @@ def test_a_whisper_stage_keeps_its_format_so_variants_that_differ_only_by_format
 
 
 def test_int8_candidates_load_the_quantized_files_and_failures_are_dropped_with_their_reason():
-    made = {
-        ("onnxruntime", "ort-dynamic", 1): {"model_dir": "/q/s1", "format": "onnx-torch", "preset": "tiny"},
-        ("onnxruntime", "ort-dynamic", 2): SpeechperfError("ort-dynamic quantized no operator of decoder.onnx"),
-    }
-    found, dropped = int8_candidates(made, [1])
-    (cand,) = found
-    assert cand.key == "stage1 onnxruntime:default int8:ort-dynamic t=1" and cand.is_int8
+    first, second = (c for c in pending_int8_candidates(2, ["onnxruntime"], [1]) if c.precision == "int8:ort-dynamic")
+    cand = with_int8_files(first, {"model_dir": "/q/s1", "format": "onnx-torch", "preset": "tiny"})
+    assert cand.key == "stage1 onnxruntime:default int8:ort-dynamic t=1" and cand.is_int8 and not cand.pending
     assert cand.sets == ("stage1.backend=onnxruntime", 'stage1.format="onnx-torch"', 'stage1.model_dir="/q/s1"')
-    (gone,) = dropped
+    gone = with_int8_files(second, SpeechperfError("ort-dynamic quantized no operator of decoder.onnx"))
+    assert isinstance(gone, Dropped)
     assert (gone.stage, gone.reason) == (2, "could not quantize: ort-dynamic quantized no operator of decoder.onnx")
 
 
@@ -295,7 +299,7 @@ def test_the_final_compare_leaves_out_the_slowest_single_framework_pipelines_unt
 
 
 def test_each_rung_tries_one_of_each_backend_and_precision_in_turn_so_a_short_budget_still_reaches_int8():
-    from speechperf.tune.screen import _round_robin
+    from speechperf.tune.order import round_robin as _round_robin
 
     def cand(stage, backend, variant, precision):
         return StageCandidate(stage, backend, variant, precision, 1, ())
@@ -312,4 +316,161 @@ def test_each_rung_tries_one_of_each_backend_and_precision_in_turn_so_a_short_bu
         (1, "onnxruntime", "basic", "fp32"),
         (1, "torch", "compile", "fp32"),
         (1, "onnxruntime", "disable", "fp32"),
+    ]
+
+
+def test_each_backends_default_then_each_techniques_most_promising_variant_come_first():
+    from speechperf.tune.order import round_robin
+
+    def cand(backend, variant, precision):
+        return StageCandidate(1, backend, variant, precision, 1, ())
+
+    alive = [cand("onnxruntime", m, "fp32") for m in ("all", "extended", "basic")]
+    alive += [cand("onnxruntime", "default", f"int8:{m}") for m in ("ort-static-qdq", "ort-dynamic")]
+    alive += [cand("paddle", "predictor", "fp32"), cand("paddle", "default", "int8:paddle-ptq")]
+    alive += [cand("torch", v, "fp32") for v in ("eager", "compile")] + [cand("torch", "eager-bf16", "bf16")]
+    alive += [cand("torch", "default", f"int8:{m}") for m in ("torchao-dynamic", "pt2e-static", "legacy-dynamic")]
+    order = [(c.backend, c.precision.partition(":")[2] or c.variant) for c in round_robin(alive)]
+    assert order[:3] == [("onnxruntime", "all"), ("paddle", "predictor"), ("torch", "eager")]  # the defaults
+    assert order[3:7] == [  # then each technique's best guess per backend, most promising first: int8, then bf16
+        ("onnxruntime", "ort-dynamic"), ("torch", "legacy-dynamic"), ("paddle", "paddle-ptq"), ("torch", "eager-bf16")
+    ]  # fmt: skip
+    assert order[7:] == [  # then the rest, one of each (backend, technique) in turn
+        ("onnxruntime", "extended"), ("torch", "compile"), ("onnxruntime", "ort-static-qdq"),
+        ("torch", "torchao-dynamic"), ("onnxruntime", "basic"), ("torch", "pt2e-static"),
+    ]  # fmt: skip
+
+
+def test_int8_files_are_made_when_their_candidate_comes_up_and_a_spent_budget_never_makes_them(tmp_path):
+    fp32 = cands(1, ["onnxruntime", "torch"])
+    pending = pending_int8_candidates(1, ["onnxruntime"], [1])
+    assert [c.precision for c in pending] == ["int8:ort-dynamic", "int8:ort-static-qdq"] and pending[0].pending
+    runner = FakeRunner(tmp_path, {})
+    made = []
+
+    def prepare(cand, reserve_s, expect_s):
+        made.append((cand.key, len(runner.calls)))  # how many processes had run when its files were made
+        if cand.precision == "int8:ort-static-qdq":
+            return Dropped(cand.key, 1, cand.backend, cand.precision, "could not quantize: no MatMul")
+        return with_int8_files(cand, {"model_dir": "/q/s1", "preset": "tiny"})
+
+    plan = ScreenPlan("onnxruntime", {"general": {}}, (), "latency")
+    found = screen([*pending, *fp32], [], plan, [Rung(1, 1, 1)], runner, lambda s: 0.0, prepare)
+    assert [m[0] for m in made] == [pending[0].key, pending[1].key]
+    assert made[0][1] == 3  # the reference and both fp32 defaults ran before any int8 file was made
+    dynamic = found.rows[pending[0].key]
+    assert dynamic.candidate.sets == ("stage1.backend=onnxruntime", 'stage1.model_dir="/q/s1"') and dynamic.values
+    assert found.rows[pending[1].key].status == "dropped: could not quantize: no MatMul"
+    assert not [k for k in runner.calls if "ort-static-qdq" in k]
+
+    runner = FakeRunner(tmp_path / "short", {}, budget_s=1e6)
+    made.clear()
+    never = screen(pending, [], plan, [Rung(1, 1, 1)], runner, lambda s: 0.0, lambda c, r, e: None)  # unaffordable
+    assert {r.status for r in never.rows.values()} == {"not tried: budget spent"} and made == []
+
+
+def per_sample_json(path: Path, errors: list[int], words: list[int], ms: float = 10.0) -> None:
+    samples = [{"id": f"u{i}", "errors": e, "words": w} for i, (e, w) in enumerate(zip(errors, words))]
+    wer = sum(errors) / sum(words)
+    total = {"stage": "total", "metric": "wer", "samples": len(errors), "wer": wer, "cer": wer, "per_sample": samples}
+    stages = [{"runtime": {"stats": {"mean": ms / 1e3}}}]
+    path.write_text(json.dumps({"result": {"stages": stages, "quality": {"scores": [total]}}, "complete": True}))
+
+
+def wer_pipeline(tmp_path: Path, name: str, errors: list[int], ms: float) -> Pipeline:
+    path = tmp_path / f"{name}.json"
+    per_sample_json(path, errors, [4] * len(errors), ms)
+    run = RunResult(name, 0, True, 0, None, None, str(path), "", "")
+    p = Pipeline(name, (StageCandidate(1, "onnxruntime", name, "int8:m", 1),), runs=[run], mean_s=ms / 1e3)
+    p.status = "measured"
+    return p
+
+
+def test_over_the_wer_budget_only_where_a_paired_bootstrap_over_the_utterances_shows_it(tmp_path):
+    from speechperf.tune.verdict import paired_bootstrap, resolution_note
+
+    # 5 utterances of 4 words: 20 reference words, one error is 5 WER points against a 1-point budget
+    reference = wer_pipeline(tmp_path, "ref", [0, 1, 0, 0, 0], 30.0)
+    one_more = wer_pipeline(tmp_path, "one-more-error", [0, 1, 1, 0, 0], 10.0)
+    broken = wer_pipeline(tmp_path, "broken", [4, 4, 3, 4, 4], 5.0)
+    winner = combine.judge(reference, [one_more, broken], QualityBudget(max_wer_increase=1.0), "latency")
+    assert broken.status.startswith("over quality budget (WER +90.0 points, 95% CI +")
+    assert winner is one_more  # +5 points, but the interval reaches 0: the data does not show it past 1 point
+    (delta,) = one_more.deltas
+    assert (delta.metric, delta.points, delta.low, delta.utterances) == ("WER", 5.0, 0.0, 5) and delta.high > 5.0
+    assert delta.text().startswith("WER +5.0 points, 95% CI +0.0 to +")
+    record = combine.record(one_more)
+    assert record["utterance_errors"][2] == {"id": "u2", "errors": 1, "words": 4}
+    assert record["quality_deltas"][0]["points"] == 5.0
+    low, high = paired_bootstrap([1.0] * 10, [4] * 10)  # the same loss on every utterance: no spread
+    assert low == high == 25.0
+    assert resolution_note(20, 1.0) == (
+        "quality budget finer than the dataset resolves: with 20 reference words one error is 5.0 WER points,"
+        " more than --max-wer-increase 1; a pipeline is ruled over it only where a paired bootstrap over the "
+        "utterances shows the loss (95% interval)"
+    )
+    assert resolution_note(200, 1.0) is None and resolution_note(20, None) is None
+
+
+class _State:
+    def __init__(self, winner, reference, final):
+        self.winner, self.reference, self.final = winner, reference, final
+
+
+def test_a_winner_not_significantly_faster_than_the_reference_in_the_final_compare_is_a_tie(tmp_path):
+    from speechperf.tune.answer import settle
+
+    def final(fast, slow, p, rows=()):
+        return {"comparisons": [{"fast": fast, "slow": slow, "ratio": 1.01, "sigma": 0.07, "p_value": p}],
+                "rows": list(rows)}  # fmt: skip
+
+    w = pipeline(tmp_path, "w", 10.0, 30.0, 1, 1)
+    label = "tune winner: w"
+    got = settle(_State(w, None, final("all default", label, 0.89)))  # the issue's: all default ran 1.01x faster
+    assert got["answer"] == "reference" and w.status == "tie: not significantly faster than the reference"
+    assert got["sentence"] == "all default ran 1.01 ± 0.07 times faster than tune winner: w (not significant, p = 0.89)"
+    w.status = "winner"
+    assert settle(_State(w, None, final(label, "all default", 0.3)))["answer"] == "reference"  # faster, not shown
+    w.status = "winner"
+    assert settle(_State(w, None, final(label, "all default", 0.001)))["answer"] == "winner" and w.status == "winner"
+    # torch only was fastest: no direct comparison; Welch's test from the two cells' rows decides
+    rows = [
+        {"cell": label, "mean_ms": 300.0, "stdev_ms": 2.0, "runs_ok": 3},
+        {"cell": "all default", "mean_ms": 320.0, "stdev_ms": 3.0, "runs_ok": 3},
+    ]
+    got = settle(_State(w, None, final("torch only", label, 0.01, rows)))
+    assert got["answer"] == "winner" and got["p_value"] < 0.01 and got["from"] == "final compare"
+    rows[1]["mean_ms"] = 301.0
+    assert settle(_State(w, None, final("torch only", label, 0.01, rows)))["answer"] == "reference"
+
+
+CHATTER = """
+import logging, os, sys
+from speechperf import logs
+from speechperf.tune.quiet import third_party_to_log
+
+for level in (logging.INFO, logging.DEBUG):  # the console, then -v
+    logs.configure(level)
+    with third_party_to_log():
+        os.write(2, b"USDT profiler_start at 0x7f\\n")  # C++ on file descriptor 2
+        os.write(1, b"Folding constants of the graph\\n")  # and on 1
+        logging.getLogger("torchao").warning("Failed to load _C_mxfp8.so")  # Python's last-resort handler
+        logging.getLogger("speechperf.tune").info("tune: quantizing stage1 ...")
+    print("the report", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_framework_output_in_tunes_process_goes_to_the_debug_log_and_speechperfs_own_lines_to_the_console():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", CHATTER], capture_output=True, text=True, timeout=60)
+    assert done.stdout == "the report\nthe report\n"
+    assert done.stderr.splitlines() == [
+        "tune: quantizing stage1 ...",  # the console: speechperf's line alone
+        "tune: quantizing stage1 ...",  # -v: and what the frameworks said, at DEBUG
+        "framework output: USDT profiler_start at 0x7f",
+        "framework output: Folding constants of the graph",
+        "framework output: Failed to load _C_mxfp8.so",
     ]

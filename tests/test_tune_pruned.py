@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from speechperf.tune.space import PRUNED_VARIANTS, int8_candidates, technique_methods
+from speechperf.tune.space import PRUNED_VARIANTS, pending_int8_candidates, technique_methods, with_int8_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,9 +19,14 @@ def test_pruned_variants_are_searched_only_when_asked_and_where_the_backend_prun
     assert technique_methods("onnxruntime", ("int8",)) == ("ort-dynamic", "ort-static-qdq")
     assert technique_methods("onnxruntime", ("int8", "pruned")) == ("ort-dynamic", "ort-static-qdq", *PRUNED_VARIANTS)
     assert technique_methods("paddle", ("pruned",)) == PRUNED_VARIANTS
-    made = {("onnxruntime", PRUNED_VARIANTS[0], 1): {"model_dir": "/x", "format": "onnx-torch"}}
-    (candidate,), dropped = int8_candidates(made, [1])
-    assert not dropped and candidate.precision == f"pruned:{PRUNED_VARIANTS[0]}" and candidate.is_int8
+    assert [c.precision for c in pending_int8_candidates(1, ["onnxruntime"], [1])] == [
+        "int8:ort-dynamic",
+        "int8:ort-static-qdq",
+    ]
+    first = pending_int8_candidates(1, ["onnxruntime"], [1], ("pruned",))[0]
+    candidate = with_int8_files(first, {"model_dir": "/x", "format": "onnx-torch"})
+    assert candidate.precision == f"pruned:{PRUNED_VARIANTS[0]}" and candidate.is_int8
+    assert candidate.what == f"{PRUNED_VARIANTS[0]} pruned files"
     assert candidate.sets == ("stage1.backend=onnxruntime", 'stage1.format="onnx-torch"', 'stage1.model_dir="/x"')
 
 

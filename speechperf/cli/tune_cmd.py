@@ -109,7 +109,9 @@ def tune(**params) -> None:
     """Search backends x execution variants x precisions x threads, stage by stage, for the fastest pipeline
     within a quality budget; write it as a bench config and compare it with each framework at its best.
 
-    Exit codes: 0 a winner within the quality budget was found; 1 none was; 2 bad input; 130 interrupted (a
+    Exit codes: 0 an answer (a winner significantly faster than the reference, or the reference on a tie); 1 no
+    winner (every pipeline over the quality budget or failed, or the budget ended first: the best measured so far
+    is said); 2 bad input; 3 nothing measured (one line with the --budget a first pass needs); 130 interrupted (a
     rerun with the same --out-dir resumes, reusing every finished process).
     """
     from speechperf.tune.run import run_tune

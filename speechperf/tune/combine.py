@@ -24,6 +24,7 @@ from speechperf.compare.quality import total_score
 from speechperf.compare.summary import summarize
 from speechperf.launch.result import RunResult
 from speechperf.optimize.fidelity import Fidelity, QualityBudget, over_budget
+from speechperf.tune import verdict
 from speechperf.tune.runs import Runner
 from speechperf.tune.screen import Screened, Screening, ScreenPlan
 from speechperf.tune.space import FP32, StageCandidate
@@ -54,6 +55,7 @@ class Pipeline:
     status: str = "not run: budget spent"
     front: bool = False
     batch_size: int = 1
+    deltas: list = attrs.Factory(list)  #: speechperf.tune.verdict.Delta: its WER / BLEU loss, with the interval
 
     @property
     def threads(self) -> int:
@@ -172,25 +174,53 @@ def _cell(label: str, p: Pipeline):
 
 def judge(reference: Pipeline, pipelines: Sequence[Pipeline], budget: QualityBudget, objective: str) -> Pipeline | None:
     """Each measured pipeline within the quality budget or over it (with what it lost); returns the winner: the
-    best objective among those within it."""
+    best objective among those within it. WER and BLEU are judged with their paired bootstrap interval
+    (speechperf.tune.verdict): over the budget only where the data shows it."""
     ref = _fidelity(reference)
+    ref_utterances = _utterances(reference)
     for p in pipelines:
         if p.status != "measured":
             continue
         mine = _fidelity(p)
-        lost = over_budget(ref, mine, budget)
+        lost, p.deltas = quality_verdict(ref_utterances, _utterances(p), ref, mine, budget)
         if lost:
             p.status = f"over quality budget ({', '.join(lost)})"
         elif ref is None or mine is None:
             p.status = "within budget (no quality to judge: no score against references)"
         else:
-            p.status = "within budget"
+            shown = "; ".join(d.text() for d in p.deltas)
+            p.status = f"within budget ({shown})" if shown else "within budget"
     within = [p for p in pipelines if p.within_budget]
     if not within:
         return None
     winner = min(within, key=lambda p: objective_value(p, objective))
     winner.status = "winner"
     return winner
+
+
+def quality_verdict(ref_utterances, utterances, ref: Fidelity | None, mine: Fidelity | None, budget: QualityBudget):
+    """(what is lost past ``budget``, the WER / BLEU deltas with their intervals). A WER or BLEU figure with
+    per-utterance scores is over only where its interval's lower end is past the budget; the others (DNSMOS, MCD,
+    agreement, a score without per-utterance figures) by optimize's rules."""
+    deltas = []
+    limits = {"WER": budget.max_wer_increase, "BLEU": budget.max_bleu_drop}
+    if ref_utterances and utterances:
+        for found in (verdict.wer_delta(ref_utterances, utterances), verdict.bleu_delta(ref_utterances, utterances)):
+            if found is not None and limits[found.metric] is not None:
+                deltas.append(found)
+    judged = {d.metric for d in deltas}
+    rest = attrs.evolve(
+        budget,
+        max_wer_increase=None if "WER" in judged else budget.max_wer_increase,
+        max_bleu_drop=None if "BLEU" in judged else budget.max_bleu_drop,
+    )
+    lost = [d.text() for d in deltas if d.shown_over(limits[d.metric] or 0.0)]
+    return lost + over_budget(ref, mine, rest), deltas
+
+
+def _utterances(p: Pipeline) -> list[dict]:
+    """Per utterance, the first finished run's scores (decoding is deterministic: its runs agree)."""
+    return next((u for r in p.runs if r.ok for u in [verdict.utterances(r.json_path)] if u), [])
 
 
 def objective_value(p: Pipeline, objective: str) -> float:
@@ -247,4 +277,12 @@ def record(p: Pipeline) -> dict[str, Any]:
         "front": p.front,
         "status": p.status,
         "runs": len([r for r in p.runs if r.ok]),
+        "quality_deltas": [attrs.asdict(d) for d in p.deltas],
+        "utterance_errors": utterance_errors(p),
     }
+
+
+def utterance_errors(p: Pipeline) -> list[dict[str, Any]] | None:
+    """Per utterance, the word errors and reference words (WER) or the sentence BLEU the verdict was drawn from."""
+    keep = ("id", "errors", "words", "bleu")
+    return [{k: u[k] for k in keep if u.get(k) is not None} for u in _utterances(p)] or None

@@ -1,7 +1,9 @@
 """The int8 variants ``speechperf tune`` searches, made by ``speechperf optimize``'s methods and cached by content.
 
-Per backend, the fp32 stages are opened once and calibrated on the first ``calibration_size`` samples
-(speechperf.optimize.run.calibrate); each method then quantizes every stage (speechperf.optimize.run.make_variant).
+Each (backend, method, stage) is made when its candidate comes up in the screening (``Int8Maker.make``): per
+backend, the fp32 stages are opened once and calibrated on the first ``calibration_size`` samples
+(speechperf.optimize.run.calibrate), by the first method that needs it; the method then quantizes the stage
+(speechperf.optimize.run.make_variant).
 The files go to ``<cache>/tune/int8/<digest>/<method>``, where the digest covers what the files depend on: the
 config as the backend runs it, the dataset file's size and time, the backend's version, the method and the
 calibration size. A second tune of the same pipeline (a rerun, another objective) finds them there. A method that
@@ -10,21 +12,26 @@ fails is cached with its reason too: it fails the same way every time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import shutil
-from collections.abc import Sequence
+import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from speechperf.errors import SpeechperfError, first_line
 from speechperf.outputs import write_text_atomic
+from speechperf.tune.quiet import third_party_to_log
 
 log = logging.getLogger(__name__)
 
 VARIANT = "variant.json"
 FAILED = "failed.txt"
+SECONDS = "seconds.txt"  #: how long making the files took, for the next estimate
 
 
 def digest(base: dict[str, Any], backend_version: str | None, method: str, calibration_size: int) -> str:
@@ -46,62 +53,89 @@ def cached(folder: Path) -> dict | SpeechperfError | None:
     return None
 
 
-def int8_variants(
-    cfg,
-    backends: Sequence[str],
-    root: Path,
-    workdir: Path,
-    calibration_size: int,
-    precisions: Sequence[str] = ("int8",),
-) -> tuple[dict[tuple[str, str, int], dict | BaseException], int]:
-    """``{(backend, method, stage): the stage keys that load its int8 files, or the failure}`` for every int8
-    method of every backend and every stage, and how many came from the cache. Each stage is quantized on its
-    own: a method that finds nothing to quantize in one stage (a decoder without MatMul) still serves the others."""
-    from speechperf.benchmark import plan as run_plan
-    from speechperf.optimize.variants import config_dict
-    from speechperf.tune.space import technique_methods
+@attrs.define
+class Int8Maker:
+    """The int8 files of one (backend, method, stage) made when its candidate comes up, cached by content: the
+    fp32 variants are measured while the budget is young, and a budget that ends before a method's turn never pays
+    for its files. A backend's calibration (its fp32 stages opened and fed ``calibration_size`` samples) is done
+    once, by its first method that is not cached. How long each making took is kept beside its files
+    (``seconds.txt``): the next tune's estimate of what its first pass costs."""
 
-    out: dict[tuple[str, str, int], dict | BaseException] = {}
-    reused = 0
-    for name in backends:
-        methods = technique_methods(name, precisions)  # int8 methods, and pruned variants (--precisions pruned)
-        if not methods:
-            continue
-        plan = run_plan.resolve(cfg, name, workdir=workdir, quality="off")  # the backend's config, its dataset
-        base = config_dict(plan.cfg, name)
-        version = plan.backend.availability().version
-        folders = {
-            (m, i): root / digest(base, version, m, calibration_size) / m / f"stage{i}"
-            for m in methods
-            for i in range(1, len(cfg.stages) + 1)
-        }
-        todo = {}
-        for (method, index), folder in folders.items():
-            found = cached(folder)
-            if found is None:
-                todo[(method, index)] = folder
-            else:
-                out[(name, method, index)] = found
-                reused += 1
-        if todo:
-            out.update(_quantize(plan, base, todo, workdir, calibration_size))
-    return out, reused
+    cfg: Any
+    root: Path
+    workdir: Path
+    calibration_size: int
+    reused: int = 0  #: files found in the cache
+    made: int = 0  #: files made by this tune
+    seconds: float = 0.0  #: spent making them (calibration included)
+    _backends: dict[str, Any] = attrs.Factory(dict)  # name -> (plan, base config, version)
+    _calibrated: dict[str, Any] = attrs.Factory(dict)  # name -> calibrate()'s tuple, or the exception
 
+    def folder(self, backend: str, method: str, stage: int) -> Path:
+        plan, base, version = self._backend(backend)
+        return self.root / digest(base, version, method, self.calibration_size) / method / f"stage{stage}"
 
-def _quantize(plan, base, folders: dict[tuple[str, int], Path], workdir: Path, calibration_size: int):
-    """Calibrate the plan's fp32 stages once on its backend, then each (method, stage) into its folder."""
-    from speechperf.benchmark import build
-    from speechperf.optimize.run import calibrate, make_variant
+    def cached(self, backend: str, method: str, stage: int) -> dict | SpeechperfError | None:
+        return cached(self.folder(backend, method, stage))
 
-    cfg, backend = plan.cfg, plan.backend
-    out: dict[tuple[str, str, int], dict | BaseException] = {}
-    try:
-        stages, plans, calibration, held_out = calibrate(cfg, backend, plan.dataset, workdir, calibration_size)
-    except Exception as exc:  # the backend cannot run the stages: every method of it is dropped with the reason
-        reason = f"calibration failed: {_reason(exc)}"
-        return {(backend.name, m, i): SpeechperfError(reason) for m, i in folders}
-    for (method, index), folder in folders.items():
-        log.info("tune: quantizing stage%d on %s with %s ...", index, backend.name, method)
+    def cost(self, backend: str, method: str, stage: int) -> float | None:
+        """Seconds making these files takes: 0 when cached, what an earlier making took (kept in the cache), or
+        None when never measured here."""
+        folder = self.folder(backend, method, stage)
+        if cached(folder) is not None:
+            return 0.0
+        try:
+            return float((folder / SECONDS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def make(self, backend: str, method: str, stage: int) -> dict | BaseException:
+        """The stage keys that load the int8 files (from the cache, or made now), or what stopped the method."""
+        folder = self.folder(backend, method, stage)
+        found = cached(folder)
+        if found is not None:
+            self.reused += 1
+            return found
+        start = time.monotonic()
+        try:
+            with third_party_to_log():
+                got = self._make(backend, method, stage, folder)
+        finally:
+            spent = time.monotonic() - start
+            self.seconds += spent
+            self.made += 1
+            with contextlib.suppress(OSError):
+                folder.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(folder / SECONDS, f"{spent:.1f}\n", "tune cache")
+        return got
+
+    def _backend(self, name: str):
+        if name not in self._backends:
+            from speechperf.benchmark import plan as run_plan
+            from speechperf.optimize.variants import config_dict
+
+            with third_party_to_log():
+                plan = run_plan.resolve(self.cfg, name, workdir=self.workdir, quality="off")  # its config, dataset
+            self._backends[name] = (plan, config_dict(plan.cfg, name), plan.backend.availability().version)
+        return self._backends[name]
+
+    def _make(self, name: str, method: str, index: int, folder: Path) -> dict | BaseException:
+        from speechperf.benchmark import build
+        from speechperf.optimize.run import calibrate, make_variant
+
+        plan, base, _ = self._backend(name)
+        cfg, backend = plan.cfg, plan.backend
+        if name not in self._calibrated:
+            log.info("tune: calibrating %s's fp32 stages on %d sample(s) ...", name, self.calibration_size)
+            try:
+                self._calibrated[name] = calibrate(cfg, backend, plan.dataset, self.workdir, self.calibration_size)
+            except Exception as exc:  # the backend cannot run the stages: every method of it is dropped
+                self._calibrated[name] = SpeechperfError(f"calibration failed: {_reason(exc)}")
+        calibrated = self._calibrated[name]
+        if isinstance(calibrated, BaseException):
+            return calibrated
+        stages, plans, calibration, held_out = calibrated
+        log.info("tune: quantizing stage%d on %s with %s ...", index, name, method)
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
@@ -121,14 +155,12 @@ def _quantize(plan, base, folders: dict[tuple[str, int], Path], workdir: Path, c
                 )
         except Exception as exc:  # one method's failure is that stage's candidate's reason, never the search's end
             reason = _reason(exc)
-            log.warning("tune: stage%d %s %s: could not quantize: %s", index, backend.name, method, reason)
+            log.warning("tune: stage%d %s %s: could not quantize: %s", index, name, method, reason)
             write_text_atomic(folder / FAILED, reason + "\n", "tune cache")
-            out[(backend.name, method, index)] = SpeechperfError(reason)
-            continue
+            return SpeechperfError(reason)
         keys = data[f"stage{index}"]
         write_text_atomic(folder / VARIANT, json.dumps(keys, indent=1) + "\n", "tune cache")
-        out[(backend.name, method, index)] = keys
-    return out
+        return keys
 
 
 def _reason(exc: BaseException) -> str:

@@ -65,6 +65,9 @@ def pipeline_row(p: Pipeline) -> dict[str, Any]:
         "value": p.value,
         "front": p.front if p.stages else None,
         "status": p.status if p.stages else "reference",
+        # what the quality verdict was drawn from: the WER / BLEU loss with its bootstrap interval, per utterance
+        "quality_deltas": rec["quality_deltas"],
+        "utterance_errors": rec["utterance_errors"],
     }
 
 
@@ -144,22 +147,3 @@ def stage_size(cfg, c: StageCandidate) -> int | None:
     except Exception as exc:  # a format whose files were never built here: the size is left out, not guessed
         log.debug("tune: size of %s unknown: %s", c.key, exc)
         return None
-
-
-def answer(state) -> list[str]:
-    """The winner, the processes and the final compare: the console's last lines, the Markdown's and the HTML's
-    last section."""
-    lines = []
-    if state.winner is not None:
-        lines.append(f"winner: {state.winner.name}: {state.winner_config or '(config not written)'}")
-    else:
-        lines.append("no winner: no pipeline finished within the quality budget")
-    runner = state.runner
-    if runner is not None:
-        lines.append(f"processes: {runner.ran} run, {runner.reused} reused from an earlier run of this tune; "
-                     f"{state.budget.elapsed:.0f} s of the {state.opts.budget_s:.0f} s budget")  # fmt: skip
-    if state.final:
-        lines += state.final.get("left_out") or []
-        lines += state.final.get("sentences") or [state.final.get("skipped", "")]
-        lines.append(state.final.get("quality_vs_fp32") or "")
-    return [line for line in lines if line]

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import platform
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +33,23 @@ from speechperf.lifecycle import Lifecycle, lifecycle
 from speechperf.optimize.fidelity import QualityBudget
 from speechperf.results import Document
 from speechperf.results.environment import LoadProbe, machine
-from speechperf.tune import combine, report
+from speechperf.tune import answer, combine, report, verdict
+from speechperf.tune.answer import DEFAULT_CELL, WINNER_CELL, settle
 from speechperf.tune.combine import Pipeline
+from speechperf.tune.quantized import Int8Maker
+from speechperf.tune.quiet import third_party_to_log
 from speechperf.tune.runs import Budget, Runner, state_digest
 from speechperf.tune.screen import Screening, ScreenPlan, rungs, screen
-from speechperf.tune.space import INT8, PRUNED, cpu_has_bf16, float_candidates, int8_candidates
+from speechperf.tune.space import (
+    INT8,
+    PRUNED,
+    Dropped,
+    StageCandidate,
+    cpu_has_bf16,
+    float_candidates,
+    pending_int8_candidates,
+    with_int8_files,
+)
 from speechperf.views import tune as tune_view
 
 log = logging.getLogger(__name__)
@@ -47,12 +61,13 @@ MAX_PIPELINES = 4
 PIPELINE_RUNS = 2
 FINAL_RUNS = 3
 WINNER_CONFIG = "winner.yaml"
-#: The final compare's fp32 pipeline with every stage on its backend's default path.
-DEFAULT_CELL = "all default"
 #: What is kept for the end-to-end runs and the final compare, over their estimate: the time between phases (writing
 #: the winner, the documents) and runs slower than the reference's (the first such tune here kept the exact
 #: estimate, 684 s, and had 684 s left, a hair short, so its final compare did not run).
 MARGIN = 1.15
+#: Seconds the screening leaves on top, for the work between the phases (the last process stopped, the sizes, the
+#: combinations): a 600 s tune stopped its screening at its reserve and had 2 s too few for its pipeline's run.
+PHASE_SLACK_S = 30.0
 
 
 @attrs.frozen
@@ -91,8 +106,11 @@ class _Tune:
     winner_config: Path | None = None
     final: dict[str, Any] | None = None
     run: Lifecycle | None = None  #: where the document is written as the phases end
-    reused_int8: int = 0
     environment: dict[str, Any] = attrs.Factory(machine)
+    maker: Int8Maker | None = None  #: the int8 files, made as their candidates come up
+    nothing: str | None = None  #: the one line when nothing could be measured
+    short: bool = False  #: a budget too short for every pipeline and final cell (SHORT_SETS)
+    verdict: dict[str, Any] | None = None  #: the final compare's verdict on the winner against the reference
 
     def document(self) -> Document:
         o = self.opts
@@ -111,14 +129,19 @@ class _Tune:
                 "run": runner.ran if runner else 0,
                 "reused": runner.reused if runner else 0,
                 "wall_s": round(runner.wall_s, 1) if runner else 0.0,
-                "int8_variants_reused": self.reused_int8,
+                "int8_variants_reused": self.maker.reused if self.maker else 0,
+                "int8_variants_made": self.maker.made if self.maker else 0,
+                "int8_making_s": round(self.maker.seconds, 1) if self.maker else 0.0,
             },
             "dropped": [attrs.asdict(d) for d in (self.screening.dropped if self.screening else [])],
             "front": [p.name for p in self.pipelines if p.front],
             "winner": None if self.winner is None else combine.record(self.winner),
             "winner_config": None if self.winner_config is None else str(self.winner_config),
             "final_compare": self.final,
-            "answer": report.answer(self),
+            "verdict": self.verdict,
+            "short_budget": self.short,
+            "nothing_measured": self.nothing,
+            "answer": answer.lines(self),
             "options": o.options,
         }
         return Document(
@@ -134,9 +157,13 @@ class _Tune:
             self.run.write(self.document())
 
 
+#: Exit codes: an answer (a winner, or the reference where nothing beat it); no pipeline within the quality budget
+#: (every one measured over it or failed, or the budget ended before one ran whole); nothing measured at all.
+EXIT_ANSWER, EXIT_NO_WINNER, EXIT_NOTHING_MEASURED = 0, 1, 3
+
+
 def run_tune(cfg: BenchConfig, opts: TuneOptions, out=None) -> int:
-    """The whole tune through the command lifecycle; returns the exit code: 0 a winner within the budget, 1 none
-    (every pipeline over the quality budget or failed, or the time budget spent before one finished)."""
+    """The whole tune through the command lifecycle; returns the exit code (EXIT_*)."""
     from speechperf.outputs import check_output_folder
 
     with lifecycle(opts.exports, out=out or sys.stdout) as run:  # the exports checked before any process
@@ -146,12 +173,17 @@ def run_tune(cfg: BenchConfig, opts: TuneOptions, out=None) -> int:
             check_plot_path(opts.plot)
         check_output_folder(opts.out_dir, "--out-dir")
         workdir = opts.workdir
-        _check(cfg, opts, workdir)
-        state = _Tune(opts, cfg, Budget(opts.budget_s), run=run)
+        with third_party_to_log():  # the frameworks imported to list their variants and methods
+            _check(cfg, opts)
+            state = _Tune(opts, cfg, Budget(opts.budget_s), run=run)
+            candidates, dropped = _candidates(cfg, opts)
+        log.info("tune: %s", _first_line(cfg, opts, candidates, dropped))
+        with third_party_to_log():  # the derived files (an ONNX export logs its constant folding)
+            _check_configs(cfg, opts, workdir)
         probe = LoadProbe().start()
         try:
             try:
-                code = _search(state, workdir)
+                code = _search(state, workdir, candidates, dropped)
             finally:
                 state.environment["load"] = probe.stop()
         except KeyboardInterrupt:
@@ -163,10 +195,8 @@ def run_tune(cfg: BenchConfig, opts: TuneOptions, out=None) -> int:
         return run.finish(doc, code)
 
 
-def _check(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
-    """What can be refused before any process: the objective, and the config for every backend searched (the
-    backend installed, a derived file exported once, here, for every child)."""
-    from speechperf.benchmark import plan
+def _check(cfg: BenchConfig, opts: TuneOptions) -> None:
+    """What can be refused before any process: the executor, the objective, every backend installed."""
     from speechperf.launch.executors import get_executor
     from speechperf.registry import require_backend
 
@@ -177,13 +207,40 @@ def _check(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
         log.warning("--objective throughput with --batch-sizes 1: samples one at a time; give --batch-sizes 1,8")
     for name in opts.backends:
         require_backend(name)
+
+
+def _check_configs(cfg: BenchConfig, opts: TuneOptions, workdir: Path) -> None:
+    """The config for every backend searched: a derived file exported once, here, for every child."""
+    from speechperf.benchmark import plan
+
+    for name in opts.backends:
         plan.check(cfg, name, workdir)
 
 
-def _search(state: _Tune, workdir: Path) -> int:
+def _candidates(cfg: BenchConfig, opts: TuneOptions) -> tuple[list[StageCandidate], list[Dropped]]:
+    """Every candidate of every stage: the fp32 / bf16 variants, and the int8 methods, whose files are made when
+    their candidate comes up (speechperf.tune.quantized.Int8Maker). The techniques are enumerated in
+    speechperf.tune.order.TECHNIQUES; each adds its candidates here."""
+    candidates, dropped = float_candidates(cfg, opts.backends, opts.precisions, opts.threads, cpu_has_bf16())
+    if INT8 in opts.precisions or PRUNED in opts.precisions:
+        candidates += pending_int8_candidates(len(cfg.stages), opts.backends, opts.threads, opts.precisions)
+    return candidates, dropped
+
+
+def _first_line(cfg: BenchConfig, opts: TuneOptions, candidates, dropped) -> str:
+    """What the search holds and what is known of its cost before anything ran."""
+    pending = sum(1 for c in candidates if c.pending)
+    made = f" ({pending} int8 or pruned, their files made when they come up)" if pending else ""
+    return (
+        f"{len(candidates)} candidate(s){made} over {len(cfg.stages)} stage(s) and {len(opts.backends)} "
+        f"backend(s), {len(dropped)} dropped before any run; each backend's default first; one screening pass "
+        f"over every candidate: unknown until the first process is measured; --budget {opts.budget_s:.0f} s"
+    )
+
+
+def _search(state: _Tune, workdir: Path, candidates: list[StageCandidate], dropped: list[Dropped]) -> int:
     from speechperf.data import load_dataset
     from speechperf.optimize.variants import config_dict
-    from speechperf.tune.quantized import int8_variants
 
     opts, cfg = state.opts, state.cfg
     dataset_size = len(load_dataset(cfg.general, cfg.roles[0]))
@@ -203,44 +260,183 @@ def _search(state: _Tune, workdir: Path) -> int:
     fingerprint = (platform.node(), state.environment.get("cpu"), state.environment.get("cpu_count"))
     digest = state_digest(plan.config, plan.sets, ladder, fingerprint, opts.calibration_size, opts.batch_sizes)
     state.runner = Runner(opts.out_dir / "state", digest, state.budget, opts.timeout_s, opts.executor, opts.jobs)
+    state.maker = Int8Maker(cfg, workdir / "tune" / "int8", workdir, opts.calibration_size)
     if state.runner.known:
         log.info(
             "tune: resuming: %d finished process(es) of an earlier run of this tune are reused", len(state.runner.known)
         )
-
-    candidates, dropped = float_candidates(cfg, opts.backends, opts.precisions, opts.threads, cpu_has_bf16())
-    if INT8 in opts.precisions or PRUNED in opts.precisions:
-        log.info("tune: making the int8 variants (cached by content in %s) ...", workdir / "tune" / "int8")
-        made, state.reused_int8 = int8_variants(
-            cfg, opts.backends, workdir / "tune" / "int8", workdir, opts.calibration_size, opts.precisions
-        )
-        more, gone = int8_candidates(made, opts.threads)
-        candidates += more
-        dropped += gone
-    log.info("tune: %d candidate(s) over %d stage(s), %d dropped before any run; budget %.0f s, %.0f s left",
-             len(candidates), len(cfg.stages), len(dropped), opts.budget_s, state.budget.left)  # fmt: skip
+    note = _resolution(cfg, reference_backend, workdir, opts.budget)
+    if note:
+        log.warning("tune: %s", note)
     # The reference run whole first: the quality every pipeline is judged against, and the time one scored process
     # takes, which sizes what the screening must leave for the end-to-end runs and the final compare.
     state.reference = combine.Pipeline(combine.REFERENCE, (), batch_size=max(opts.batch_sizes))
     combine.run_pipelines(state.reference, [], plan, END_SETS, 1, state.runner, lambda: 0.0)
-    processes_after = MAX_PIPELINES * len(opts.batch_sizes) * PIPELINE_RUNS + PIPELINE_RUNS - 1 + _final_processes(opts)
+    if _scored_wall(state) is None:
+        state.nothing = _nothing_measured(state, candidates)
+        return EXIT_NOTHING_MEASURED
+    state.short = _tight(state)
+    if state.short:
+        log.info(
+            "tune: a short budget for this pipeline (one scored process takes %.0f s): after the screening, one "
+            "pipeline runs whole, and it and the final compare time one pass (general.repeat=1) without the "
+            "memory pass",
+            _full_wall(state),
+        )
 
     def reserve(found: Screening | None = None) -> float:
-        return (_scored_wall(state) or 0.0) * processes_after * MARGIN
+        return _reserve(state)
 
-    state.screening = screen(candidates, dropped, plan, ladder, state.runner, reserve)
-    for row in state.screening.rows.values():
-        if row.values:
-            row.size_bytes = report.stage_size(cfg, row.candidate)
+    def prepare(cand: StageCandidate, reserve_s: float, expect_s: float) -> StageCandidate | Dropped | None:
+        """A pending int8 candidate's files, made now if what is left pays for making them and one run."""
+        assert state.maker is not None
+        method = cand.precision.partition(":")[2]
+        cost = state.maker.cost(cand.backend, method, cand.stage)
+        if cost is None:  # never made here: as long as those this tune made took, else as the reference's first
+            # whole-dataset process (calibrating feeds calibration_size samples through the stages and checks one
+            # more: ort-dynamic on Whisper tiny.en took 74 s on a busy machine, its reference process 80 s)
+            cost = state.maker.seconds / state.maker.made if state.maker.made else (_full_wall(state) or 0.0)
+        if state.budget.left - reserve_s < cost + expect_s:
+            return None
+        return with_int8_files(cand, state.maker.make(cand.backend, method, cand.stage))
+
+    def announce(found: Screening) -> None:
+        log.info("tune: %s", _pass_line(state, candidates, found))
+
+    state.screening = screen(candidates, dropped, plan, ladder, state.runner, reserve, prepare, announce)
+    with third_party_to_log():  # a size may build a format's files
+        for row in state.screening.rows.values():
+            if row.values:
+                row.size_bytes = report.stage_size(cfg, row.candidate)
     state.write()
+    if not any(row.values for row in state.screening.rows.values()):
+        state.nothing = _nothing_measured(state, candidates)
+        return EXIT_NOTHING_MEASURED
     _end_to_end(state, plan)
     state.write()
     if state.winner is None:
-        log.error("tune: no pipeline finished within the quality budget")
-        return 1
+        log.error("tune: %s", answer.no_winner(state))
+        return EXIT_NO_WINNER
     state.winner_config = _write_winner(state, plan)
-    state.final = _final_compare(state, plan, workdir)
-    return 0
+    with third_party_to_log("final compare output"):
+        state.final = _final_compare(state, plan, workdir)
+    state.verdict = settle(state)
+    if state.verdict["answer"] == "reference":
+        _keep_the_reference(state, plan)
+    return EXIT_ANSWER
+
+
+def _answer_processes(opts: TuneOptions) -> int:
+    """The fewest processes an answer needs after the screening: the best pipeline run whole once (its quality),
+    and a final compare of the winner against the all-default pipeline (its speed, with σ and p)."""
+    return len(opts.batch_sizes) + 2 * opts.final_runs
+
+
+def _reserve(state: _Tune) -> float:
+    """What the screening leaves for what follows: every pipeline and every final cell where that is at most half
+    the budget, else what one answer needs (a 600 s budget on Whisper tiny.en kept 24 processes' time, more than it
+    had, and screened nothing)."""
+    opts = state.opts
+    wall = _scored_wall(state) or 0.0
+    return wall * (_answer_processes(opts) if state.short else _every_process(opts)) * MARGIN + PHASE_SLACK_S
+
+
+def _every_process(opts: TuneOptions) -> int:
+    """Every pipeline run whole (twice), the reference's second run and every final compare cell."""
+    return MAX_PIPELINES * len(opts.batch_sizes) * PIPELINE_RUNS + PIPELINE_RUNS - 1 + _final_processes(opts)
+
+
+def _tight(state: _Tune) -> bool:
+    """A budget where every pipeline and every final cell would take more than half of it."""
+    return (_full_wall(state) or 0.0) * _every_process(state.opts) * MARGIN > state.opts.budget_s / 2
+
+
+#: On a short budget, the whole-dataset processes after the reference's first: one timed pass, no memory pass
+#: (the first reference process of Whisper tiny.en on 5 clips took 75 s on a busy 2-core machine: nine such
+#: processes are more than a 600 s budget), and what they take, as a share of the reference's first.
+SHORT_SETS = ("general.repeat=1",)
+SHORT_SHARE = 0.5
+
+
+def _end_sets(state: _Tune) -> tuple[str, ...]:
+    if not state.short:
+        return END_SETS
+    meters = "[runtime,memory,quality]" if state.opts.objective == "memory" else "[runtime,quality]"
+    return (f"general.meters={meters}", *SHORT_SETS)
+
+
+def _pass_line(state: _Tune, candidates: Sequence[StageCandidate], found: Screening) -> str:
+    """How long one screening pass over every candidate is expected to take, and what the budget covers of it."""
+    assert state.maker is not None
+    process = found.first_wall_s
+    if process is None:
+        return "one screening pass: unknown: no screening process fitted in what is left after an answer's time"
+    costs = [state.maker.cost(c.backend, c.precision.partition(":")[2], c.stage) for c in candidates if c.pending]
+    to_make = [c for c in costs if c != 0.0]  # not cached: made by this tune when its candidate comes up
+    known, unknown = sum(c for c in to_make if c is not None), sum(1 for c in to_make if c is None)
+    guess = _full_wall(state) or 0.0  # a set never made here: as long as the reference's first process
+    total = len(candidates) * process + known + unknown * guess
+    making = ""
+    if to_make:
+        parts = [f"{known:.0f} s as last made here"] if len(to_make) > unknown else []
+        parts += [f"{unknown} never made here, about {guess:.0f} s each (a guess)"] if unknown else []
+        making = f" + making {len(to_make)} int8 file set(s): {', '.join(parts)}"
+    reserve = _reserve(state)
+    room = state.budget.left - reserve
+    covers = min(len(candidates), int(max(0.0, room) // process)) if process > 0 else len(candidates)
+    return (
+        f"one screening pass over {len(candidates)} candidate(s): about {total:.0f} s ({len(candidates)} "
+        f"process(es) of about {process:.0f} s, the reference's first{making}); {max(0.0, room):.0f} s of --budget "
+        f"{state.opts.budget_s:.0f} are left for it after {reserve:.0f} s kept for an answer: it covers about "
+        f"{covers} of them"
+    )
+
+
+def _nothing_measured(state: _Tune, candidates: Sequence[StageCandidate]) -> str:
+    """The one line when no candidate could be measured: what a first pass needs."""
+    wall = _scored_wall(state)
+    opts = state.opts
+    if wall is None:  # the reference itself did not finish: at least its time, once per candidate and answer
+        spent = max([r.wall_s or 0.0 for r in (state.reference.runs if state.reference else [])] or [0.0])
+        wall = max(spent, state.budget.elapsed)
+        need = wall * (2 + len(candidates) + _answer_processes(opts)) * MARGIN
+        return (
+            f"nothing measured: the reference pipeline did not finish within --budget {opts.budget_s:.0f} s; a "
+            f"first pass needs more than that: try --budget {_round_up(need)} or more"
+        )
+    making = 0.0
+    if state.maker is not None:
+        costs = [state.maker.cost(c.backend, c.precision.partition(":")[2], c.stage) for c in candidates if c.pending]
+        making = sum(c for c in costs if c)
+    # a screening process: the first rung's reference where it ran, else (an upper bound) a whole scored one
+    first = state.screening.first_wall_s if state.screening else None
+    process = first or wall
+    need = state.budget.elapsed + process * len(candidates) * MARGIN + making + _reserve(state)
+    return (
+        f"nothing measured: --budget {opts.budget_s:.0f} s left no time for a candidate after the reference "
+        f"({wall:.0f} s a process) and what an answer needs; a first pass needs about --budget {_round_up(need)}"
+    )
+
+
+def _round_up(seconds: float) -> int:
+    return int(math.ceil(seconds / 60.0) * 60)
+
+
+def _resolution(cfg: BenchConfig, backend: str, workdir: Path, budget: QualityBudget) -> str | None:
+    """The quality budget against what the dataset can resolve: N reference words make one error 100/N points."""
+    from speechperf.benchmark import plan as run_plan
+
+    try:
+        with third_party_to_log():
+            resolved = run_plan.resolve(cfg, backend, workdir=workdir, quality="meters")
+    except SpeechperfError:
+        return None
+    refs = resolved.references
+    if refs is None or not refs.texts or refs.translation or not resolved.score_quality:
+        return None
+    ids = [getattr(s, "id", None) for s in resolved.dataset]
+    words = sum(len(refs.texts[i].split()) for i in ids if i in refs.texts)
+    return verdict.resolution_note(words, budget.max_wer_increase)
 
 
 def _end_to_end(state: _Tune, plan: ScreenPlan) -> None:
@@ -255,11 +451,17 @@ def _end_to_end(state: _Tune, plan: ScreenPlan) -> None:
     assert state.reference is not None
 
     def reserve() -> float:  # the final compare's processes score quality as these do: timed by the reference's
-        return (_scored_wall(state) or 0.0) * _final_processes(opts) * MARGIN
+        if not any(p.runs for p in pipelines):  # the first pipeline's run is the answer's least: it always may start
+            return 0.0
+        processes = 2 * opts.final_runs if state.short else _final_processes(opts)  # a short budget: 2 cells
+        return (_scored_wall(state) or 0.0) * processes * MARGIN
 
-    log.info("tune: %d pipeline(s) end to end, %d run(s) each, with the reference", len(pipelines), PIPELINE_RUNS)
+    runs = PIPELINE_RUNS
+    if state.short:  # the best predicted pipeline once, for its quality: the final compare times it
+        pipelines, runs = pipelines[: len(opts.batch_sizes)], 1
+    log.info("tune: %d pipeline(s) end to end, %d run(s) each, with the reference", len(pipelines), runs)
     state.pipelines = combine.run_pipelines(
-        state.reference, pipelines, plan, END_SETS, PIPELINE_RUNS, state.runner, reserve, _scored_wall(state) or 0.0
+        state.reference, pipelines, plan, _end_sets(state), runs, state.runner, reserve, _scored_wall(state) or 0.0
     )
     for p in state.pipelines:
         p.size_bytes = report.pipeline_size(cfg, p)
@@ -282,9 +484,18 @@ def _final_processes(opts: TuneOptions) -> int:
     return (len(opts.backends) + 2) * opts.final_runs
 
 
-def _scored_wall(state: _Tune) -> float | None:
-    """Seconds one quality-scored whole-pipeline process takes: the reference's longest end-to-end run."""
+def _full_wall(state: _Tune) -> float | None:
+    """Seconds the reference's first end-to-end process took (the config's repeat, every meter)."""
     walls = [r.wall_s for r in (state.reference.runs if state.reference else []) if r.ok and r.wall_s]
+    return walls[0] if walls else None
+
+
+def _scored_wall(state: _Tune) -> float | None:
+    """Seconds one quality-scored whole-pipeline process takes: the reference's longest end-to-end run (on a
+    short budget, its runs after the first, or the first's share until one ran)."""
+    walls = [r.wall_s for r in (state.reference.runs if state.reference else []) if r.ok and r.wall_s]
+    if walls and state.short:
+        return max(walls[1:]) if len(walls) > 1 else walls[0] * SHORT_SHARE
     if walls:
         return max(walls)
     return state.screening.reference_wall_s if state.screening else None
@@ -319,6 +530,26 @@ def _write_winner(state: _Tune, plan: ScreenPlan) -> Path:
     return path
 
 
+#: Where a tie leaves the candidate's config: winner.yaml is then the reference's.
+TIED_CONFIG = "tied.yaml"
+
+
+def _keep_the_reference(state: _Tune, plan: ScreenPlan) -> None:
+    """A tie: ``winner.yaml`` becomes the reference pipeline (the answer), the tied candidate's config is kept as
+    ``tied.yaml`` beside it."""
+    from speechperf.config import write_config
+    from speechperf.config.load import apply_sets
+
+    assert state.winner_config is not None
+    tied = state.winner_config.with_name(TIED_CONFIG)
+    state.winner_config.replace(tied)
+    data = _plain(plan.config)
+    apply_sets(data, list(_final_sets(state.cfg)))
+    data["general"]["threads"] = state.winner.threads if state.winner else 1
+    state.winner_config = write_config(data, state.opts.out_dir / WINNER_CONFIG)
+    log.info("tune: a tie: %s is the reference pipeline; the tied candidate's config is %s", state.winner_config, tied)
+
+
 def _final_sets(cfg: BenchConfig) -> tuple[str, ...]:
     """What the winner's config and the final compare change in the user's config: at least one warm-up (a
     compiled variant compiles on its first call)."""
@@ -346,14 +577,21 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
     assert winner is not None and state.screening is not None and state.winner_config is not None
     runs_left = state.budget.left
     wall = _scored_wall(state) or 0.0
-    shared = (*_final_sets(state.cfg), f"general.batch_size={winner.batch_size}")  # as the winner's config has them
+    # one timed pass a process on a short budget, without the memory and FLOP passes, every cell alike (a 600 s
+    # tune's final compare with them ran 32 s past --budget)
+    short = _end_sets(state) if state.short else ()
+    shared = (*_final_sets(state.cfg), f"general.batch_size={winner.batch_size}", *short)  # as the winner's config
     # All default first: compare scores every cell's quality against its first, so the winner's is read against fp32.
     cells = [Cell(DEFAULT_CELL, plan.backend, winner.threads, plan.config, None, shared)]
-    cells.append(Cell(f"tune winner: {winner.name}", winner.stages[0].backend, winner.threads, state.winner_config))
+    label = f"{WINNER_CELL}{winner.name}"
+    cells.append(Cell(label, winner.stages[0].backend, winner.threads, state.winner_config, None, short))
     # Each cell's process time: the reference's, the winner's own, a backend's pipeline's from what its stages'
     # processes took over the reference's in the screening (paddle's Whisper loads for minutes where onnxruntime's
     # takes seconds).
-    walls = [wall, max([r.wall_s for r in winner.runs if r.ok and r.wall_s] or [wall])]
+    own = max([r.wall_s for r in winner.runs if r.ok and r.wall_s] or [wall])
+    if state.short:  # the winner's run is the one measured process of this kind: no cell is expected faster (a
+        wall = max(wall, own)  # 600 s tune that guessed half the reference's first process ran 32 s past --budget)
+    walls = [wall, own]
     speeds = [0.0, 0.0]  # each single-framework pipeline's predicted seconds per sample: the sum of its stages'
     for backend in opts.backends:
         best = report.single_framework(state.screening, backend, len(state.cfg.stages))
@@ -365,6 +603,8 @@ def _final_compare(state: _Tune, plan: ScreenPlan, workdir: Path) -> dict[str, A
             )
             continue
         sets = tuple(s for c in best for s in c.sets)
+        if sets == winner.sets:  # the winner is this backend's own best: one cell, not two of the same pipeline
+            continue
         cells.append(
             Cell(f"{backend} only, best variants", backend, winner.threads, plan.config, None, (*shared, *sets))
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -26,6 +26,7 @@ import attrs
 from speechperf.compare.parity import group_parity
 from speechperf.launch.cell import Cell
 from speechperf.launch.result import RunResult
+from speechperf.tune.order import round_robin
 from speechperf.tune.runs import Runner, stage_figures
 from speechperf.tune.space import Dropped, StageCandidate
 
@@ -86,6 +87,7 @@ class Screening:
     rows: dict[str, Screened]
     dropped: list[Dropped]
     reference_wall_s: float | None = None  # one full-dataset process of the reference pipeline
+    first_wall_s: float | None = None  # the first rung's reference process: what one screening process takes
 
     def survivors(self, stage: int) -> list[Screened]:
         alive = [r for r in self.rows.values() if r.candidate.stage == stage and r.alive]
@@ -110,6 +112,11 @@ def reference_key(rung_index: int, threads: int) -> str:
     return f"reference t={threads} @rung{rung_index}"
 
 
+#: ``prepare(candidate, reserve_s, expect_s)``: a pending candidate with its files made (int8), the reason it cannot
+#: run (Dropped), or None when what is left after ``reserve_s`` cannot pay for making them and a run of ``expect_s``.
+Prepare = Callable[[StageCandidate, float, float], "StageCandidate | Dropped | None"]
+
+
 def screen(
     candidates: Sequence[StageCandidate],
     dropped: Sequence[Dropped],
@@ -117,11 +124,14 @@ def screen(
     ladder: Sequence[Rung],
     runner: Runner,
     reserve_s,
+    prepare: Prepare | None = None,
+    on_first_reference: Callable[[Screening], None] | None = None,
 ) -> Screening:
-    """Successive halving over ``candidates``; ``reserve_s(screening)`` is the time kept for what follows (the
-    end-to-end runs and the final compare). A process is not started when what is left is less than the median
-    time of this rung's processes so far (before any, the reference's time at this rung): it would be killed before
-    it finished."""
+    """Successive halving over ``candidates``, each rung in ``order.round_robin``'s order; ``reserve_s(screening)``
+    is the time kept for what follows (the end-to-end runs and the final compare). A process is not started when
+    what is left is less than the median time of this rung's processes so far (before any, the reference's time at
+    this rung): it would be killed before it finished. A pending candidate's files are made (``prepare``) when it
+    comes up; ``on_first_reference`` is told once the first rung's reference has run (the pass can be estimated)."""
     found = Screening({c.key: Screened(c) for c in candidates}, list(dropped))
     alive = list(candidates)
     for index, rung in enumerate(ladder, 1):
@@ -137,19 +147,34 @@ def screen(
                 got = runner.run(plan.cell(key, rung, n), run, f"{key} run{run}", reserve_s(found), expect)
                 if got is not None:
                     results.append(got)
+                    if index == 1 and got.ok and got.wall_s and found.first_wall_s is None:
+                        found.first_wall_s = got.wall_s
                     if got.ok and got.wall_s and (found.reference_wall_s is None or rung.samples == ladder[-1].samples):
                         # one whole-dataset process; from few samples, scaled up (load time and all: an upper bound)
                         found.reference_wall_s = got.wall_s * ladder[-1].samples / rung.samples
                         runner.typical_wall_s = found.reference_wall_s
+        if index == 1 and on_first_reference is not None:
+            on_first_reference(found)
         log.info("tune: rung %d of %d: %d candidate(s), %s", index, len(ladder), len(alive), _describe(rung))
+        if prepare is not None and runner.jobs > 1:  # made before they go out together
+            alive = _prepare_all(found, alive, prepare, reserve_s(found), expect)
         if runner.jobs > 1:  # launched together, --jobs at a time (a Ray cluster spreads them over its nodes)
             items = [
                 (plan.cell(f"{c.key} @rung{index}", rung, c.threads, c.sets), run, f"{c.key} @rung{index} run{run}")
-                for c in _round_robin(alive)
+                for c in round_robin(alive)
                 for run in range(rung.runs)
             ]
             results += [got for got in runner.run_many(items, reserve_s(found)) if got is not None]
-        for cand in _round_robin(alive) if runner.jobs == 1 else ():
+        for cand in round_robin(alive) if runner.jobs == 1 else ():
+            walls = [r.wall_s for r in results if r.wall_s]
+            if cand.pending:
+                ready = _prepare(found, cand, prepare, reserve_s(found), statistics.median(walls or [expect]))
+                if ready is None:
+                    continue  # what is left cannot pay for its files and a run: a cheaper one may still fit
+                alive = [ready if c is cand else c for c in alive]
+                if isinstance(ready, Dropped):
+                    continue
+                cand = ready
             for run in range(rung.runs):
                 label = f"{cand.key} @rung{index}"
                 walls = [r.wall_s for r in results if r.wall_s]
@@ -160,6 +185,7 @@ def screen(
                 results.append(got)
                 if got.exit_code == 2:  # refused its input: every later run would be too
                     break
+        alive = [c for c in alive if isinstance(c, StageCandidate) and not c.pending]  # never made: not tried
         for cand in alive:
             _judge(found.rows[cand.key], cand, index, rung, results, plan)
         alive = _halve(found, alive, last)
@@ -175,21 +201,25 @@ def _describe(rung: Rung) -> str:
     return f"{rung.samples} sample(s) x {rung.repeat} repeat(s), {rung.runs} run(s) each"
 
 
-def _round_robin(alive: Sequence[StageCandidate]) -> list[StageCandidate]:
-    """Stage by stage in turn, and within a stage one of each (backend, precision) in turn: a budget that runs out
-    leaves every kind of candidate tried (a Whisper tune at 720 s, its candidates in declared order, ran out at
-    rung 1 before any int8 one)."""
-    by_stage: dict[int, dict[tuple[str, str], list[StageCandidate]]] = {}
-    for cand in alive:
-        by_stage.setdefault(cand.stage, {}).setdefault((cand.backend, cand.precision), []).append(cand)
-    return _interleave([_interleave(list(kinds.values())) for kinds in by_stage.values()])
+def _prepare(found: Screening, cand: StageCandidate, prepare: Prepare | None, reserve: float, expect: float):
+    """``cand`` with its files made (its row now names it), Dropped (its row says why), or None (not affordable)."""
+    if prepare is None:
+        return None
+    ready = prepare(cand, reserve, expect)
+    row = found.rows[cand.key]
+    if isinstance(ready, Dropped):
+        row.status = f"dropped: {ready.reason}"
+    elif ready is not None:
+        row.candidate = ready
+    return ready
 
 
-def _interleave(groups: Sequence[Sequence[StageCandidate]]) -> list[StageCandidate]:
-    """The first of each group, then the second of each, ..."""
-    out: list[StageCandidate] = []
-    for i in range(max((len(g) for g in groups), default=0)):
-        out += [g[i] for g in groups if i < len(g)]
+def _prepare_all(found: Screening, alive, prepare: Prepare, reserve: float, expect: float) -> list:
+    out = []
+    for cand in round_robin(alive):
+        ready = _prepare(found, cand, prepare, reserve, expect) if cand.pending else cand
+        if isinstance(ready, StageCandidate):
+            out.append(ready)
     return out
 
 

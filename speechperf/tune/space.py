@@ -21,7 +21,7 @@ Precisions:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -52,6 +52,9 @@ class StageCandidate:
     threads: int
     sets: tuple[str, ...] = ()
     what: str = ""  # the variant's description
+    #: its files are made when it comes up in the screening (int8: speechperf.tune.quantized.Int8Maker); until
+    #: then ``sets`` only pin the backend
+    pending: bool = False
 
     @property
     def key(self) -> str:
@@ -142,26 +145,35 @@ def float_candidates(
     return out, dropped
 
 
-def int8_candidates(
-    quantized: Mapping[tuple[str, str, int], Any], threads: Sequence[int]
-) -> tuple[list[StageCandidate], list[Dropped]]:
-    """The int8 candidates: ``quantized[(backend, method, stage)]`` holds the stage keys that load the int8 files
-    (speechperf.tune.quantized), or the exception that stopped the method on that stage."""
-    out: list[StageCandidate] = []
-    dropped: list[Dropped] = []
-    for (backend, method, index), made in quantized.items():
-        kind = PRUNED if method in PRUNED_VARIANTS else INT8
-        precision = f"{kind}:{method}"
-        if isinstance(made, BaseException):
-            for n in threads:
-                key = f"stage{index} {backend}:default {precision} t={n}"
-                dropped.append(Dropped(key, index, backend, precision, f"could not quantize: {made}"))
-            continue
-        sets = [f"stage{index}.backend={backend}"]
-        sets += [f"stage{index}.{k}={json.dumps(v)}" for k, v in sorted(made.items()) if k in LOAD_KEYS]
-        for n in threads:
-            out.append(StageCandidate(index, backend, "default", precision, n, tuple(sets), f"{method} {kind} files"))
-    return out, dropped
+def pending_int8_candidates(
+    stages: int, backends: Sequence[str], threads: Sequence[int], precisions: Sequence[str] = (INT8,)
+) -> list[StageCandidate]:
+    """Every int8 method (and, with ``pruned`` in ``precisions``, every pruned variant) of every backend on every
+    stage, its files not made yet (made when it comes up)."""
+    out = []
+    for index in range(1, stages + 1):
+        for backend in backends:
+            for method in technique_methods(backend, precisions):
+                kind = _kind(method)
+                for n in threads:
+                    sets = (f"stage{index}.backend={backend}",)
+                    what = f"{method} {kind} files, made when it comes up"
+                    out.append(StageCandidate(index, backend, "default", f"{kind}:{method}", n, sets, what, True))
+    return out
+
+
+def _kind(method: str) -> str:
+    return PRUNED if method in PRUNED_VARIANTS else INT8
+
+
+def with_int8_files(cand: StageCandidate, made: Any) -> StageCandidate | Dropped:
+    """A pending int8 candidate once its files are made (``made``: the stage keys, or what stopped the method)."""
+    if isinstance(made, BaseException):
+        return Dropped(cand.key, cand.stage, cand.backend, cand.precision, f"could not quantize: {made}")
+    sets = [f"stage{cand.stage}.backend={cand.backend}"]
+    sets += [f"stage{cand.stage}.{k}={json.dumps(v)}" for k, v in sorted(made.items()) if k in LOAD_KEYS]
+    kind, _, method = cand.precision.partition(":")
+    return attrs.evolve(cand, sets=tuple(sets), what=f"{method} {kind} files", pending=False)
 
 
 #: The stage keys a quantized variant changes (speechperf.optimize.variants.write_variant).

@@ -98,7 +98,9 @@ def _pipelines_table(doc: Document, heading: str) -> list[str]:
 
 
 def console(doc: Document, how: Shown) -> str:
-    """The stage tables, the pipelines, then the answer's lines."""
+    """The stage tables, the pipelines, then the answer's lines; where nothing could be measured, its one line."""
+    if doc.get("nothing_measured"):
+        return f"{doc.get('nothing_measured')}\n"
     heading = title(doc)
     return (
         "\n".join(_stage_tables(doc, heading) + _pipelines_table(doc, heading) + list(doc.get("answer") or [])) + "\n"
