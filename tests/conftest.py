@@ -74,6 +74,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in ALONE_MODULES or getattr(item, "originalname", item.name) in ALONE_TESTS:
             item.add_marker("alone")
+    workers = getattr(config, "workerinput", {}).get("workercount")
+    if workers:
+        items[:] = alone_first_in_every_share(items, workers)
+
+
+def alone_first_in_every_share(items: list, workers: int) -> list:
+    """The order that starts each worker's share with ``alone`` tests. xdist's worksteal hands each worker a
+    contiguous share of the collection (``len(left) // workers_left`` items in turn); an ``alone`` test met mid-run
+    waited for the other worker's test to end, up to a minute idle behind one slow test (57 s of worker time in a
+    suite run). Run first, the alone tests of every share wait only for each other."""
+    alone = [item for item in items if item.get_closest_marker("alone") is not None]
+    rest = [item for item in items if item.get_closest_marker("alone") is None]
+    ordered: list = []
+    left = len(items)
+    for worker in range(workers):
+        share = left // (workers - worker)
+        mine = alone[worker::workers]
+        take = max(0, share - len(mine))
+        ordered += mine + rest[:take]
+        del rest[:take]
+        left -= share
+    return ordered + rest
 
 
 @pytest.hookimpl(tryfirst=True)

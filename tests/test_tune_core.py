@@ -474,3 +474,19 @@ def test_framework_output_in_tunes_process_goes_to_the_debug_log_and_speechperfs
         "framework output: Folding constants of the graph",
         "framework output: Failed to load _C_mxfp8.so",
     ]
+
+
+def test_the_pass_estimate_counts_each_file_set_once_in_the_candidates_order():
+    from speechperf.tune.run import pass_cover
+
+    fp32 = [StageCandidate(1, b, "default", "fp32", 1) for b in ("torch", "onnxruntime")]
+    # two thread counts of one int8 method share its files; a cached set costs nothing, an unknown one the guess
+    dyn = [StageCandidate(1, "onnxruntime", "default", "int8:ort-dynamic", t, pending=True) for t in (1, 2)]
+    cached = StageCandidate(1, "torch", "default", "int8:pt2e-static", 1, pending=True)
+    costs = {("onnxruntime", "ort-dynamic", 1): None, ("torch", "pt2e-static", 1): 0.0}
+    total, covers = pass_cover([*fp32, *dyn, cached], 10.0, costs, 75.0, room_s=120.0)
+    assert total == 5 * 10.0 + 75.0  # 125: the set is made once, the cached one is free
+    assert covers == 4  # in order, the passes end at 10, 20, 105 (the set made), 115 and 125 s
+    assert pass_cover([*fp32, *dyn, cached], 10.0, costs, 75.0, room_s=125.0)[1] == 5
+    # the making does not fit: the fp32 candidates alone, not every process as if no file had to be made
+    assert pass_cover([*fp32, *dyn], 10.0, costs, 75.0, room_s=100.0)[1] == 2

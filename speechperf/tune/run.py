@@ -371,25 +371,52 @@ def _pass_line(state: _Tune, candidates: Sequence[StageCandidate], found: Screen
     process = found.first_wall_s
     if process is None:
         return "one screening pass: unknown: no screening process fitted in what is left after an answer's time"
-    costs = [state.maker.cost(c.backend, c.precision.partition(":")[2], c.stage) for c in candidates if c.pending]
-    to_make = [c for c in costs if c != 0.0]  # not cached: made by this tune when its candidate comes up
-    known, unknown = sum(c for c in to_make if c is not None), sum(1 for c in to_make if c is None)
     guess = _full_wall(state) or 0.0  # a set never made here: as long as the reference's first process
-    total = len(candidates) * process + known + unknown * guess
+    costs: dict[tuple[str, str, int], float | None] = {}  # each file set once, in the order its candidate comes up
+    for c in candidates:
+        if c.pending:
+            key = (c.backend, c.precision.partition(":")[2], c.stage)
+            costs.setdefault(key, state.maker.cost(*key))
+    to_make = [c for c in costs.values() if c != 0.0]  # not cached: made by this tune when its candidate comes up
+    known, unknown = sum(c for c in to_make if c is not None), sum(1 for c in to_make if c is None)
     making = ""
     if to_make:
         parts = [f"{known:.0f} s as last made here"] if len(to_make) > unknown else []
         parts += [f"{unknown} never made here, about {guess:.0f} s each (a guess)"] if unknown else []
-        making = f" + making {len(to_make)} int8 file set(s): {', '.join(parts)}"
+        making = f" + making {len(to_make)} int8 or pruned file set(s): {', '.join(parts)}"
     reserve = _reserve(state)
     room = state.budget.left - reserve
-    covers = min(len(candidates), int(max(0.0, room) // process)) if process > 0 else len(candidates)
+    total, covers = pass_cover(candidates, process, costs, guess, room)
     return (
         f"one screening pass over {len(candidates)} candidate(s): about {total:.0f} s ({len(candidates)} "
         f"process(es) of about {process:.0f} s, the reference's first{making}); {max(0.0, room):.0f} s of --budget "
         f"{state.opts.budget_s:.0f} are left for it after {reserve:.0f} s kept for an answer: it covers about "
         f"{covers} of them"
     )
+
+
+def pass_cover(
+    candidates: Sequence[StageCandidate],
+    process_s: float,
+    costs: dict[tuple[str, str, int], float | None],
+    guess_s: float,
+    room_s: float,
+) -> tuple[float, int]:
+    """One screening pass's seconds, and how many candidates, taken in order, fit in ``room_s``: each one process,
+    and a pending candidate the making of its file set the first time that set comes up (``costs``: 0 cached, None
+    never made here, then ``guess_s``)."""
+    total, covers, made = 0.0, 0, set()
+    for c in candidates:
+        total += process_s
+        if c.pending:
+            key = (c.backend, c.precision.partition(":")[2], c.stage)
+            if key not in made:
+                made.add(key)
+                cost = costs.get(key)
+                total += guess_s if cost is None else cost
+        if total <= room_s:
+            covers += 1
+    return total, covers
 
 
 def _nothing_measured(state: _Tune, candidates: Sequence[StageCandidate]) -> str:
