@@ -375,7 +375,7 @@ def _pass_line(state: _Tune, candidates: Sequence[StageCandidate], found: Screen
     costs: dict[tuple[str, str, int], float | None] = {}  # each file set once, in the order its candidate comes up
     for c in candidates:
         if c.pending:
-            key = (c.backend, c.precision.partition(":")[2], c.stage)
+            key = file_set(c)
             costs.setdefault(key, state.maker.cost(*key))
     to_make = [c for c in costs.values() if c != 0.0]  # not cached: made by this tune when its candidate comes up
     known, unknown = sum(c for c in to_make if c is not None), sum(1 for c in to_make if c is None)
@@ -395,6 +395,11 @@ def _pass_line(state: _Tune, candidates: Sequence[StageCandidate], found: Screen
     )
 
 
+def file_set(cand: StageCandidate) -> tuple[str, str, int]:
+    """The (backend, method, stage) whose int8 or pruned files a pending candidate needs: what Int8Maker makes."""
+    return cand.backend, cand.precision.partition(":")[2], cand.stage
+
+
 def pass_cover(
     candidates: Sequence[StageCandidate],
     process_s: float,
@@ -409,7 +414,7 @@ def pass_cover(
     for c in candidates:
         total += process_s
         if c.pending:
-            key = (c.backend, c.precision.partition(":")[2], c.stage)
+            key = file_set(c)
             if key not in made:
                 made.add(key)
                 cost = costs.get(key)
@@ -433,7 +438,7 @@ def _nothing_measured(state: _Tune, candidates: Sequence[StageCandidate]) -> str
         )
     making = 0.0
     if state.maker is not None:
-        costs = [state.maker.cost(c.backend, c.precision.partition(":")[2], c.stage) for c in candidates if c.pending]
+        costs = [state.maker.cost(*file_set(c)) for c in candidates if c.pending]
         making = sum(c for c in costs if c)
     # a screening process: the first rung's reference where it ran, else (an upper bound) a whole scored one
     first = state.screening.first_wall_s if state.screening else None
