@@ -86,14 +86,14 @@ def test_a_meter_that_adds_5_percent_to_each_call_is_not_trustworthy():
 
 
 def test_the_same_session_without_the_stall_passes_against_a_bare_loop():
-    from speechperf.meters.check import compute_feeds
-
-    rows = check_runtime_overhead(quick=True, feeds=compute_feeds(0.0003))
+    # The session `speechperf check` judges (about 1 ms): measured 1.000 to 1.003 here. On a 0.3 ms call the
+    # meter's few microseconds are 1.5 % to 1.7 %, and a suite's other worker pushed it to 1.021, over the bound.
+    rows = check_runtime_overhead(quick=True)
     assert "do-nothing" in rows[0].check and "bare loop" in rows[0].check
     assert (
         rows[1].measured.startswith("median ratio ") and "95% CI" in rows[1].measured and rows[1].target == "CI <= 1.02"
     )
-    assert rows[1].status == PASS, rows[1]  # paired, the meter's real cost (about 1%) sits inside the bound here
+    assert rows[1].status == PASS, rows[1]  # paired, the meter's real cost sits inside the bound
 
 
 @pytest.mark.parametrize("meter_ns, status", [(1_010_000, PASS), (1_030_000, FAIL), (None, FAIL)])

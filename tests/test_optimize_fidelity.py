@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from speechperf.cli import main
 from speechperf.optimize import fidelity
-from speechperf.optimize.calibration import spread
+from speechperf.optimize.calibration import read_feeds, spread, write_feeds
 
 VAD = Path(__file__).resolve().parents[1] / "configs" / "VAD.yaml"  # absolute: the tests run from any folder
 
@@ -61,6 +61,30 @@ def test_waveform_snr_over_dumped_files(tmp_path):
 def test_spread_keeps_first_and_last():
     assert spread(list(range(10)), 3) == [0, 4, 9]
     assert spread([1, 2], 5) == [1, 2]
+
+
+def test_kept_feeds_read_back_as_recorded_and_a_new_recording_replaces_them(tmp_path):
+    rng = np.random.default_rng(0)
+    encoder = {"features": rng.standard_normal((1, 7, 80), dtype=np.float32), "lengths": np.array([7], np.int64)}
+    step = {"tokens": np.array([[2, 5, 9]], np.int64)}
+    calibration = [{"encoder": [encoder], "decoder": [step, step]}, {"vocoder": []}]
+    held_out = [{"encoder": [encoder], "decoder": []}, {"vocoder": [{"units": np.arange(4, dtype=np.int64)}]}]
+    assert read_feeds(tmp_path / "feeds") is None
+    write_feeds(tmp_path / "feeds", calibration=calibration, held_out=held_out)
+    kept = read_feeds(tmp_path / "feeds")
+    assert kept is not None and list(kept) == ["calibration", "held_out"]
+    for got, recorded in ((kept["calibration"], calibration), (kept["held_out"], held_out)):
+        assert [{s: len(calls) for s, calls in stage.items()} for stage in got] == [
+            {s: len(calls) for s, calls in stage.items()} for stage in recorded
+        ]
+        for stage, want in zip(got, recorded):
+            for session, calls in want.items():
+                for call, want_call in zip(stage[session], calls):
+                    assert list(call) == list(want_call)
+                    for name, value in want_call.items():
+                        assert call[name].dtype == value.dtype and np.array_equal(call[name], value)
+    write_feeds(tmp_path / "feeds", calibration=[{"encoder": []}], held_out=[{"encoder": []}])
+    assert read_feeds(tmp_path / "feeds") == {"calibration": [{"encoder": []}], "held_out": [{"encoder": []}]}
 
 
 @pytest.mark.slow

@@ -59,3 +59,12 @@ def test_tune_searches_the_pruned_variants_and_judges_them_end_to_end(tmp_path):
         if "pruning" in m
     }
     assert found == {("prune-ffn-l2", 0.1): {"ffn": 115}, ("prune-ffn-l2", 0.3): {"ffn": 90}}
+    # each file set was made in a child process, which left its log; the backend's calibration feeds were recorded
+    # once (by this tune's first file set, or by an earlier tune of the same pipeline) and read back by the others
+    jobs = [j for j in (cache_dir() / "tune" / "int8").rglob("job.json") if json.loads(j.read_text())["method"] in PRUNED_VARIANTS]  # fmt: skip
+    assert len(jobs) == len(PRUNED_VARIANTS)
+    feeds = {json.loads(j.read_text())["feeds"] for j in jobs}
+    assert len(feeds) == 1 and (Path(feeds.pop()) / "index.json").is_file()
+    logs = [(j.parent / "make.log").read_text() for j in jobs]
+    assert sum("recording calibration feeds" in log for log in logs) <= 1
+    assert any("recorded earlier" in log for log in logs), logs

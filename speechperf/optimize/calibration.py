@@ -4,15 +4,26 @@ The fp32 stages are built on the backend and run over the first calibration samp
 benchmark would run them (features, decoding loop, hand-off to the next stage), with every session wrapped so that
 each call's feeds are kept. A decoder step is called once per token, so it collects many more feeds than the
 encoder; at most ``limit`` per graph are kept, spread evenly over the run.
+
+``write_feeds``/``read_feeds`` keep recorded feeds in a folder (``feeds.npz`` and its ``index.json``), so that
+the processes ``speechperf tune`` makes its int8 files in share one backend's recording: plain arrays, read back
+without unpickling anything.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from speechperf.backend import Session
+from speechperf.outputs import atomic_folder
+
+#: Per stage, per session name: the feeds of its calls, as ``record_feeds`` returns them.
+Recorded = list[dict[str, list[dict[str, np.ndarray]]]]
 
 
 class RecordingSession(Session):
@@ -39,7 +50,7 @@ def spread(items: Sequence, limit: int) -> list:
     return [items[i] for i in dict.fromkeys(picks.tolist())]
 
 
-def record_feeds(stages, samples, limit: int) -> list[dict[str, list[dict[str, np.ndarray]]]]:
+def record_feeds(stages, samples, limit: int) -> Recorded:
     """Per stage, per session name: the feeds it was called with on ``samples`` (at most ``limit`` kept)."""
     recorders = []
     for stage in stages:
@@ -54,3 +65,42 @@ def record_feeds(stages, samples, limit: int) -> list[dict[str, list[dict[str, n
     for stage, wrapped in zip(stages, recorders):
         stage.sessions = {name: r.inner for name, r in wrapped.items()}
     return [{name: spread(r.calls, limit) for name, r in wrapped.items()} for wrapped in recorders]
+
+
+def write_feeds(folder: Path, **recorded: Recorded) -> None:
+    """Each named recording into ``folder`` (replaced whole, atomically): the arrays in ``feeds.npz``, where each
+    one sits in ``index.json``."""
+    arrays: dict[str, np.ndarray] = {}
+
+    def named(feeds: dict[str, np.ndarray]) -> dict[str, str]:
+        out = {}
+        for input_name, value in feeds.items():
+            out[input_name] = key = f"a{len(arrays)}"
+            arrays[key] = value
+        return out
+
+    index = {
+        what: [{session: [named(call) for call in calls] for session, calls in stage.items()} for stage in stages]
+        for what, stages in recorded.items()
+    }
+    with atomic_folder(folder, "calibration feeds") as work:
+        np.savez(work / "feeds.npz", allow_pickle=False, **arrays)  # numbers only
+        (work / "index.json").write_text(json.dumps(index), encoding="utf-8")
+
+
+def read_feeds(folder: Path) -> dict[str, Recorded] | None:
+    """What ``write_feeds`` kept in ``folder``, by name, or None when it holds none."""
+    if not (folder / "index.json").is_file():
+        return None
+    index: dict[str, Any] = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+    with np.load(folder / "feeds.npz", allow_pickle=False) as npz:
+        return {
+            what: [
+                {
+                    session: [{k: npz[key] for k, key in call.items()} for call in calls]
+                    for session, calls in stage.items()
+                }
+                for stage in stages
+            ]
+            for what, stages in index.items()
+        }

@@ -190,12 +190,15 @@ def _environment(plan: run_plan.Plan) -> dict[str, Any]:
     }
 
 
-def calibrate(cfg: BenchConfig, backend, dataset: list, workdir: Path, calibration_size: int):
+def calibrate(
+    cfg: BenchConfig, backend, dataset: list, workdir: Path, calibration_size: int, feeds: Path | None = None
+):
     """The fp32 stages opened on ``backend``, each stage's graphs, and the feeds they were called with on the
     first ``calibration_size`` samples of ``dataset`` (calibration) and on the next one (the held-out graph check);
-    returns (stages, plans, calibration, held_out)."""
+    returns (stages, plans, calibration, held_out). With ``feeds``, a folder: the feeds kept there are used, or
+    those recorded now are kept there (speechperf.optimize.calibration.write_feeds)."""
     from speechperf.benchmark import build
-    from speechperf.optimize.calibration import record_feeds
+    from speechperf.optimize.calibration import read_feeds, record_feeds, write_feeds
     from speechperf.optimize.variants import plan_stage
 
     if len(dataset) < 2:
@@ -207,9 +210,18 @@ def calibrate(cfg: BenchConfig, backend, dataset: list, workdir: Path, calibrati
     (stages,) = build.open_stages(cfg, backend, workdir)
     with build.stdout_to_stderr():
         plans = [plan_stage(i, s, role, backend.name) for i, (s, role) in enumerate(zip(cfg.stages, cfg.roles), 1)]
+        kept = read_feeds(feeds) if feeds is not None else None
+        if kept is not None:
+            log.info("calibration feeds: the %d sample(s) recorded earlier, from %s", calibration_size, feeds)
+            return stages, plans, kept["calibration"], kept["held_out"]
         log.info("recording calibration feeds on %d sample(s) ...", calibration_size)
         calibration = record_feeds(stages, dataset[:calibration_size], FEEDS_PER_GRAPH)
         held_out = record_feeds(stages, dataset[calibration_size : calibration_size + 1], CHECK_CALLS)
+    if feeds is not None:
+        try:
+            write_feeds(feeds, calibration=calibration, held_out=held_out)
+        except (OSError, SpeechperfError) as exc:  # a full disk, or a tune beside this one kept them first
+            log.warning("calibration feeds not kept in %s: %s", feeds, first_line(exc))
     return stages, plans, calibration, held_out
 
 
