@@ -5,7 +5,7 @@ child process of its own (``python -m speechperf.tune.quantized``): it opens the
 calibration feeds (recorded on the first ``calibration_size`` samples by the backend's first file set, and kept on
 disk for the others: speechperf.optimize.run.calibrate) and quantizes or prunes the stage
 (speechperf.optimize.run.make_variant). The tune's own process never loads a model: when it held each backend's
-stages and feeds for the whole search, the 3-stage cascade's tune grew to 11.9 GB and was killed for memory.
+stages and feeds for the whole search, the 3-stage cascade's tune grew to 11.4 GiB and was killed for memory.
 The files go to ``<cache>/tune/int8/<digest>/<method>``, where the digest covers what the files depend on: the
 config as the backend runs it, the dataset file's size and time, the backend's version, the method and the
 calibration size. A second tune of the same pipeline (a rerun, another objective) finds them there. A method that
