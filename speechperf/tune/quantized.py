@@ -79,11 +79,11 @@ class Int8Maker:
     reused: int = 0  #: files found in the cache
     made: int = 0  #: files made by this tune
     seconds: float = 0.0  #: spent making them (calibration included)
-    _backends: dict[str, Any] = attrs.Factory(dict)  # name -> (plan, base config, version)
+    _backends: dict[str, Any] = attrs.Factory(dict)  # name -> (base config, version): the cache digest's parts
     _calibration_failed: dict[str, SpeechperfError] = attrs.Factory(dict)  # name -> why
 
     def folder(self, backend: str, method: str, stage: int) -> Path:
-        plan, base, version = self._backend(backend)
+        base, version = self._backend(backend)
         return self.root / digest(base, version, method, self.calibration_size) / method / f"stage{stage}"
 
     def cached(self, backend: str, method: str, stage: int) -> dict | SpeechperfError | None:
@@ -128,13 +128,13 @@ class Int8Maker:
 
             with third_party_to_log():
                 plan = run_plan.resolve(self.cfg, name, workdir=self.workdir, quality="off")  # its config, dataset
-            self._backends[name] = (plan, config_dict(plan.cfg, name), plan.backend.availability().version)
+            self._backends[name] = (config_dict(plan.cfg, name), plan.backend.availability().version)
         return self._backends[name]
 
     def _make(self, name: str, method: str, index: int, folder: Path) -> dict | BaseException:
         from speechperf.config import write_config
 
-        _, base, version = self._backend(name)
+        base, version = self._backend(name)
         log.info("tune: quantizing stage%d on %s with %s (in a child process) ...", index, name, method)
         if folder.exists():
             shutil.rmtree(folder)
