@@ -17,11 +17,12 @@ import pytest
 from speechperf import views
 from speechperf.backend import Variant
 from speechperf.compare import best
-from speechperf.compare.parity import CellParity, OutputDiff
+from speechperf.compare.parity import CellParity
 from speechperf.compare.scaling import oversubscription_warning, scaling
 from speechperf.compare.summary import summarize
 from speechperf.launch.cell import Cell
 from speechperf.launch.result import RunResult
+from speechperf.meters.parity import OutputDiff
 from speechperf.results import Document
 from tests.show_again import assert_shown_from_json_and_store, export_args, stored_id
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speechperf.compare.parity import compare_outputs
 from speechperf.compare.plan import build_cells, parse_sweep
 from speechperf.compare.summary import check_threads
 from speechperf.launch.cell import Cell
 from speechperf.launch.child import run_child
 from speechperf.launch.lists import PlanError
 from speechperf.launch.result import RunResult
+from speechperf.meters.parity import compare_outputs
 
 
 def test_cells_are_sweep_then_threads_then_backends_with_the_sets_that_make_them():

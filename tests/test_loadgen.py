@@ -284,6 +284,11 @@ def test_accuracy_mode_scores_whisper_wer_on_librivox_and_its_fail_exits_1(tmp_p
         (["--instances", "10000"], "--instances 10000: 10000 instance(s) x 1 thread(s) need 10000 cores"),
         (["--scenario", "Bogus"], "'Bogus' is not one of 'SingleStream', 'MultiStream', 'Server', 'Offline'"),
         (["--find-peak"], "--find-peak: needs --scenario Server"),
+        (
+            ["--scenario", "Server", "--start-qps", "5"],
+            "--start-qps 5: the peak search's first rate; needs --find-peak",
+        ),
+        (["--scenario", "Server", "--find-peak", "--start-qps", "0"], "'--start-qps': 0.0 is not in the range"),
     ],
 )
 def test_hostile_options_are_one_line_with_exit_2(tmp_path, args, expected):

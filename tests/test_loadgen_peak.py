@@ -177,3 +177,22 @@ def test_without_log_dir_each_run_gets_a_fresh_folder():
 
     folder = fresh_log_dir(Path("loadgen-logs"))
     assert folder.parent == Path("loadgen-logs") and folder.name.endswith(f"-{__import__('os').getpid()}")
+
+
+def test_a_search_given_a_start_rate_runs_its_first_trial_there():
+    """--start-qps: a rate known from an earlier search, instead of half the warm-up's capacity estimate."""
+    ran: list[float] = []
+    search_peak(
+        lambda qps, n: (
+            ran.append(qps) or _Run(attrs.evolve(summary("too-few"), valid=True, result="VALID", unmet=()), qps)
+        ),
+        capacity=20.0,
+        budget_s=100,
+        runs=[],
+        write=lambda: None,
+        least_s=lambda qps, n: 60.0 if qps <= 7.5 else 200.0,  # the second trial would overrun
+        bound_ms=1000.0,
+        queries=1,
+        start_qps=7.5,
+    )
+    assert ran == [7.5]

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from speechperf.compare.parity import OutputDiff
+from speechperf.meters.parity import OutputDiff
 from speechperf.meters.speech_quality import SpeechQuality
 from speechperf.optimize.fidelity import Fidelity, QualityBudget, floats_over_budget, min_snr, mos_drop, over_budget
 

@@ -94,21 +94,25 @@ def stdout_to_stderr():
 def build_stages(cfg: BenchConfig, backend, device: str, threads: int, workdir: Path) -> list[Stage]:
     """Every stage loaded on ``backend``, or on the backend it is pinned to (``stageN.backend``), which is set to
     ``threads`` and seeded as ``backend`` is, so a hybrid run keeps the thread count and seed on every framework."""
+    return [open_stage(cfg, index, backend, device, threads, workdir) for index in range(1, len(cfg.stages) + 1)]
+
+
+def open_stage(cfg: BenchConfig, index: int, backend, device: str, threads: int, workdir: Path) -> Stage:
+    """Stage ``index`` (1-based) loaded on ``backend`` or the backend it is pinned to (set to ``threads`` and seeded
+    as ``backend`` is)."""
     from speechperf.registry import require_backend
 
-    stages = []
-    for index, (stage_cfg, role) in enumerate(zip(cfg.stages, cfg.roles), 1):
-        start = time.perf_counter()
-        on = backend
-        if stage_cfg.backend and stage_cfg.backend != backend.name:
-            on = require_backend(stage_cfg.backend)
-            on.set_threads(threads)
-            on.seed(cfg.general.seed)
-        stage = build_stage(stage_cfg, role, index, cfg, on, device, threads, workdir)
-        stage.load_seconds = time.perf_counter() - start
-        stage.backend = on
-        stages.append(stage)
-    return stages
+    stage_cfg, role = cfg.stages[index - 1], cfg.roles[index - 1]
+    start = time.perf_counter()
+    on = backend
+    if stage_cfg.backend and stage_cfg.backend != backend.name:
+        on = require_backend(stage_cfg.backend)
+        on.set_threads(threads)
+        on.seed(cfg.general.seed)
+    stage = build_stage(stage_cfg, role, index, cfg, on, device, threads, workdir)
+    stage.load_seconds = time.perf_counter() - start
+    stage.backend = on
+    return stage
 
 
 def build_stage(
@@ -196,3 +200,19 @@ def open_stages(
         if before_load is not None:
             before_load()
         return [build_stages(cfg, backend, general.device, threads, workdir) for _ in range(instances)]
+
+
+def open_stage_pools(cfg: BenchConfig, backend, workdir: Path, serving) -> list[list[Stage]]:
+    """loadgen's ``general.serving: stages``: stage N's pool, ``serving[N].instances`` copies each loaded at
+    ``serving[N].threads`` (speechperf.loadgen.stages), opened as ``open_stages`` opens a chain."""
+    general = cfg.general
+    with stdout_to_stderr():
+        prepare_stages(cfg, backend.name, workdir)
+        backend.seed(general.seed)
+        pools = []
+        for index, how in enumerate(serving, 1):
+            backend.set_threads(how.threads)
+            pools.append(
+                [open_stage(cfg, index, backend, general.device, how.threads, workdir) for _ in range(how.instances)]
+            )
+        return pools

@@ -62,12 +62,35 @@ def check_config(cfg: BenchConfig, backend_name: str | None = None) -> None:
         elif stage.model is not None:  # the config holds exactly one of model and path
             _check_reference(stage, role, stage_backend, where)  # a pinned stage: its own backend's formats
         refusal = batch_refusal(stage, role)
+        _check_serving_keys(cfg, stage, index, refusal, where)
         if cfg.general.batch_size > 1 and refusal is not None:
             what = stage.model if stage.model else "your own file"
             raise StageError(
                 f"{where}: general.batch_size = {cfg.general.batch_size}: stage{index} ({what}) cannot batch: "
                 f"{refusal}; allowed for it: 1"
             )
+
+
+#: the stage keys of loadgen's ``general.serving: stages`` and their defaults (today's chain)
+SERVING_KEYS = {"instances": 1, "stage_threads": None, "max_batch": 1, "max_queue_delay_ms": 0.0}
+
+
+def _check_serving_keys(cfg: BenchConfig, stage: StageConfig, index: int, refusal: str | None, where: str) -> None:
+    """The serving keys only with ``general.serving: stages``, and dynamic batching only where the stage batches."""
+    if cfg.general.serving != "stages":
+        for name, default in SERVING_KEYS.items():
+            if getattr(stage, name) != default:
+                raise StageError(
+                    f"{where}: stage{index}.{name} = {getattr(stage, name)}: only with general.serving: stages "
+                    "(loadgen's queue and pool per stage); allowed with general.serving: chain: "
+                    f"{default if default is not None else 'null'}"
+                )
+    if stage.max_batch > 1 and refusal is not None:
+        what = stage.model if stage.model else "your own file"
+        raise StageError(
+            f"{where}: stage{index}.max_batch = {stage.max_batch}: stage{index} ({what}) cannot batch: {refusal}; "
+            "allowed for it: 1"
+        )
 
 
 def _check_hf(stage: StageConfig, backend, where: str) -> None:

@@ -52,6 +52,13 @@ TEST = {
 @click.option("--find-peak", is_flag=True, help="Server: bisect for the highest VALID Poisson rate.")
 @budget_option()
 @click.option(
+    "--start-qps",
+    type=click.FloatRange(min=0, min_open=True, max=1e6),
+    default=None,
+    help="With --find-peak: the first trial's rate (default: half the warm-up's capacity estimate); a rate known "
+    "from an earlier search saves the trials that double up to it.",
+)
+@click.option(
     "--reference-quality",
     type=FiniteFloatRange(min=0, max=1e6),
     default=None,
@@ -99,6 +106,7 @@ def loadgen_options(p: dict[str, Any]) -> LoadgenOptions:
         force=p.pop("force"),
         find_peak=p.pop("find_peak"),
         budget_s=p.pop("budget"),
+        start_qps=p.pop("start_qps"),
         reference_quality=p.pop("reference_quality"),
         wide=p.pop("wide"),
         cfg=config_from_args(p, backend=backend, threads=threads),  # the last: what is left are the config options

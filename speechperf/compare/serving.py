@@ -53,6 +53,7 @@ class ServingOptions:
     min_queries: int | None = None
     samples_per_query: int = 8
     budget_s: float = 300.0
+    start_qps: float | None = None  # the peak search's first rate (tune's searches of a rate known from its screening)
     instances: int = 1
     user_conf: str | None = None  # MLPerf's user.conf / audit.config, passed to every child as given
     audit_conf: str | None = None
@@ -80,6 +81,8 @@ class ServingOptions:
                 args += [flag, value if isinstance(value, str) else repr(value)]
         if self.scenario == "Server":
             args += ["--find-peak", "--budget", repr(self.budget_s)]
+            if self.start_qps is not None:
+                args += ["--start-qps", repr(self.start_qps)]
         return args
 
 

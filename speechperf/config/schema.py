@@ -48,6 +48,8 @@ INPUT_SOURCES = ("audio", "audio_length", "features", "feature_length", "tokens"
 #: the text it is to say.
 TEXT_FRONTENDS = ("kokoro",)
 MAX_STAGES = 3
+#: loadgen's system under test: one chain per instance, or a queue and a pool per stage
+SERVING_MODES = ("chain", "stages")
 #: general.batch_size's ceiling: the decoding loops hold batch x beam rows and the padded batch in memory at once
 MAX_BATCH_SIZE = 256
 #: What a stage's output is (``stageN.output_kind``). Only a waveform is audio: dumped as wav, its seconds are what
@@ -351,6 +353,39 @@ class StageConfig:
         "str?",
     )
 
+    instances: int = key(
+        1,
+        "with general.serving: stages (loadgen's system under test): copies of this stage, each a worker taking "
+        "requests from the stage's queue",
+        "int",
+        minimum=1,
+        maximum=CORES,
+    )
+    stage_threads: int | None = key(
+        None,
+        "with general.serving: stages: intra-op threads of each of this stage's instances (null: general.threads)",
+        "int?",
+        minimum=1,
+        maximum=CORES,
+    )
+    max_batch: int = key(
+        1,
+        "with general.serving: stages: dynamic batching, the most queued requests one forward takes (the oldest and "
+        "those nearest it in length, padded as general.batch_size pads; each batched output checked against its "
+        "batch-1 output when loadgen warms up); a stage that cannot batch without changing its outputs refuses > 1",
+        "int",
+        minimum=1,
+        maximum=MAX_BATCH_SIZE,
+    )
+    max_queue_delay_ms: float = key(
+        0.0,
+        "with max_batch > 1: how long the oldest queued request may wait for its batch to fill (Triton's dynamic "
+        "batcher's max_queue_delay, in ms); 0: a forward takes what is queued when an instance is free",
+        "float",
+        minimum=0,
+        maximum=60_000,
+    )
+
     def output_kind_as(self, role: str) -> str:
         """What this stage puts out in ``role``: its declared ``output_kind``, else the role's."""
         return resolve_output_kind(self.output_kind, role)
@@ -373,6 +408,14 @@ class GeneralConfig:
     backend: str | None = key(None, "backend to run on (`speechperf backends`); --backend overrides it", "str?")
     device: str = key("cpu", "device the models run on", "str", DEVICES)
     threads: int = key(1, "intra-op threads, pinned the same on every backend", "int", minimum=1, maximum=CORES)
+    serving: str = key(
+        "chain",
+        "how loadgen's system under test serves a request: `chain`, each of --instances runs every stage of it in "
+        "turn; `stages`, each stage a queue and a pool of its own (stageN.instances, stage_threads, max_batch, "
+        "max_queue_delay_ms), so a cascade's stages overlap, as a Triton ensemble's do",
+        "str",
+        SERVING_MODES,
+    )
     seed: int = key(1, "seed for generated data, subsets and the frameworks", "int", minimum=0, maximum=SEED_MAX)
     dataset_type: str = key("generated", "format of dataset_path (generated needs no path)", "str", DATASET_TYPES)
     dataset_path: str | None = key(

@@ -101,13 +101,15 @@ def search_peak(
     bound_ms: float,
     queries: int,
     fastest_s: float | None = None,
+    start_qps: float | None = None,
 ) -> dict[str, Any]:
     """Run trials (``trial(qps, min_queries)`` -> a LoadgenRun) until ``Search`` stops or the budget would be
     overrun. ``least_s(qps, queries)``: the shortest a trial can last, so that one that cannot end within the
-    budget is not started. ``fastest_s``: the warm-up's fastest sample; above the bound, no trial is run."""
+    budget is not started. ``fastest_s``: the warm-up's fastest sample; above the bound, no trial is run.
+    ``start_qps``: the first trial's rate (default: half of ``capacity``)."""
     start = time.perf_counter()
     search = Search(bound_ms=bound_ms, queries=queries)
-    step = Step(capacity * 0.5, queries)
+    step = Step(start_qps or capacity * 0.5, queries)
     if fastest_s is not None and fastest_s * 1000 > bound_ms:
         step = Step(stop=one_query_line(fastest_s, bound_ms) + " (the warm-up's fastest sample)")
     overrun = 1.0  # how much longer than its least the last trial took (queueing, LoadGen's drain)

@@ -18,6 +18,8 @@ class StageTime:
     calls: int
     mean_ms: float | None
     p90_ms: float | None
+    #: ``general.serving: stages``: the mean requests one forward of the stage took (dynamic batching); else None
+    mean_batch: float | None = None
 
 
 @attrs.frozen
@@ -45,12 +47,14 @@ class LoadgenRun:
     audit_conf: str | None = None  # --audit-conf, when LoadGen's detail log says it applied it
 
 
-def stage_times(labels, seconds_per_stage) -> tuple[StageTime, ...]:
+def stage_times(labels, seconds_per_stage, mean_batches=None) -> tuple[StageTime, ...]:
+    """Each stage's calls and service times; ``mean_batches()``: the staged SUT's mean batch a stage."""
+    batches = mean_batches() if mean_batches is not None else [None] * len(labels)
     out = []
-    for label, seconds in zip(labels, seconds_per_stage):
+    for label, seconds, batch in zip(labels, seconds_per_stage, batches):
         ms = [s * 1000 for s in seconds]
         mean = sum(ms) / len(ms) if ms else None
-        out.append(StageTime(label, len(ms), mean, float(np.percentile(ms, 90)) if ms else None))
+        out.append(StageTime(label, len(ms), mean, float(np.percentile(ms, 90)) if ms else None, batch))
     return tuple(out)
 
 

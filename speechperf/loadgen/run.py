@@ -48,6 +48,7 @@ class LoadgenOptions:
     force: bool = False
     find_peak: bool = False
     budget_s: float = 300.0
+    start_qps: float | None = None  # --start-qps: the peak search's first rate
     reference_quality: float | None = None  # the fp32 reference's figure: accuracy mode's PASS / FAIL
     wide: bool = False  # --wide: the console's every column
 
@@ -56,8 +57,14 @@ class LoadgenOptions:
         check_options(self.scenario)
         if self.find_peak and self.scenario.scenario != "Server":
             raise SpeechperfError(f"--find-peak: needs --scenario Server, not {self.scenario.scenario}")
+        if self.start_qps is not None and not self.find_peak:
+            raise SpeechperfError(f"--start-qps {self.start_qps:g}: the peak search's first rate; needs --find-peak")
         if self.find_peak and self.scenario.mode == "accuracy":
             raise SpeechperfError("--find-peak: a performance search; drop --accuracy")
+        if self.cfg.general.serving == "stages":
+            from speechperf.loadgen.stages import check_serving
+
+            check_serving(self.cfg, self.scenario.instances, self.scenario.threads)
 
 
 def run_loadgen(options: LoadgenOptions, *, workdir: Path, out: IO[str] | None = None) -> int:
@@ -132,18 +139,38 @@ class _Measured:
     def open(cls, options: LoadgenOptions, resolved, lg, user_conf, workdir: Path) -> _Measured:
         """The stages built once per instance, the inputs prepared untimed (as bench does), the SUT warmed up."""
         from speechperf.benchmark import build
+        from speechperf.loadgen.stages import serving_of
         from speechperf.outputs import check_output_folder
 
         opts, cfg, backend = options.scenario, resolved.cfg, resolved.backend
         folder = check_output_folder(options.log_dir, "--log-dir")
-        instances = build.open_stages(cfg, backend, workdir, threads=opts.threads, instances=opts.instances)
-        inputs = [instances[0][0].from_sample(sample) for sample in resolved.dataset]
-        session = Session.open(lg, instances, inputs, backend, cfg.general.device, folder, user_conf)
+        device = cfg.general.device
+        serving = serving_of(cfg, opts.threads)
+        body: dict[str, Any] = {"backend": backend.name, "pid": os.getpid(), "loadgen_logs": str(folder)}
+        if serving is None:  # one chain per instance
+            from speechperf.loadgen.sut import SystemUnderTest
+
+            instances = build.open_stages(cfg, backend, workdir, threads=opts.threads, instances=opts.instances)
+            inputs = [instances[0][0].from_sample(sample) for sample in resolved.dataset]
+            sut = SystemUnderTest(lg, instances, inputs, backend, device)
+        else:  # a queue and a pool per stage
+            from speechperf.loadgen.stages import StagedSystemUnderTest, check_batch_parity
+
+            pools = build.open_stage_pools(cfg, backend, workdir, serving)
+            inputs = [pools[0][0].from_sample(sample) for sample in resolved.dataset]
+            parity = check_batch_parity(pools, serving, inputs, [s.tolerance for s in cfg.stages])
+            for line in parity:
+                log.info("%s", line)
+            sut = StagedSystemUnderTest(lg, pools, inputs, backend, device, serving)
+            body["serving"] = {"mode": "stages", "stages": [attrs.asdict(s) for s in serving], "batch_parity": parity}
+        session = Session.open(lg, sut, folder, user_conf)
         session.scored = resolved.score_quality
         session.warm_up(cfg.general.warmup, opts.instances)
-        environment = {**machine(), "backend": backend.name, "device": cfg.general.device, "threads": opts.threads}
+        environment = {**machine(), "backend": backend.name, "device": device, "threads": opts.threads}
         environment["instances"] = opts.instances
-        body = {"backend": backend.name, "pid": os.getpid(), "loadgen_logs": str(folder)}
+        environment["serving"] = (
+            "chain" if serving is None else "; ".join(f"stage{n}: {s.describe()}" for n, s in enumerate(serving, 1))
+        )
         return cls(options, resolved, session, workdir, environment, LoadProbe().start(), body)
 
     def document(self, complete: bool = False) -> Document:
@@ -205,6 +232,7 @@ def _measure(run: Lifecycle, measured: _Measured) -> None:
             bound_ms=opts.target_latency_ms,
             queries=opts.query_count,
             fastest_s=session.fastest_s,
+            start_qps=options.start_qps,
         )
         return
     session.runs.append(session.one_test(f"{opts.scenario}-{opts.mode}", opts.target_qps, opts))

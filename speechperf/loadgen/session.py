@@ -40,12 +40,11 @@ class Session:
     scored: bool = True  # accuracy mode has references to score against (the plan's ``score_quality``)
 
     @classmethod
-    def open(cls, lg, instances, inputs, backend, device: str, folder: Path, user_conf) -> Session:
-        from speechperf.loadgen.sut import SystemUnderTest
-
-        sut = SystemUnderTest(lg, instances, inputs, backend, device)
-        qsl = lg.ConstructQSL(len(inputs), len(inputs), lambda _: None, lambda _: None)
-        return cls(lg, sut, qsl, folder, user_conf, [stage.label for stage in instances[0]])
+    def open(cls, lg, sut, folder: Path, user_conf) -> Session:
+        """``sut``: speechperf.loadgen.sut's (one chain per instance) or speechperf.loadgen.stages' (a pool per
+        stage)."""
+        qsl = lg.ConstructQSL(len(sut.inputs), len(sut.inputs), lambda _: None, lambda _: None)
+        return cls(lg, sut, qsl, folder, user_conf, [stage.label for stage in sut.instances[0]])
 
     def close(self) -> None:
         self.lg.DestroyQSL(self.qsl)
@@ -107,7 +106,7 @@ class Session:
             rtfx=served.audio_seconds / served.span_s if served.audio_seconds and served.span_s else None,
             audio_seconds=served.audio_seconds,
             samples=served.samples,
-            stages=report.stage_times(self.labels, served.stage_seconds),
+            stages=report.stage_times(self.labels, served.stage_seconds, getattr(self.sut, "mean_batches", None)),
             failed=dict(served.failed),
             compliance=tuple(applied.compliance()),
             log_dir=str(test_dir),

@@ -56,10 +56,15 @@ class SystemUnderTest:
         self.draining = False  # Ctrl-C: answer what is left at once, so LoadGen ends and writes its logs
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._workers = [threading.Thread(target=self._work, args=(i,), daemon=True) for i in range(len(instances))]
+        self._start_workers()
+        self.handle = lg.ConstructSUT(self._issue, self._flush)
+
+    def _start_workers(self) -> None:
+        self._workers = [
+            threading.Thread(target=self._work, args=(i,), daemon=True) for i in range(len(self.instances))
+        ]
         for worker in self._workers:
             worker.start()
-        self.handle = lg.ConstructSUT(self._issue, self._flush)
 
     def reset(self) -> None:
         self.served = Served([[] for _ in self.instances[0]])
@@ -99,28 +104,39 @@ class SystemUnderTest:
             if item is None:
                 return
             sample_id, index = item
-            payload = np.zeros(0, np.uint8)
-            if not self.draining:
-                try:
-                    outs, times = self.run_chain(stages, self.inputs[index])
-                except Exception as exc:  # recorded; the sample is still answered, so LoadGen does not wait on it
-                    with self._lock:
-                        self.served.failed.setdefault(index, f"{type(exc).__name__}: {exc}".splitlines()[0])
-                else:
-                    if self.keep_outputs:
-                        # LoadGen's accuracy log gets what the model produced, as JSON bytes.
-                        payload = np.frombuffer(json.dumps(describe_output(outs[-1])).encode(), np.uint8).copy()
-                    with self._lock:
-                        for n, seconds in enumerate(times):
-                            self.served.stage_seconds[n].append(seconds)
-                        self.served.samples += 1
-                        self.served.audio_seconds += self.audio_seconds_of(index)
-                        if self.keep_outputs:
-                            self.outputs[index] = outs
-            response = self.lg.QuerySampleResponse(sample_id, payload.ctypes.data if payload.size else 0, payload.size)
-            self.lg.QuerySamplesComplete([response])
-            with self._lock:
-                self.served.last_complete = time.perf_counter()
+            if self.draining:
+                self._complete(sample_id, index, None, [], None)
+                continue
+            try:
+                outs, times = self.run_chain(stages, self.inputs[index])
+            except Exception as exc:  # recorded; the sample is still answered, so LoadGen does not wait on it
+                self._complete(sample_id, index, None, [], f"{type(exc).__name__}: {exc}".splitlines()[0])
+            else:
+                self._complete(sample_id, index, outs, times, None)
+
+    def _complete(
+        self, sample_id: int, index: int, outs: list[StageIO] | None, times: list[float], failure: str | None
+    ) -> None:
+        """Answer LoadGen for one sample: ``outs`` every stage's output (None: not served, draining or failed,
+        ``failure`` the line why), ``times`` each stage's seconds."""
+        payload = np.zeros(0, np.uint8)
+        with self._lock:
+            if failure is not None:
+                self.served.failed.setdefault(index, failure)
+            elif outs is not None:
+                for n, seconds in enumerate(times):
+                    self.served.stage_seconds[n].append(seconds)
+                self.served.samples += 1
+                self.served.audio_seconds += self.audio_seconds_of(index)
+                if self.keep_outputs:
+                    self.outputs[index] = outs
+        if outs is not None and self.keep_outputs:
+            # LoadGen's accuracy log gets what the model produced, as JSON bytes.
+            payload = np.frombuffer(json.dumps(describe_output(outs[-1])).encode(), np.uint8).copy()
+        response = self.lg.QuerySampleResponse(sample_id, payload.ctypes.data if payload.size else 0, payload.size)
+        self.lg.QuerySamplesComplete([response])
+        with self._lock:
+            self.served.last_complete = time.perf_counter()
 
     def close(self) -> None:
         for _ in self._workers:

@@ -518,7 +518,7 @@ class _Rows:
     def _float_outputs(self, name: str) -> list:
         """Every float output of every stage (a mask, a waveform, a user file's outputs) against fp32 over the
         whole dataset, from the outputs their first finished runs saved (speechperf.meters.fidelity)."""
-        from speechperf.compare.parity import compare_outputs
+        from speechperf.meters.parity import compare_outputs
 
         if self._fp32_outputs is None:
             self._fp32_outputs = self._saved(FP32) or False

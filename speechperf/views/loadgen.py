@@ -72,6 +72,7 @@ def run_notes(runs: list[dict[str, Any]], chosen: int | None = None) -> list[str
                 lines.append(
                     f"{scenario}: stage {stage.get('label')}: mean {stage['mean_ms']:.2f} ms, "
                     f"p90 {stage['p90_ms']:.2f} ms over {stage.get('calls')} call(s) (service time, no queueing)"
+                    + (f"; {stage['mean_batch']:.2f} requests a forward" if stage.get("mean_batch") else "")
                 )
     return lines
 
@@ -122,7 +123,18 @@ def _bound(doc: Document, runs: list[dict[str, Any]]) -> tuple[float, float]:
 def lines(doc: Document) -> list[str]:
     """What the console prints under the table (and the document keeps in its notes)."""
     runs, peak = _runs(doc), _peak(doc)
-    out = run_notes(runs, peak_index(peak))
+    out = []
+    serving = doc.get("serving")
+    if isinstance(serving, dict):  # general.serving: stages: how each stage was served, and its batch parity
+        for n, how in enumerate(serving.get("stages") or (), 1):
+            batching = (
+                f", dynamic batches of <= {how['max_batch']} within {how['max_queue_delay_ms']:g} ms"
+                if how.get("max_batch", 1) > 1
+                else ""
+            )
+            out.append(f"serving: stage{n}: {how['instances']} instance(s) x {how['threads']} thread(s){batching}")
+        out += [str(line) for line in serving.get("batch_parity") or ()]
+    out += run_notes(runs, peak_index(peak))
     if peak is not None:
         out.append(peak_line(peak, *_bound(doc, runs)))
     quality = doc.get("quality") or {}
