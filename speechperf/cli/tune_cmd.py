@@ -56,10 +56,19 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--objective",
-    type=click.Choice(["latency", "throughput", "memory"]),
+    type=click.Choice(["latency", "throughput", "memory", "server"]),
     default="latency",
     show_default=True,
-    help="What the winner is best at: mean latency per sample, samples per second (with --batch-sizes), or peak RSS.",
+    help="What the winner is best at: mean latency per sample, samples per second (with --batch-sizes), peak RSS, "
+    "or server: MLPerf LoadGen Server's completed samples/s within --latency, searching instances, threads and "
+    "dynamic batching per stage (docs/tune.md).",
+)
+@click.option(
+    "--latency",
+    default=None,
+    metavar="pNN=BOUND",
+    help="With --objective server: the latency percentile and its bound, as MLPerf states them (p99=500ms, "
+    "p90=1.5s). Default: MLPerf Server's for speech, p99=1000ms.",
 )
 @click.option(
     "--batch-sizes",
@@ -131,6 +140,11 @@ def tune_options(ctx: click.Context, p: dict[str, Any]) -> tuple[BenchConfig, Tu
             f"--batch-sizes {study['batch_sizes']}: only with --objective throughput (latency and memory are per "
             "sample)"
         )
+    if study["latency"] is not None and study["objective"] != "server":
+        raise SpeechperfError(f"--latency {study['latency']}: only with --objective server")
+    from speechperf.tune.serving import parse_latency
+
+    latency = parse_latency(study["latency"]) if study["objective"] == "server" else None
     cfg = config_from_args(p)  # what is left: the config options
     out_dir = study["out_dir"] or cache_dir() / "tune" / _config_name(p.get("config_path"))
     return cfg, TuneOptions(
@@ -151,6 +165,7 @@ def tune_options(ctx: click.Context, p: dict[str, Any]) -> tuple[BenchConfig, Tu
         plot=study["plot_path"],
         options={k: str(v) if isinstance(v, Path) else v for k, v in ctx.params.items()},
         workdir=cache_dir(),
+        latency=latency,
     )
 
 
@@ -160,6 +175,7 @@ STUDY = (
     "precisions",
     "threads",
     "objective",
+    "latency",
     "batch_sizes",
     "budget",
     "executor",

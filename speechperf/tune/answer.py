@@ -175,9 +175,14 @@ def lines(state) -> list[str]:
     runner = state.runner
     if runner is not None:
         out.append(f"processes: {runner.ran} run, {runner.reused} reused from an earlier run of this tune; "
-                   f"{state.budget.elapsed:.0f} s of the {state.opts.budget_s:.0f} s budget")  # fmt: skip
+                   f"{state.budget.elapsed:.0f} s of the {_budget_s(state):.0f} s budget")  # fmt: skip
     if state.final:
         out += state.final.get("left_out") or []
         out += state.final.get("sentences") or [state.final.get("skipped", "")]
         out.append(state.final.get("quality_vs_fp32") or "")
     return [line for line in out if line]
+
+
+def _budget_s(state) -> float:
+    """--budget: the serving phases' deadline with --objective server (the pipelines' phases have a share of it)."""
+    return state.serving.deadline.seconds if state.serving is not None else state.opts.budget_s

@@ -54,7 +54,7 @@ from speechperf.views import tune as tune_view
 
 log = logging.getLogger(__name__)
 
-OBJECTIVES = ("latency", "throughput", "memory")
+OBJECTIVES = ("latency", "throughput", "memory", "server")
 #: The pipelines run whole, best predicted first.
 MAX_PIPELINES = 4
 #: Runs of each pipeline end to end (two give a σ), and of each cell of the final compare.
@@ -89,6 +89,8 @@ class TuneOptions:
     plot: Path | None = None
     options: dict[str, Any] = attrs.Factory(dict)  #: the command's options as given, kept in the document
     workdir: Path = attrs.Factory(cache_dir)  #: where derived files, reference models and the int8 cache are made
+    #: --objective server: the latency percentile and its bound in ms (speechperf.tune.serving.parse_latency)
+    latency: tuple[float, float] | None = None
 
 
 @attrs.define
@@ -111,13 +113,14 @@ class _Tune:
     nothing: str | None = None  #: the one line when nothing could be measured
     short: bool = False  #: a budget too short for every pipeline and final cell (SHORT_SETS)
     verdict: dict[str, Any] | None = None  #: the final compare's verdict on the winner against the reference
+    serving: Any = None  #: --objective server: the serving phases (speechperf.tune.serving.ServingTune)
 
     def document(self) -> Document:
         o = self.opts
         rows = report.rows(self.screening, self.reference, self.pipelines, o.objective)
         runner = self.runner
         body = {
-            "objective": o.objective,
+            "objective": "server" if self.serving is not None else o.objective,
             "backends": list(o.backends),
             "precisions": list(o.precisions),
             "threads": list(o.threads),
@@ -141,7 +144,8 @@ class _Tune:
             "verdict": self.verdict,
             "short_budget": self.short,
             "nothing_measured": self.nothing,
-            "answer": answer.lines(self),
+            "answer": answer.lines(self) + (self.serving.lines() if self.serving is not None else []),
+            "serving": self.serving.body() if self.serving is not None else None,
             "options": o.options,
         }
         return Document(
@@ -175,7 +179,7 @@ def run_tune(cfg: BenchConfig, opts: TuneOptions, out=None) -> int:
         workdir = opts.workdir
         with third_party_to_log():  # the frameworks imported to list their variants and methods
             _check(cfg, opts)
-            state = _Tune(opts, cfg, Budget(opts.budget_s), run=run)
+            state = _state(cfg, opts, run)
             candidates, dropped = _candidates(cfg, opts)
         log.info("tune: %s", _first_line(cfg, opts, candidates, dropped))
         with third_party_to_log():  # the derived files (an ONNX export logs its constant folding)
@@ -193,6 +197,21 @@ def run_tune(cfg: BenchConfig, opts: TuneOptions, out=None) -> int:
         if opts.plot is not None and tune_view.draw(doc, opts.plot) is not None:
             log.info("Pareto plot %s", opts.plot)
         return run.finish(doc, code)
+
+
+def _state(cfg: BenchConfig, opts: TuneOptions, run: Lifecycle) -> _Tune:
+    """The tune's state; --objective server: the latency tune's phases on a share of --budget, the serving phases
+    (speechperf.tune.serving) after them on the rest."""
+    if opts.objective != "server":
+        return _Tune(opts, cfg, Budget(opts.budget_s), run=run)
+    from speechperf.tune import serving
+
+    phases = attrs.evolve(opts, objective="latency", budget_s=opts.budget_s * serving.LATENCY_SHARE, final_runs=0)
+    state = _Tune(phases, cfg, Budget(phases.budget_s), run=run)
+    percentile, bound = opts.latency or serving.DEFAULT_LATENCY
+    whole = Budget(opts.budget_s, start=state.budget.start)
+    state.serving = serving.ServingTune(percentile, bound, opts.out_dir, whole, opts.final_runs, opts.timeout_s)
+    return state
 
 
 def _check(cfg: BenchConfig, opts: TuneOptions) -> None:
@@ -318,6 +337,11 @@ def _search(state: _Tune, workdir: Path, candidates: list[StageCandidate], dropp
         log.error("tune: %s", answer.no_winner(state))
         return EXIT_NO_WINNER
     state.winner_config = _write_winner(state, plan)
+    if state.serving is not None:
+        from speechperf.tune.serving import serve
+
+        serve(state, plan, _final_sets(state.cfg))
+        return EXIT_ANSWER if state.serving.winner is not None else EXIT_NO_WINNER
     with third_party_to_log("final compare output"):
         state.final = _final_compare(state, plan, workdir)
     state.verdict = settle(state)

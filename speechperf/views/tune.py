@@ -148,16 +148,22 @@ def budget_line(reference: dict[str, Any] | None, budget: dict[str, Any]) -> flo
 
 
 def draw(doc: Document, path: Path) -> Path | None:
-    """The Pareto plot into ``path`` (``tune --plot``); None when no pipeline was measured whole."""
-    from speechperf.views.tune_plot import plot_front
+    """The Pareto plot into ``path`` (``tune --plot``): with --objective server the serving front (completed
+    samples/s against the latency at the peak), else the pipelines'; None when nothing was measured."""
+    from speechperf.views.tune_plot import plot_front, plot_serving
 
+    serving = doc.get("serving")
+    if isinstance(serving, dict):
+        points = [m for m in serving.get("measured") or () if m.get("completed_qps") and m.get("latency_ms")]
+        return plot_serving(points, serving, path, title(doc)) if points else None
     whole = [r for r in doc.rows if r.get("phase") == END_TO_END]
     reference = next((r for r in whole if r.get("status") == "reference"), None)
     measured = [r for r in whole if r is not reference and r.get("mean_ms") is not None]
     if not measured:
         return None
     line = budget_line(reference, doc.get("quality_budget") or {})
-    return plot_front(reference, measured, doc.get("objective") or "latency", path, title(doc), line)
+    objective = doc.get("objective") or "latency"
+    return plot_front(reference, measured, "latency" if objective == "server" else objective, path, title(doc), line)
 
 
 def plots(doc: Document, folder: Path) -> list[Path]:
@@ -169,8 +175,12 @@ def plots(doc: Document, folder: Path) -> list[Path]:
     except MissingExtraError as exc:
         log.warning("%s", exc)
         return []
-    drawn = draw(doc, folder / "tune.png")
-    return [] if drawn is None else [drawn]
+    drawn = [draw(doc, folder / "tune.png")]
+    if isinstance(doc.get("serving"), dict):  # the pipelines' front too, beside the serving one
+        drawn.append(
+            draw(Document(doc.kind, rows=doc.rows, body={**doc.body, "serving": None}), folder / "pipelines.png")
+        )
+    return [d for d in drawn if d is not None]
 
 
 VIEW = View(console=console, markdown=markdown, csv=csv, html_tables=html_tables, title=title, plots=plots)

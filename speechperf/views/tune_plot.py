@@ -72,11 +72,58 @@ def plot_front(
         if kind == "quality" and budget_line is not None:
             ax.axhline(budget_line, color="tab:red", linestyle="--", linewidth=1, label="quality budget")
             ax.legend(fontsize=7, loc="best")
-        ax.set_xlabel(AXIS[objective])
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-    fig.suptitle(title + "\n(red star: the winner within the quality budget; blue: the Pareto front)", fontsize=10)
+        _axes(ax, AXIS[objective], label)
+    return _saved(fig, path, title + "\n(red star: the winner within the quality budget; blue: the Pareto front)")
+
+
+def _axes(ax, xlabel: str, ylabel: str | None) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+
+
+def _saved(fig, path: Path, title: str) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_serving(measured: Sequence[Row], serving: Row, path: Path, title: str) -> Path:
+    """``tune --objective server``: each peak search's completed samples/s against the latency percentile at its
+    peak, the screened and confirmed configurations (the front joined, the winner starred) and the final compare's
+    cells, one point a search."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bound = serving.get("latency") or {}
+    front = set(serving.get("front") or ())
+    winner = (serving.get("winner") or {}).get("name")
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    colors: dict[str, str] = {}
+    for m in measured:
+        x, y = m["latency_ms"], m["completed_qps"]
+        if str(m.get("phase", "")).startswith("final"):
+            first = m["name"] not in colors
+            color = colors.setdefault(m["name"], f"C{len(colors) % 10}")
+            ax.scatter(
+                [x], [y], marker="x", color=color, s=40, zorder=3, label=f"final: {m['name']}" if first else None
+            )
+            continue
+        style: dict[str, Any] = dict(marker="o", color="tab:gray", alpha=0.6, s=30)
+        if m["name"] in front:
+            style = dict(marker="o", color="tab:blue", s=50)
+        if m["name"] == winner:
+            style = dict(marker="*", color="tab:red", s=220)
+        ax.scatter([x], [y], zorder=3, **style)
+        ax.annotate(f"{m['name']} ({m.get('phase')})", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    if bound.get("bound_ms"):
+        ax.axvline(bound["bound_ms"], color="tab:red", linestyle="--", linewidth=1, label="latency bound")
+    ax.legend(fontsize=7, loc="best")
+    _axes(ax, f"p{bound.get('percentile', 99):g} latency at the peak (ms)", "completed samples / s (MLPerf Server)")
+    return _saved(fig, path, title + "\n(red star: the winner; blue: the front; x: the final compare's searches)")
