@@ -65,6 +65,7 @@ def test_the_serving_phases_screen_confirm_write_the_winner_and_compare_it(tmp_p
 
     # the same searches again, from the ledger: no child runs, the figures are the ones measured
     caplog.set_level(logging.INFO, logger="speechperf.tune.serving")
+    caplog.clear()  # the searches above logged theirs
     again = serving.ServingTune(90.0, 500.0, tmp_path / "out", Budget(160.0), rounds=2, start_s=2.0)
     again.search(base, cands, lambda: None)
     assert [m.completed_qps for m in again.measured] == [m.completed_qps for m in tune.measured[: len(again.measured)]]
