@@ -289,6 +289,7 @@ def test_accuracy_mode_scores_whisper_wer_on_librivox_and_its_fail_exits_1(tmp_p
             "--start-qps 5: the peak search's first rate; needs --find-peak",
         ),
         (["--scenario", "Server", "--find-peak", "--start-qps", "0"], "'--start-qps': 0.0 is not in the range"),
+        (["--scenario", "Server", "--find-peak", "--start-qps", "nan"], "'nan' is not a finite number"),
     ],
 )
 def test_hostile_options_are_one_line_with_exit_2(tmp_path, args, expected):

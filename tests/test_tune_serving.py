@@ -36,7 +36,9 @@ def test_the_latency_bound_is_read_as_mlperf_states_it(text, expected):
     assert parse_latency(text) == expected
 
 
-@pytest.mark.parametrize("text", ["99=500ms", "p99=500", "p100=1s", "p40=1s", "p99=0ms", "p99=-5ms", "p99=1h"])
+@pytest.mark.parametrize(
+    "text", ["99=500ms", "p99=500", "p100=1s", "p40=1s", "p99=0ms", "p99=-5ms", "p99=1h", "p99=nanms", "p99=3601s", ""]
+)
 def test_a_latency_bound_that_is_not_one_is_refused_in_one_line(text):
     with pytest.raises(SpeechperfError, match=rf"--latency {text}: allowed: pNN=BOUND"):
         parse_latency(text)

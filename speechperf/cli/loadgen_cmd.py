@@ -11,6 +11,7 @@ import click
 from speechperf.cache import cache_dir
 from speechperf.cli.config_options import config_from_args, config_options
 from speechperf.cli.options import (
+    MAX_QPS,
     FiniteFloatRange,
     budget_option,
     export_options,
@@ -53,7 +54,7 @@ TEST = {
 @budget_option()
 @click.option(
     "--start-qps",
-    type=click.FloatRange(min=0, min_open=True, max=1e6),
+    type=FiniteFloatRange(min=0, min_open=True, max=MAX_QPS),
     default=None,
     help="With --find-peak: the first trial's rate (default: half the warm-up's capacity estimate); a rate known "
     "from an earlier search saves the trials that double up to it.",

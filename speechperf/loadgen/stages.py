@@ -261,9 +261,10 @@ def check_batch_parity(pools: Sequence[Sequence[Stage]], serving: Sequence[Stage
                 f"batch parity: stage{n + 1} ({stage.label}) batches of {len(chosen)} against batch 1: "
                 + ("; ".join(d.describe() for d in diffs) or "outputs equal")
             )
-        if n + 1 < len(pools):
-            current = [pools[n + 1][0].from_previous(stage.forward(inp)) for inp in current[: max(
-                (s.max_batch for s in serving[n + 1 :]), default=1)]]  # fmt: skip
+        later = max((s.max_batch for s in serving[n + 1 :]), default=1)
+        if later == 1:  # no stage after this one batches: nothing more to hand on
+            break
+        current = [pools[n + 1][0].from_previous(stage.forward(inp)) for inp in current[:later]]
     return lines
 
 

@@ -31,6 +31,8 @@ from speechperf.loadgen.stages import StageServing
 
 log = logging.getLogger(__name__)
 
+#: the largest latency bound taken (LoadGen holds it in nanoseconds, as a 64-bit integer)
+MAX_BOUND_MS = 3_600_000.0
 #: MLPerf's Server constraint for its speech task (RNN-T): p99 within 1000 ms.
 DEFAULT_LATENCY = (99.0, 1000.0)
 #: Shares of --budget: the latency tune's phases, then of what is left the screening of serving configurations and
@@ -60,12 +62,12 @@ def parse_latency(text: str | None) -> tuple[float, float]:
         return DEFAULT_LATENCY
     found = re.fullmatch(r"\s*p(\d+(?:\.\d+)?)\s*=\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*", text)
     percentile = float(found.group(1)) if found else None
-    if found is None or percentile is None or not 50 <= percentile < 100 or float(found.group(2)) <= 0:
+    bound = float(found.group(2)) * (1000.0 if found.group(3) == "s" else 1.0) if found else 0.0
+    if found is None or percentile is None or not 50 <= percentile < 100 or not 0 < bound <= MAX_BOUND_MS:
         raise SpeechperfError(
-            f"--latency {text}: allowed: pNN=BOUND, a percentile from 50 to under 100 and a bound > 0 in ms or s "
-            "(e.g. p99=500ms, p90=1.5s)"
+            f"--latency {text}: allowed: pNN=BOUND, a percentile from 50 to under 100 and a bound > 0 and at most "
+            "an hour, in ms or s (e.g. p99=500ms, p90=1.5s)"
         )
-    bound = float(found.group(2)) * (1000.0 if found.group(3) == "s" else 1.0)
     return percentile, bound
 
 
