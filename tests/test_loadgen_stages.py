@@ -189,3 +189,16 @@ def test_instances_beside_the_stages_pools_is_one_line(tmp_path):
                       "--set", "general.serving=stages")  # fmt: skip
     assert done.returncode == 2
     assert "--instances 2: with general.serving: stages each stage has its own pool" in done.stderr
+
+
+def test_the_pools_capacity_is_the_slowest_pools_rate():
+    """LoadGen's expected rate (Offline's query size, the peak search's start) for a pool per stage: each stage's
+    instances x a full batch over its warm-up time, the slowest of them, not the whole chain's rate (a staged
+    Offline run sized from the chain ended before its minimum duration, INVALID)."""
+    from types import SimpleNamespace
+
+    from speechperf.loadgen.stages import StagedSystemUnderTest
+
+    pools = SimpleNamespace(serving=[StageServing(2, 1, 4, 5.0), StageServing(1, 1)])
+    assert StagedSystemUnderTest.capacity(pools, [0.1, 0.05]) == pytest.approx(20.0)  # 80 and 20 a second
+    assert StagedSystemUnderTest.capacity(pools, [0.5, 0.01]) == pytest.approx(16.0)  # 16 and 100

@@ -165,8 +165,7 @@ class _Measured:
             body["serving"] = {"mode": "stages", "stages": [attrs.asdict(s) for s in serving], "batch_parity": parity}
         session = Session.open(lg, sut, folder, user_conf)
         session.scored = resolved.score_quality
-        # the capacity estimate behind LoadGen's expected rates and the peak search's start: the narrowest pool
-        session.warm_up(cfg.general.warmup, opts.instances if serving is None else min(s.instances for s in serving))
+        session.warm_up(cfg.general.warmup, opts.instances)
         environment = {**machine(), "backend": backend.name, "device": device, "threads": opts.threads}
         environment["instances"] = opts.instances
         environment["serving"] = (

@@ -50,8 +50,10 @@ class Session:
         self.lg.DestroyQSL(self.qsl)
 
     def warm_up(self, warmup: int, instances: int) -> None:
-        self.service_s, self.fastest_s = _warm_up(self.sut, warmup)
+        self.service_s, self.fastest_s, stage_s = _warm_up(self.sut, warmup)
         self.capacity = instances / self.service_s
+        if hasattr(self.sut, "capacity"):  # a pool per stage: its stages overlap, the slowest pool sets the rate
+            self.capacity = self.sut.capacity(stage_s)
         log.info(
             "warm-up: %.1f ms a sample on one instance; about %.1f samples/s on %d instance(s)",
             self.service_s * 1000,
@@ -140,25 +142,29 @@ def _start(lg, sut, qsl, settings, logging_, audit_conf: str) -> None:
         raise errors[0]
 
 
-def _warm_up(sut, warmup: int) -> tuple[float, float]:
+def _warm_up(sut, warmup: int) -> tuple[float, float, list[float]]:
     """Untimed chains on the first input of every instance, then the mean service time over the dataset's inputs
     in order, on one instance, for up to ``ESTIMATE_S`` seconds (at least one sample): LoadGen's expected rates and
     latencies, and the peak search's start, come from it.
 
     One sample's time is a poor estimate when the clips differ in length: an Offline query sized from a long first
-    clip ends before its minimum duration, and LoadGen calls the run INVALID. Returns that mean and the fastest
-    sample's time (above a Server bound, no rate can pass)."""
+    clip ends before its minimum duration, and LoadGen calls the run INVALID. Returns that mean, the fastest
+    sample's time (above a Server bound, no rate can pass) and each stage's mean seconds."""
     for stages in sut.instances:
         for _ in range(max(1, warmup)):
             sut.run_chain(stages, sut.inputs[0])
     stages = sut.instances[0]
     times: list[float] = []
+    per_stage: list[list[float]] = [[] for _ in stages]
     start = time.perf_counter()
     while len(times) < len(sut.inputs) and (not times or time.perf_counter() - start < ESTIMATE_S):
         began = time.perf_counter()
-        sut.run_chain(stages, sut.inputs[len(times)])
+        _, stage_times = sut.run_chain(stages, sut.inputs[len(times)])
         times.append(time.perf_counter() - began)
-    return max((time.perf_counter() - start) / len(times), 1e-6), min(times)
+        for n, seconds in enumerate(stage_times):
+            per_stage[n].append(seconds)
+    stage_s = [max(sum(s) / len(s), 1e-6) for s in per_stage]
+    return max((time.perf_counter() - start) / len(times), 1e-6), min(times), stage_s
 
 
 def effective_options(opts: ScenarioOptions, fields: dict[str, str]) -> ScenarioOptions:

@@ -224,6 +224,12 @@ class StagedSystemUnderTest(SystemUnderTest):
             batcher.close()
         self.lg.DestroySUT(self.handle)
 
+    def capacity(self, stage_s: Sequence[float]) -> float:
+        """Samples a second the pools serve, from each stage's warm-up time alone (``stage_s``): the slowest pool's
+        rate, counting a full batch as one forward's time (an upper bound: an Offline query sized from it runs a
+        little longer, never ends early; a chain's rate ended a staged Offline run before its minimum duration)."""
+        return min(s.instances * s.max_batch / t for s, t in zip(self.serving, stage_s))
+
     def mean_batches(self) -> list[float | None]:
         """Each stage's mean requests a forward in the last test (None: no forward)."""
         return [sum(sizes) / len(sizes) if sizes else None for sizes in self.batch_sizes]
